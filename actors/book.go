@@ -1,0 +1,167 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"flipbook/storage"
+)
+
+// book is the actor of one book: the only writer of its record. It loads the record when it
+// starts (so a restarted or re-spawned actor is correct) and stops itself when idle.
+type book struct {
+	s   *System
+	t   storage.Tenant
+	rid string
+
+	rec       *storage.Book // nil when the book does not exist (any more)
+	loaded    bool
+	processed uint64
+	last      time.Time
+	idle      *time.Timer
+}
+
+type idleTick struct{}
+
+func newBook(s *System, t storage.Tenant, rid string) actor.Producer {
+	return func() actor.Receiver { return &book{s: s, t: t, rid: rid} }
+}
+
+func (b *book) reset() { b.loaded, b.rec = false, nil }
+
+func (b *book) Receive(c *actor.Context) {
+	switch m := c.Message().(type) {
+	case actor.Initialized:
+	case actor.Started:
+		b.s.books.Add(1)
+		b.last = time.Now()
+		pid, engine := c.PID(), c.Engine()
+		b.idle = time.AfterFunc(b.s.opts.BookIdle, func() { engine.Send(pid, idleTick{}) })
+	case actor.Stopped:
+		b.s.books.Add(-1)
+		if b.idle != nil {
+			b.idle.Stop()
+		}
+	case idleTick:
+		if since := time.Since(b.last); since < b.s.opts.BookIdle {
+			b.idle.Reset(b.s.opts.BookIdle - since)
+			return
+		}
+		c.Send(c.Parent(), &bookIdle{rid: b.rid, pid: c.PID(), processed: b.processed})
+		b.idle.Reset(b.s.opts.BookIdle) // ask again later if the parent had sent more
+	case *routed:
+		b.processed++
+		b.last = time.Now()
+		if err := b.load(); err != nil {
+			if c.Sender() != nil {
+				c.Respond(err)
+			}
+			return
+		}
+		switch m := m.msg.(type) {
+		case *UpdateBook:
+			c.Respond(result(b.update(m.Patch)))
+		case *DeleteBook:
+			c.Respond(result(b.delete()))
+		case *dueBook:
+			b.due(m.due)
+		}
+	}
+}
+
+func (b *book) load() error {
+	if b.loaded {
+		return nil
+	}
+	rec, err := b.s.Store.GetBook(b.t, b.rid)
+	switch {
+	case err == nil:
+		b.rec = rec
+	case err == storage.ErrNotFound:
+		b.rec = nil
+	default:
+		return err
+	}
+	b.loaded = true
+	return nil
+}
+
+// write replaces the stored record by next (under the publish quota when it goes live).
+func (b *book) write(next *storage.Book) error {
+	old := b.rec
+	err := b.s.withPublishSlot(b.t, old.Status, next.Status, func() error {
+		batch := b.s.Store.NewBatch()
+		if err := batch.PutBook(old, next); err != nil {
+			batch.Close()
+			return err
+		}
+		return batch.Commit()
+	})
+	if err != nil {
+		return err
+	}
+	b.rec = next
+	b.s.scheduleTransition(next)
+	return nil
+}
+
+func (b *book) update(p *BookPatch) (*storage.Book, error) {
+	if b.rec == nil {
+		return nil, ErrNotFound
+	}
+	next := cloneBook(b.rec)
+	now := b.s.now()
+	if err := p.apply(next, now); err != nil {
+		return nil, err
+	}
+	next.UpdatedAt = now
+	if err := b.write(next); err != nil {
+		return nil, err
+	}
+	return next, nil
+}
+
+func (b *book) delete() (*storage.Book, error) {
+	if b.rec == nil {
+		return nil, ErrNotFound
+	}
+	batch := b.s.Store.NewBatch()
+	batch.DeleteBook(b.rec)
+	if err := batch.Commit(); err != nil {
+		return nil, err
+	}
+	gone := b.rec
+	b.rec = nil
+	if err := b.s.Store.Blobs.DeleteBook(b.rid); err != nil {
+		b.s.opts.Logger.Error("delete book files", "book", b.rid, "err", err)
+	}
+	return gone, nil
+}
+
+func (b *book) due(d storage.Due) {
+	if b.rec == nil {
+		if err := b.s.Store.DropDue(d); err != nil {
+			b.s.opts.Logger.Error("drop due entry", "book", b.rid, "err", err)
+		}
+		return
+	}
+	next := cloneBook(b.rec)
+	now := b.s.now()
+	if !transition(next, now) {
+		if at, ok := storage.NextTransition(b.rec); !ok || !at.Equal(d.At) {
+			_ = b.s.Store.DropDue(d) // stale entry
+		}
+		return
+	}
+	next.UpdatedAt = now
+	if err := b.write(next); err != nil {
+		b.s.opts.Logger.Error("timed transition", "book", b.rid, "err", err)
+	}
+}
+
+func cloneBook(b *storage.Book) *storage.Book {
+	c := *b
+	c.Pages = append([]storage.Page(nil), b.Pages...)
+	return &c
+}

@@ -1,0 +1,188 @@
+// Package actors holds the hollywood actors that own every write: the accounts actor (workspaces
+// and API keys), one workspace actor per tenant (book creation, routing to book actors), one book
+// actor per active book (settings, status, timed transitions), and the clock that wakes books
+// whose scheduled publish or expiry has come.
+//
+// Reads never go through actors: a write is synced to Pebble before the actor replies, so a read
+// straight from the store sees it.
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"flipbook/storage"
+)
+
+// Defaults of Options.
+const (
+	DefaultAskTimeout  = 10 * time.Second
+	DefaultBookIdle    = 2 * time.Minute
+	defaultInboxSize   = 64
+	accountsInboxSize  = 1024
+	workspaceInboxSize = 1024
+)
+
+// Options configure the actor system.
+type Options struct {
+	AskTimeout time.Duration
+	// BookIdle is how long a book actor lives without messages before it stops (passivation).
+	BookIdle time.Duration
+	Logger   *slog.Logger
+	// Now is the clock (tests may move it); defaults to time.Now.
+	Now func() time.Time
+}
+
+// System is the running actor engine and the PIDs of its long-lived actors.
+type System struct {
+	Engine *actor.Engine
+	Store  *storage.Store
+	opts   Options
+
+	accounts *actor.PID
+	clock    *actor.PID
+
+	mu         sync.Mutex
+	workspaces map[storage.Tenant]*actor.PID
+
+	quota quota
+	askID atomic.Uint64
+	books atomic.Int64 // live book actors, for tests and metrics
+}
+
+// Start creates the engine and the long-lived actors.
+func Start(store *storage.Store, o Options) (*System, error) {
+	if o.AskTimeout == 0 {
+		o.AskTimeout = DefaultAskTimeout
+	}
+	if o.BookIdle == 0 {
+		o.BookIdle = DefaultBookIdle
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	e, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		return nil, err
+	}
+	s := &System{Engine: e, Store: store, opts: o, workspaces: map[storage.Tenant]*actor.PID{}}
+	s.quota.locks = map[storage.Tenant]*sync.Mutex{}
+	s.accounts = e.Spawn(newAccounts(s), "accounts", actor.WithID("main"),
+		actor.WithInboxSize(accountsInboxSize), actor.WithMiddleware(s.recoverMW))
+	s.clock = e.Spawn(newClock(s), "clock", actor.WithID("main"), actor.WithMiddleware(s.recoverMW))
+	return s, nil
+}
+
+// Stop stops every actor after it has handled what is already in its inbox.
+func (s *System) Stop() {
+	s.mu.Lock()
+	pids := make([]*actor.PID, 0, len(s.workspaces)+2)
+	for _, pid := range s.workspaces {
+		pids = append(pids, pid)
+	}
+	s.workspaces = map[storage.Tenant]*actor.PID{}
+	s.mu.Unlock()
+	pids = append(pids, s.accounts, s.clock)
+	for _, pid := range pids {
+		<-s.Engine.Poison(pid).Done()
+	}
+}
+
+// LiveBookActors is the number of book actors currently running.
+func (s *System) LiveBookActors() int64 { return s.books.Load() }
+
+func (s *System) now() time.Time { return s.opts.Now().UTC() }
+
+// workspace returns the workspace actor of a tenant, spawning it on first use.
+func (s *System) workspace(t storage.Tenant) *actor.PID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pid, ok := s.workspaces[t]; ok {
+		return pid
+	}
+	id := strconv.FormatInt(t.Workspace, 10) + "-" + t.Mode.String()
+	pid := s.Engine.Spawn(newWorkspace(s, t), "ws", actor.WithID(id),
+		actor.WithInboxSize(workspaceInboxSize), actor.WithMiddleware(s.recoverMW))
+	s.workspaces[t] = pid
+	return pid
+}
+
+// ErrTimeout is returned when an actor does not answer within the ask timeout.
+var ErrTimeout = errors.New("actors: no answer in time")
+
+// ask sends msg to pid and waits for the reply. A reply that is an error is returned as the
+// error. It replaces Engine.Request, whose response ids are random 31-bit numbers that can
+// collide under load and deliver one caller's answer to another.
+func (s *System) ask(pid *actor.PID, msg any) (any, error) {
+	p := &askProc{
+		pid: actor.NewPID(s.Engine.Address(), "ask/"+strconv.FormatUint(s.askID.Add(1), 10)),
+		ch:  make(chan any, 1),
+	}
+	s.Engine.SpawnProc(p)
+	defer s.Engine.Registry.Remove(p.pid)
+	s.Engine.SendWithSender(pid, msg, p.pid)
+	t := time.NewTimer(s.opts.AskTimeout)
+	defer t.Stop()
+	select {
+	case v := <-p.ch:
+		if err, ok := v.(error); ok {
+			return nil, err
+		}
+		return v, nil
+	case <-t.C:
+		return nil, ErrTimeout
+	}
+}
+
+type askProc struct {
+	pid *actor.PID
+	ch  chan any
+}
+
+func (p *askProc) Start()                  {}
+func (p *askProc) PID() *actor.PID         { return p.pid }
+func (p *askProc) Shutdown()               {}
+func (p *askProc) Invoke([]actor.Envelope) {}
+func (p *askProc) Send(_ *actor.PID, msg any, _ *actor.PID) {
+	select { // first answer wins; a second one (a bug) must never block the actor
+	case p.ch <- msg:
+	default:
+	}
+}
+
+// resettable actors drop in-memory state after a recovered panic (it is reloaded from Pebble).
+type resettable interface{ reset() }
+
+// errInternal answers a request whose handling panicked.
+var errInternal = errors.New("actors: internal error")
+
+// recoverMW turns a panic in a receiver into a logged, failed request. Hollywood's own restart
+// path crashes the process after MaxRestarts, so no panic may reach it.
+func (s *System) recoverMW(next actor.ReceiveFunc) actor.ReceiveFunc {
+	return func(c *actor.Context) {
+		defer func() {
+			if r := recover(); r != nil {
+				s.opts.Logger.Error("actor panic", "pid", c.PID().String(),
+					"msg", fmt.Sprintf("%T", c.Message()), "panic", r, "stack", string(debug.Stack()))
+				if rs, ok := c.Receiver().(resettable); ok {
+					rs.reset()
+				}
+				if c.Sender() != nil {
+					c.Respond(errInternal)
+				}
+			}
+		}()
+		next(c)
+	}
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"flipbook/actors"
+	"flipbook/httpapi"
+)
+
+// envFlag reads a flag's default from the environment (FLIPBOOK_<NAME>), so flags and env vars
+// configure the same settings; a flag given on the command line wins.
+func envName(flagName string) string {
+	return "FLIPBOOK_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+type serveFlags struct {
+	cfg      httpapi.Config
+	shutdown time.Duration
+}
+
+func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer) (*serveFlags, error) {
+	def := httpapi.DefaultConfig()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	str := func(name, value, help string) *string {
+		if v := getenv(envName(name)); v != "" {
+			value = v
+		}
+		return fs.String(name, value, help+" (env "+envName(name)+")")
+	}
+	var intErr error
+	num := func(name string, value int, help string) *int {
+		if v := getenv(envName(name)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				intErr = fmt.Errorf("%s: %q is not an integer", envName(name), v)
+			}
+			value = n
+		}
+		return fs.Int(name, value, help+" (env "+envName(name)+")")
+	}
+	addr := str("addr", def.Addr, "listen address")
+	data := str("data", def.DataDir, "data directory")
+	public := str("public-url", "", "public base URL of preview_url, embed_code and files (default http://<addr>)")
+	token := str("admin-token", "", "admin API token (default: <data>/admin-token, created on first start)")
+	rws := num("rate-limit-workspace", def.RateWorkspace, "requests per minute per workspace, 0 = off")
+	rep := num("rate-limit-endpoint", def.RateEndpoint, "requests per minute per workspace and operation, 0 = off")
+	run := num("rate-limit-unauthenticated", def.RateUnauthenticated, "requests per minute per IP without valid credentials, 0 = off")
+	maxBody := num("max-body-bytes", def.MaxBodyBytes, "largest request body accepted")
+	idle := str("book-idle", actors.DefaultBookIdle.String(), "how long an idle book actor lives")
+	grace := str("shutdown-timeout", "30s", "how long shutdown waits for in-flight requests")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if intErr != nil {
+		return nil, intErr
+	}
+	bookIdle, err := time.ParseDuration(*idle)
+	if err != nil {
+		return nil, fmt.Errorf("--book-idle: %w", err)
+	}
+	shutdown, err := time.ParseDuration(*grace)
+	if err != nil {
+		return nil, fmt.Errorf("--shutdown-timeout: %w", err)
+	}
+	return &serveFlags{shutdown: shutdown, cfg: httpapi.Config{
+		Addr: *addr, DataDir: *data, PublicURL: *public, AdminToken: *token,
+		RateWorkspace: *rws, RateEndpoint: *rep, RateUnauthenticated: *run,
+		MaxBodyBytes: *maxBody, BookIdle: bookIdle,
+	}}, nil
+}
+
+// adminTokenFile is where the generated admin token is kept.
+func adminTokenFile(dataDir string) string { return filepath.Join(dataDir, "admin-token") }
+
+// resolveAdminToken returns the configured token, else the stored one, else a new stored one.
+func resolveAdminToken(cfg *httpapi.Config) (created bool, err error) {
+	if cfg.AdminToken != "" {
+		return false, nil
+	}
+	path := adminTokenFile(cfg.DataDir)
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		cfg.AdminToken = strings.TrimSpace(string(b))
+		return false, nil
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return false, err
+	}
+	cfg.AdminToken = "adm_" + actors.RandomString(40)
+	return true, os.WriteFile(path, []byte(cfg.AdminToken+"\n"), 0o600)
+}
+
+// serve runs the service until ctx ends. ready, if not nil, receives the bound address.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) error {
+	f, err := parseServeFlags(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	cfg := f.cfg
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	cfg.Addr = ln.Addr().String()
+	createdToken, err := resolveAdminToken(&cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	svc, err := httpapi.New(cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	first, err := svc.Bootstrap()
+	if err != nil {
+		ln.Close()
+		_ = svc.Shutdown(context.Background())
+		return err
+	}
+	base := "http://" + cfg.Addr
+	fmt.Fprintf(stdout, "flipbook %s listening on %s (data in %s)\n", httpapi.Version, base, cfg.DataDir)
+	if first != nil {
+		k := first.Key.Secret
+		fmt.Fprintf(stdout, "\nFirst start: created workspace %q (id %d, %s plan) and a test-mode API key with every scope.\n",
+			first.Workspace.Name, first.Workspace.ID, first.Workspace.Plan)
+		fmt.Fprintf(stdout, "API key (shown only now, keep it): %s\n\n", k)
+		fmt.Fprintf(stdout, "Try it:\n  curl -H 'Authorization: Bearer %s' %s/api/v1/me\n", k, base)
+		fmt.Fprintf(stdout, "  curl -H 'Authorization: Bearer %s' '%s/api/v1/books?limit=10'\n\n", k, base)
+	}
+	if createdToken {
+		fmt.Fprintf(stdout, "Admin token written to %s (used by `flipbook admin`).\n", adminTokenFile(cfg.DataDir))
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- svc.Serve(ln) }()
+	if ready != nil {
+		ready <- cfg.Addr
+	}
+	select {
+	case err = <-errc:
+		_ = svc.Shutdown(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(stdout, "shutting down: finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), f.shutdown)
+	defer cancel()
+	if err := svc.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if err := <-errc; err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "stopped")
+	return nil
+}

@@ -1,0 +1,126 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"flipbook/actors"
+	"flipbook/storage"
+)
+
+// Error types: the stable `error.type` names of the API (docs/API.md lists them). REST and MCP
+// render the same *Error.
+const (
+	TypeBadRequest          = "BadRequest"
+	TypeUnauthenticated     = "Unauthenticated"
+	TypeMissingScope        = "MissingScope"
+	TypePlanRequired        = "PlanRequired"
+	TypeForbidden           = "Forbidden"
+	TypeNotFound            = "NotFound"
+	TypeMethodNotAllowed    = "MethodNotAllowed"
+	TypeConflict            = "Conflict"
+	TypeIdempotencyConflict = "IdempotencyConflict"
+	TypePayloadTooLarge     = "PayloadTooLarge"
+	TypeValidation          = "ValidationException"
+	TypeTooManyRequests     = "TooManyRequests"
+	TypeInternal            = "InternalError"
+	TypeUnavailable         = "ServiceUnavailable"
+)
+
+// Error is an API error: HTTP status, stable type, message and, for validation, field details.
+type Error struct {
+	Status  int
+	Type    string
+	Message string
+	Details map[string][]string
+	// Scopes lists the key's scopes on a MissingScope error (spec §5.6).
+	Scopes   []string
+	Required string
+	// RetryAfter (seconds) on TooManyRequests.
+	RetryAfter int
+}
+
+func (e *Error) Error() string { return e.Type + ": " + e.Message }
+
+func errBadRequest(msg string) *Error { return &Error{Status: 400, Type: TypeBadRequest, Message: msg} }
+func errNotFound(what string) *Error {
+	return &Error{Status: 404, Type: TypeNotFound, Message: what + " not found"}
+}
+func errUnauthenticated(msg string) *Error {
+	return &Error{Status: 401, Type: TypeUnauthenticated, Message: msg}
+}
+func errTooLarge(limit int) *Error {
+	return &Error{Status: 413, Type: TypePayloadTooLarge, Message: fmt.Sprintf("request body is larger than %d bytes", limit)}
+}
+func errInternal() *Error {
+	return &Error{Status: 500, Type: TypeInternal, Message: "internal error; the request id identifies it in the server log"}
+}
+
+// Validation is a set of field errors being collected.
+type Validation map[string][]string
+
+// Add records a message for a field.
+func (v Validation) Add(field, msg string) { v[field] = append(v[field], msg) }
+
+// Err returns the 422 error, or nil when nothing failed.
+func (v Validation) Err() error {
+	if len(v) == 0 {
+		return nil
+	}
+	return &Error{Status: 422, Type: TypeValidation, Message: validationMessage(v), Details: v}
+}
+
+func validationMessage(v Validation) string {
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	first := keys[0] + " " + v[keys[0]][0]
+	if n := len(keys) - 1; n > 0 {
+		return fmt.Sprintf("Validation failed: %s (and %d more error%s).", first, n, plural(n))
+	}
+	return "Validation failed: " + first + "."
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func fieldError(field, msg string) *Error {
+	v := Validation{}
+	v.Add(field, msg)
+	return v.Err().(*Error)
+}
+
+// toAPIError maps any error from a handler to an API error.
+func toAPIError(err error) *Error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var inv *actors.InvalidError
+	if errors.As(err, &inv) {
+		return Validation(inv.Fields).Err().(*Error)
+	}
+	var pe *actors.PlanError
+	if errors.As(err, &pe) {
+		return &Error{Status: 403, Type: TypePlanRequired, Message: pe.Message}
+	}
+	switch {
+	case errors.Is(err, actors.ErrNotFound), errors.Is(err, storage.ErrNotFound):
+		return errNotFound("resource")
+	case errors.Is(err, actors.ErrConflict):
+		return &Error{Status: 409, Type: TypeConflict, Message: "the request conflicts with the current state"}
+	case errors.Is(err, actors.ErrTimeout):
+		return &Error{Status: 503, Type: TypeUnavailable, Message: "the service is busy; retry shortly"}
+	}
+	return errInternal()
+}
+
+func scopeList(s []string) string { return strings.Join(s, ", ") }

@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"hash/maphash"
+	"sync"
+	"time"
+)
+
+// limiter is a GCRA rate limiter (a token bucket of `limit` tokens refilled over `period`),
+// keyed by string and sharded to keep lock contention low.
+type limiter struct {
+	limit    int
+	period   time.Duration
+	interval time.Duration // period / limit: the cost of one request
+	seed     maphash.Seed
+	shards   [32]limShard
+}
+
+type limShard struct {
+	mu  sync.Mutex
+	tat map[string]time.Time // theoretical arrival time per key
+}
+
+// newLimiter returns nil (no limit) when perMinute is 0.
+func newLimiter(perMinute int) *limiter {
+	if perMinute <= 0 {
+		return nil
+	}
+	l := &limiter{limit: perMinute, period: time.Minute, seed: maphash.MakeSeed()}
+	l.interval = l.period / time.Duration(perMinute)
+	for i := range l.shards {
+		l.shards[i].tat = map[string]time.Time{}
+	}
+	return l
+}
+
+// decision is the outcome of one check, with what the RateLimit headers report.
+type decision struct {
+	allowed    bool
+	limit      int
+	remaining  int
+	reset      time.Duration // until the bucket is full again
+	retryAfter time.Duration // when denied: until one request is allowed
+}
+
+func (l *limiter) allow(key string, now time.Time) decision {
+	sh := &l.shards[maphash.String(l.seed, key)%uint64(len(l.shards))]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	tat, ok := sh.tat[key]
+	if !ok || tat.Before(now) {
+		tat = now
+	}
+	next := tat.Add(l.interval)
+	d := decision{limit: l.limit}
+	if over := next.Sub(now) - l.period; over > 0 {
+		d.retryAfter = over
+		d.reset = tat.Sub(now)
+		return d
+	}
+	sh.tat[key] = next
+	d.allowed = true
+	d.reset = next.Sub(now)
+	d.remaining = int((l.period - next.Sub(now)) / l.interval)
+	return d
+}
+
+// sweep drops keys whose bucket is full again (they carry no state worth keeping).
+func (l *limiter) sweep(now time.Time) {
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		for k, tat := range sh.tat {
+			if tat.Before(now) {
+				delete(sh.tat, k)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}

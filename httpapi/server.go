@@ -1,0 +1,289 @@
+// Package httpapi is the service's HTTP front end: the operation table (the one declaration of
+// every public operation), the REST router and request pipeline built from it, the provisioning
+// (admin) surface and file serving.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
+	"flipbook/actors"
+	"flipbook/storage"
+)
+
+// Defaults of Config (README and docs quote them).
+const (
+	DefaultAddr                = "127.0.0.1:8080"
+	DefaultDataDir             = "./data"
+	DefaultRateWorkspace       = 1000 // requests per minute per workspace (spec §8)
+	DefaultRateEndpoint        = 100  // per minute per workspace and operation (spec §8)
+	DefaultRateUnauthenticated = 10   // per minute per IP, for calls without valid credentials (spec §8)
+	DefaultMaxBodyBytes        = 256 << 20
+	APIBase                    = "/api/v1"
+	AdminBase                  = "/admin/v1"
+)
+
+// Version is reported by /health.
+var Version = "1.0.0"
+
+// Config configures a Service.
+type Config struct {
+	Addr       string
+	DataDir    string
+	PublicURL  string // base of preview_url, embed_code and file URLs; default http://<Addr>
+	AdminToken string // "" disables the admin surface
+	// Rate limits in requests per minute; 0 turns a limit off.
+	RateWorkspace       int
+	RateEndpoint        int
+	RateUnauthenticated int
+	MaxBodyBytes        int
+	BookIdle            time.Duration
+	Logger              *slog.Logger
+}
+
+// DefaultConfig returns the embedded defaults.
+func DefaultConfig() Config {
+	return Config{
+		Addr:                DefaultAddr,
+		DataDir:             DefaultDataDir,
+		RateWorkspace:       DefaultRateWorkspace,
+		RateEndpoint:        DefaultRateEndpoint,
+		RateUnauthenticated: DefaultRateUnauthenticated,
+		MaxBodyBytes:        DefaultMaxBodyBytes,
+	}
+}
+
+// Service is the running service: store, actors and the HTTP server.
+type Service struct {
+	cfg    Config
+	log    *slog.Logger
+	Store  *storage.Store
+	Actors *actors.System
+
+	ops    []*Operation
+	router *router.Router
+	srv    *fasthttp.Server
+
+	limWS, limEP, limIP *limiter
+	inflight            inflight
+	cursors             cursors
+	adminHash           []byte
+
+	reqPrefix string
+	reqSeq    atomic.Uint64
+
+	stop     chan struct{}
+	bg       sync.WaitGroup
+	closeErr error
+	closed   sync.Once
+}
+
+// New opens the store, starts the actors and builds the router.
+func New(cfg Config) (*Service, error) {
+	def := DefaultConfig()
+	if cfg.Addr == "" {
+		cfg.Addr = def.Addr
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = def.DataDir
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = def.MaxBodyBytes
+	}
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://" + cfg.Addr
+	}
+	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	st, err := storage.Open(cfg.DataDir, storage.Options{})
+	if err != nil {
+		return nil, err
+	}
+	sys, err := actors.Start(st, actors.Options{BookIdle: cfg.BookIdle, Logger: cfg.Logger})
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	s := &Service{
+		cfg: cfg, log: cfg.Logger, Store: st, Actors: sys,
+		limWS: newLimiter(cfg.RateWorkspace), limEP: newLimiter(cfg.RateEndpoint),
+		limIP:     newLimiter(cfg.RateUnauthenticated),
+		reqPrefix: actors.RandomString(8) + "-", stop: make(chan struct{}),
+	}
+	if cfg.AdminToken != "" {
+		h := sha256.Sum256([]byte(cfg.AdminToken))
+		s.adminHash = h[:]
+	}
+	if s.cursors.key, err = s.secret("cursor_secret"); err != nil {
+		s.shutdownState()
+		return nil, err
+	}
+	s.ops = s.operations()
+	s.router = s.buildRouter()
+	s.srv = &fasthttp.Server{
+		Handler:               s.router.Handler,
+		ErrorHandler:          s.transportError,
+		Name:                  "flipbook",
+		MaxRequestBodySize:    cfg.MaxBodyBytes,
+		ReadTimeout:           5 * time.Minute,
+		WriteTimeout:          5 * time.Minute,
+		IdleTimeout:           2 * time.Minute,
+		NoDefaultServerHeader: false,
+		NoDefaultDate:         false,
+		CloseOnShutdown:       true,
+	}
+	s.sweepOrphanFiles()
+	s.bg.Add(1)
+	go s.housekeeping()
+	return s, nil
+}
+
+// Operations is the operation table (for the MCP server and the OpenAPI document).
+func (s *Service) Operations() []*Operation { return s.ops }
+
+// Config is the effective configuration.
+func (s *Service) Config() Config { return s.cfg }
+
+// Handler is the root HTTP handler (for tests and extra listeners).
+func (s *Service) Handler() fasthttp.RequestHandler { return s.router.Handler }
+
+// Serve answers HTTP on ln until Shutdown.
+func (s *Service) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+
+// Shutdown stops accepting, waits for in-flight requests (bounded by ctx), then stops the actors
+// (each finishes what is in its inbox) and closes Pebble cleanly.
+func (s *Service) Shutdown(ctx context.Context) error {
+	err := s.srv.ShutdownWithContext(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		s.log.Warn("shutdown: in-flight requests did not finish in time")
+	}
+	s.shutdownState()
+	return s.closeErr
+}
+
+func (s *Service) shutdownState() {
+	s.closed.Do(func() {
+		close(s.stop)
+		s.bg.Wait()
+		s.Actors.Stop()
+		s.closeErr = s.Store.Close()
+	})
+}
+
+// secret returns a persisted random secret, creating it on first use.
+func (s *Service) secret(name string) ([]byte, error) {
+	v, err := s.Store.Meta(name)
+	if err == nil {
+		return v, nil
+	}
+	if !errors.Is(err, storage.ErrNotFound) {
+		return nil, err
+	}
+	v = make([]byte, 32)
+	if _, err := rand.Read(v); err != nil {
+		return nil, err
+	}
+	return v, s.Store.SetMeta(name, v)
+}
+
+func (s *Service) housekeeping() {
+	defer s.bg.Done()
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	idemEvery := 0
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			for _, l := range []*limiter{s.limWS, s.limEP, s.limIP} {
+				if l != nil {
+					l.sweep(now)
+				}
+			}
+			if idemEvery++; idemEvery%10 == 0 {
+				if _, err := s.Store.ExpireIdem(now); err != nil {
+					s.log.Error("expire idempotency entries", "err", err)
+				}
+			}
+		}
+	}
+}
+
+// sweepOrphanFiles removes file folders of books that were never committed (a crash between
+// writing the files of a new book and its record).
+func (s *Service) sweepOrphanFiles() {
+	n, err := s.Store.Blobs.Sweep(func(rid string) bool {
+		ok, err := s.Store.BookExists(rid)
+		return err != nil || ok
+	})
+	if err != nil {
+		s.log.Error("sweep orphan files", "err", err)
+	} else if n > 0 {
+		s.log.Info("removed orphan file folders", "count", n)
+	}
+}
+
+func (s *Service) buildRouter() *router.Router {
+	r := router.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	for _, op := range s.ops {
+		op := op
+		r.Handle(op.Method, op.Base+op.Path, func(ctx *fasthttp.RequestCtx) { s.serveOp(ctx, op) })
+	}
+	r.GET("/files/{book}/{name}", s.serveFile)
+	r.HEAD("/files/{book}/{name}", s.serveFile)
+	r.NotFound = func(ctx *fasthttp.RequestCtx) {
+		ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
+		s.writeError(ctx, &Error{Status: 404, Type: TypeNotFound,
+			Message: fmt.Sprintf("no route for %s %s", ctx.Method(), ctx.Path())})
+	}
+	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
+		ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
+		s.writeError(ctx, &Error{Status: 405, Type: TypeMethodNotAllowed,
+			Message: fmt.Sprintf("%s is not allowed on %s", ctx.Method(), ctx.Path())})
+	}
+	r.PanicHandler = func(ctx *fasthttp.RequestCtx, v any) {
+		s.log.Error("panic in handler", "path", string(ctx.Path()), "panic", v)
+		s.writeError(ctx, errInternal())
+	}
+	return r
+}
+
+// transportError renders errors fasthttp meets before a handler runs (body over the server
+// limit, malformed requests) in the API's error envelope.
+func (s *Service) transportError(ctx *fasthttp.RequestCtx, err error) {
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		s.writeError(ctx, errTooLarge(s.cfg.MaxBodyBytes))
+		return
+	}
+	s.writeError(ctx, errBadRequest("malformed HTTP request: "+err.Error()))
+}
+
+func (s *Service) requestID(ctx *fasthttp.RequestCtx) string {
+	if v := ctx.Request.Header.Peek("X-Request-Id"); len(v) > 0 && len(v) <= 128 && storage.ValidName(string(v)) {
+		return string(v)
+	}
+	return s.reqPrefix + fmt.Sprintf("%x", s.reqSeq.Add(1))
+}
+
+// bookURLs are the public addresses of a book.
+func (s *Service) previewURL(rid string) string { return s.cfg.PublicURL + "/view/" + rid }
+func (s *Service) fileURL(rid, name string) string {
+	return s.cfg.PublicURL + "/files/" + rid + "/" + name
+}

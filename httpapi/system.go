@@ -1,0 +1,37 @@
+package httpapi
+
+import (
+	"time"
+
+	"flipbook/actors"
+)
+
+func (s *Service) health(r *Request) (*Result, error) {
+	return &Result{Data: rawJSON{v: map[string]string{
+		"status": "ok", "timestamp": r.Now.Format(time.RFC3339), "version": Version,
+	}}}, nil
+}
+
+type meJSON struct {
+	Workspace workspaceJSON `json:"workspace"`
+	Plan      actors.Plan   `json:"plan"`
+	Key       keyInfoJSON   `json:"key"`
+	Scopes    []string      `json:"scopes"`
+	Mode      string        `json:"mode"`
+}
+
+type keyInfoJSON struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+}
+
+func (s *Service) me(r *Request) (*Result, error) {
+	p := r.Auth
+	return &Result{Data: meJSON{
+		Workspace: wsJSON(p.Workspace),
+		Plan:      actors.Plans[p.Workspace.Plan],
+		Key:       keyInfoJSON{ID: p.Key.ID, Name: p.Key.Name},
+		Scopes:    p.Key.Scopes,
+		Mode:      p.Key.Mode.String(),
+	}}, nil
+}

@@ -1,0 +1,124 @@
+package httpapi
+
+import (
+	"flipbook/actors"
+)
+
+// Scopes of spec §5.5.
+var Scopes = []string{
+	"analytics:read", "books:read", "books:write", "brand:read", "brand:write",
+	"catalogs:read", "catalogs:write", "commerce:read", "commerce:write", "exports:read",
+	"subscribers:read", "subscribers:write", "tracked-links:read", "tracked-links:write",
+	"webhooks:read", "webhooks:write", "workspace:write",
+}
+
+// Shared enums.
+var (
+	animationTypes = []string{"flip", "scroll_view", "slide", "fade", "zoom", "flick-through", "cut"}
+	imageDisplays  = []string{"repeat", "center/cover"}
+	bookSorts      = []string{"name", "-name", "created_at", "-created_at", "updated_at", "-updated_at", "status", "-status"}
+)
+
+// operations is the operation table: every operation of the service, declared once. The router,
+// validation, MCP tools and OpenAPI are derived from it.
+func (s *Service) operations() []*Operation {
+	ops := []*Operation{
+		// Books (spec §4.1)
+		{ID: "books.list", Method: "GET", Path: "/books", Tool: "books_list", Scope: "books:read", ReadOnly: true,
+			Summary: "List flipbooks, newest first, with cursor pagination.",
+			Params: []Param{
+				pEnum("filter[status]", InQuery, "publish", "draft", "schedule"),
+				pStr("filter[name]", InQuery, 255).desc("case-insensitive substring of the name"),
+				pEnum("sort", InQuery, bookSorts...),
+				pStr("cursor", InQuery, 1024),
+				pInt("limit", InQuery, 1, 200),
+			},
+			Handler: s.listBooks},
+		{ID: "books.get", Method: "GET", Path: "/books/{book}", Tool: "books_get", Scope: "books:read", ReadOnly: true,
+			Summary: "Get one flipbook.",
+			Params:  []Param{pStr("book", InPath, 64).req()},
+			Handler: s.getBook},
+		{ID: "books.update", Method: "PUT", Path: "/books/{book}", Tool: "books_update_settings", Scope: "books:write", Write: true,
+			Summary: "Update a flipbook's name, status, dates and settings.",
+			Params:  append([]Param{pStr("book", InPath, 64).req()}, updateBookParams()...),
+			Handler: s.updateBook},
+		{ID: "books.delete", Method: "DELETE", Path: "/books/{book}", Scope: "books:write", Write: true, Destructive: true,
+			Summary: "Delete a flipbook and its files.",
+			Params:  []Param{pStr("book", InPath, 64).req()},
+			Handler: s.deleteBook},
+		{ID: "books.create_konva", Method: "POST", Path: "/books/konva", Tool: "books_create_konva", Scope: "books:write", Write: true,
+			Summary: "Create a flipbook from editor canvas content with page images.",
+			Params:  konvaParams(), MaxBody: s.cfg.MaxBodyBytes,
+			Handler: s.createKonva},
+
+		// General (spec §4.10)
+		{ID: "health", Method: "GET", Path: "/health", Tool: "health_check", Auth: AuthNone, ReadOnly: true,
+			Summary: "Service health.", Handler: s.health},
+		{ID: "me", Method: "GET", Path: "/me", Tool: "identity_get", ReadOnly: true,
+			Summary: "The authenticated workspace, its plan features and the key's scopes.", Handler: s.me},
+	}
+	for _, op := range ops {
+		op.Base = APIBase
+	}
+	return append(ops, s.adminOperations()...)
+}
+
+func updateBookParams() []Param {
+	return []Param{
+		pEnum("status", InBody, "draft", "schedule", "publish").req(),
+		pStr("title", InBody, 255).minLen(1),
+		pStr("description", InBody, 50000).null(),
+		pStr("slug", InBody, 255).null(),
+		pTime("published_date", InBody).null(),
+		pTime("expires_at", InBody).null(),
+		pBool("accessibility_enabled", InBody),
+		pBool("allow_fullscreen", InBody),
+		pBool("auto_links_enabled", InBody),
+		pBool("copyright_enabled", InBody),
+		pBool("downloadable_pdf", InBody),
+		pBool("flip_sound", InBody),
+		pBool("made_with_badge_enabled", InBody),
+		pBool("open_fullscreen_by_default", InBody),
+		pBool("share_social_media", InBody),
+		pEnum("animation_type", InBody, animationTypes...),
+		pEnum("mobile_animation_type", InBody, animationTypes...).null(),
+		pStr("background", InBody, 2048).null(),
+		pEnum("image_display", InBody, imageDisplays...).null(),
+		pStr("magic_link_error_message", InBody, 1000).null(),
+		pStr("magic_link_message", InBody, 1000).null(),
+		pStr("pdf_password", InBody, 255).null(),
+		pStr("pdf_privacy_status", InBody, 50).null(),
+		pStr("watermark", InBody, 2048).null(),
+		{Name: "domain_lists", In: InBody, Kind: KArray, Nullable: true, Desc: "accepted and ignored: embed domains change through their own operations"},
+		{Name: "eod_lists", In: InBody, Kind: KArray, Nullable: true, Desc: "accepted and ignored: access lists change through the subscribers operations"},
+	}
+}
+
+// MaxPageImageChars is the longest base64 page image (spec §8: 22020096 characters).
+const MaxPageImageChars = 22020096
+
+func konvaParams() []Param {
+	return []Param{
+		pStr("title", InBody, 255).req(),
+		{Name: "canvas", In: InBody, Kind: KObject, Required: true, Props: []Param{
+			pInt("width", InBody, 1, 10000).req(),
+			pInt("height", InBody, 1, 10000).req(),
+			pEnum("orientation", InBody, "portrait", "landscape").req(),
+			{Name: "objects", Kind: KArray, Required: true, MinItems: 1, MaxItems: 250},
+		}},
+		{Name: "page_images", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: 250,
+			Items: &Param{Kind: KString, MaxLen: MaxPageImageChars}, Desc: "base64 page images (PNG, JPEG, GIF or WebP), optionally as data URLs"},
+		pStr("thumbnail", InBody, MaxPageImageChars).null(),
+		pEnum("status", InBody, "draft", "publish"),
+		{Name: "settings", In: InBody, Kind: KObject, Props: []Param{
+			pBool("allow_fullscreen", InBody), pBool("auto_links_enabled", InBody),
+			pBool("domains_enabled", InBody), pBool("eod_enabled", InBody), pBool("flip_sound", InBody),
+			pBool("open_fullscreen_by_default", InBody), pBool("share_social_media", InBody),
+			pStr("animation_type", InBody, 255), pStr("mobile_animation_type", InBody, 255).null(),
+			pStr("image_display", InBody, 255).null(), pStr("background", InBody, 2048).null(),
+			pStr("pdf_password", InBody, 255).null(), pStr("pdf_privacy_status", InBody, 50).null(),
+		}},
+	}
+}
+
+func planEnum() []string { return actors.PlanNames }

@@ -1,0 +1,123 @@
+package storage
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Blobs stores a book's files (page images, thumbnails) in one folder per book, named by
+// content hash: a file's name never changes meaning, so it is served as immutable, and deleting
+// a book removes its folder.
+type Blobs struct {
+	dir string
+}
+
+func openBlobs(dir string) (*Blobs, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("storage: create blob dir: %w", err)
+	}
+	return &Blobs{dir: dir}, nil
+}
+
+// Put stores data for book rid durably and returns its name ("<hash>.<ext>").
+func (b *Blobs) Put(rid string, data []byte, ext string) (string, error) {
+	if !ValidName(rid) {
+		return "", fmt.Errorf("storage: bad book id %q", rid)
+	}
+	sum := sha256.Sum256(data)
+	name := hex.EncodeToString(sum[:16]) + "." + ext
+	dir := filepath.Join(b.dir, rid)
+	final := filepath.Join(dir, name)
+	if _, err := os.Stat(final); err == nil {
+		return name, nil
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	tmp := f.Name()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return "", err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return name, syncDir(dir)
+}
+
+// Path is the file path of a stored blob; ok is false for names that cannot be blobs.
+func (b *Blobs) Path(rid, name string) (string, bool) {
+	if !ValidName(rid) || !ValidName(name) {
+		return "", false
+	}
+	return filepath.Join(b.dir, rid, name), true
+}
+
+// DeleteBook removes every file of a book.
+func (b *Blobs) DeleteBook(rid string) error {
+	if !ValidName(rid) {
+		return fmt.Errorf("storage: bad book id %q", rid)
+	}
+	return os.RemoveAll(filepath.Join(b.dir, rid))
+}
+
+// ValidName accepts names made of [A-Za-z0-9._-] that do not start with a dot.
+func ValidName(s string) bool {
+	if s == "" || len(s) > 128 || strings.HasPrefix(s, ".") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Sweep removes the folders of books for which keep returns false; it returns how many went.
+func (b *Blobs) Sweep(keep func(rid string) bool) (int, error) {
+	entries, err := os.ReadDir(b.dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		if !e.IsDir() || !ValidName(e.Name()) || keep(e.Name()) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(b.dir, e.Name())); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

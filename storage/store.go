@@ -1,0 +1,162 @@
+// Package storage is the Pebble-backed state store of the service: records, secondary indexes,
+// sequences and idempotency entries, plus the blob store for page images.
+//
+// Key layout is in keys.go; every tenant-owned key starts with the tenant prefix, so a read
+// that forgets a check still cannot reach another tenant's records.
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/bytedance/sonic"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// ErrNotFound is returned when a record does not exist.
+var ErrNotFound = errors.New("storage: not found")
+
+// codec encodes stored records. CopyString keeps decoded strings independent of the source
+// buffer (Pebble's value buffers are only valid until the closer is called).
+var codec = sonic.Config{CopyString: true, ValidateString: true}.Froze()
+
+// Store is the service's durable state.
+type Store struct {
+	db    *pebble.DB
+	dir   string
+	Blobs *Blobs
+	seqs  *sequences
+}
+
+// Options configure Open.
+type Options struct {
+	// CacheBytes is Pebble's block cache size.
+	CacheBytes int64
+}
+
+// DefaultCacheBytes is the default Pebble block cache.
+const DefaultCacheBytes = 128 << 20
+
+// Open opens (or creates) the store under dir: Pebble in dir/state, blobs in dir/blobs.
+func Open(dir string, o Options) (*Store, error) {
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("storage: create data dir: %w", err)
+	}
+	cache := pebble.NewCache(o.CacheBytes)
+	defer cache.Unref()
+	db, err := pebble.Open(filepath.Join(dir, "state"), &pebble.Options{
+		Cache:  cache,
+		Logger: quietLogger{},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: open pebble: %w", err)
+	}
+	blobs, err := openBlobs(filepath.Join(dir, "blobs"))
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s := &Store{db: db, dir: dir, Blobs: blobs}
+	s.seqs = newSequences(s)
+	return s, nil
+}
+
+// Dir is the data directory.
+func (s *Store) Dir() string { return s.dir }
+
+// DB exposes Pebble for packages that own their own key prefix (the event log).
+func (s *Store) DB() *pebble.DB { return s.db }
+
+// Close flushes sequences and closes Pebble.
+func (s *Store) Close() error {
+	if err := s.seqs.close(); err != nil {
+		_ = s.db.Close()
+		return err
+	}
+	return s.db.Close()
+}
+
+// get reads a raw value (copied).
+func (s *Store) get(key []byte) ([]byte, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), v...)
+	_ = closer.Close()
+	return out, nil
+}
+
+// getJSON decodes the value at key into out.
+func (s *Store) getJSON(key []byte, out any) error {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	return codec.Unmarshal(v, out)
+}
+
+// has reports whether key exists.
+func (s *Store) has(key []byte) (bool, error) {
+	_, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	_ = closer.Close()
+	return true, nil
+}
+
+// Batch is a set of writes applied atomically and synced.
+type Batch struct {
+	b *pebble.Batch
+}
+
+// NewBatch starts a write batch.
+func (s *Store) NewBatch() *Batch { return &Batch{b: s.db.NewBatch()} }
+
+// Commit applies the batch durably (fsync) and releases it.
+func (b *Batch) Commit() error {
+	err := b.b.Commit(pebble.Sync)
+	_ = b.b.Close()
+	return err
+}
+
+// Close releases an uncommitted batch.
+func (b *Batch) Close() { _ = b.b.Close() }
+
+func (b *Batch) set(key, value []byte) { _ = b.b.Set(key, value, nil) }
+func (b *Batch) del(key []byte)        { _ = b.b.Delete(key, nil) }
+func (b *Batch) setJSON(key []byte, v any) error {
+	data, err := codec.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b.set(key, data)
+	return nil
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+func (quietLogger) Errorf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
+}
+func (quietLogger) Fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
+	os.Exit(1)
+}

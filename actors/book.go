@@ -163,5 +163,6 @@ func (b *book) due(d storage.Due) {
 func cloneBook(b *storage.Book) *storage.Book {
 	c := *b
 	c.Pages = append([]storage.Page(nil), b.Pages...)
+	c.Memo = nil // a rendering of the old version must not follow the copy
 	return &c
 }

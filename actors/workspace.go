@@ -114,6 +114,10 @@ func (w *workspace) createBook(b *storage.Book) (*storage.Book, error) {
 			batch.Close()
 			return err
 		}
+		if err := batch.PutPages(w.t, b.RandomID, b.Pages); err != nil {
+			batch.Close()
+			return err
+		}
 		return batch.Commit()
 	})
 	if err != nil {

@@ -68,8 +68,8 @@ func (l Load) Run(ctx context.Context) Stats {
 					break
 				}
 				req.Reset()
-				req.SetHost(l.Addr)
 				l.Request(w, n, req)
+				req.Header.SetHost(l.Addr)
 				t0 := time.Now()
 				err := client.Do(req, resp)
 				d := time.Since(t0)

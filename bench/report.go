@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 )
@@ -39,9 +41,22 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	conns := fs.Int("conns", 32, "concurrent connections")
 	books := fs.Int("books", 100000, "books in the large workspace (rest)")
 	small := fs.Int("small-books", 1000, "books in the small workspace (rest)")
+	skipList := fs.Bool("skip-list", false, "rest: measure only the bare handler and GET /books/{book}")
 	strict := fs.Bool("strict", false, "exit non-zero when a target is missed")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var missed []string
 	for _, sc := range strings.Split(*scenarios, ",") {
@@ -51,7 +66,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		case "rest", "all":
 			fmt.Fprintln(stdout, "== scenario rest ==")
 			rep, err = Rest(ctx, RestOptions{Books: *books, SmallBooks: *small, Conns: *conns,
-				Warmup: *warmup, Duration: *duration}, stdout)
+				Warmup: *warmup, Duration: *duration, SkipList: *skipList}, stdout)
 		default:
 			return fmt.Errorf("unknown scenario %q", sc)
 		}

@@ -92,6 +92,7 @@ func (s *Service) adminCreateWorkspace(r *Request) (*Result, error) {
 func (s *Service) adminUpdateWorkspace(r *Request) (*Result, error) {
 	id, _ := r.Int("id")
 	w, err := s.Actors.SetPlan(id, r.Str("plan"))
+	s.auth.invalidate()
 	if err != nil {
 		return nil, adminNotFound(err, "workspace")
 	}
@@ -124,6 +125,7 @@ func (s *Service) adminCreateKey(r *Request) (*Result, error) {
 func (s *Service) adminRotateKey(r *Request) (*Result, error) {
 	id, _ := r.Int("id")
 	k, err := s.Actors.RotateKey(id)
+	s.auth.invalidate()
 	if err != nil {
 		return nil, adminNotFound(err, "key")
 	}
@@ -133,6 +135,7 @@ func (s *Service) adminRotateKey(r *Request) (*Result, error) {
 func (s *Service) adminRevokeKey(r *Request) (*Result, error) {
 	id, _ := r.Int("id")
 	k, err := s.Actors.RevokeKey(id)
+	s.auth.invalidate()
 	if err != nil {
 		return nil, adminNotFound(err, "key")
 	}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -70,6 +71,21 @@ func (s *Service) bookJSON(b *storage.Book) *bookJSON {
 	return out
 }
 
+// bookWire is the encoded wire JSON of a book, computed once per stored record version.
+func (s *Service) bookWire(b *storage.Book) json.RawMessage {
+	render := func() any {
+		out, err := respJSON.Marshal(s.bookJSON(b))
+		if err != nil {
+			panic(err) // plain structs of strings, numbers and bools always encode
+		}
+		return json.RawMessage(out)
+	}
+	if b.Memo == nil {
+		return render().(json.RawMessage)
+	}
+	return b.Memo.Get(render).(json.RawMessage)
+}
+
 // listMeta is the pagination meta of cursor-paginated lists.
 type listMeta struct {
 	NextCursor *string `json:"next_cursor"`
@@ -116,9 +132,9 @@ func (s *Service) listBooks(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := make([]*bookJSON, len(page.Books))
+	data := make([]json.RawMessage, len(page.Books))
 	for i, b := range page.Books {
-		data[i] = s.bookJSON(b)
+		data[i] = s.bookWire(b)
 	}
 	meta := listMeta{HasMore: page.HasMore, Limit: q.Limit}
 	if page.HasMore {
@@ -142,7 +158,7 @@ func (s *Service) getBook(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: s.bookJSON(b)}, nil
+	return &Result{Data: s.bookWire(b)}, nil
 }
 
 func (s *Service) updateBook(r *Request) (*Result, error) {
@@ -156,7 +172,7 @@ func (s *Service) updateBook(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: s.bookJSON(b)}, nil
+	return &Result{Data: s.bookWire(b)}, nil
 }
 
 func (s *Service) deleteBook(r *Request) (*Result, error) {

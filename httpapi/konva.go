@@ -86,7 +86,7 @@ func (s *Service) createKonva(r *Request) (*Result, error) {
 		return nil, err
 	}
 	ok = true
-	return &Result{Status: 201, Data: s.bookJSON(created)}, nil
+	return &Result{Status: 201, Data: s.bookWire(created)}, nil
 }
 
 func applyKonvaSettings(b *storage.Book, raw any) {

@@ -141,6 +141,10 @@ func (s *Service) authenticate(ctx *fasthttp.RequestCtx, op *Operation, now time
 	if tok == "" {
 		return nil, s.unauthenticated(ctx, now, "missing API key: send Authorization: Bearer <key>")
 	}
+	p, epoch := s.auth.get(tok)
+	if p != nil {
+		return p, nil
+	}
 	key, err := s.Store.KeyByHash(storage.HashSecret(tok))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, s.unauthenticated(ctx, now, "the API key is wrong or has been revoked")
@@ -157,7 +161,9 @@ func (s *Service) authenticate(ctx *fasthttp.RequestCtx, op *Operation, now time
 		s.log.Error("read workspace", "err", err)
 		return nil, errInternal()
 	}
-	return &Principal{Key: key, Workspace: ws, Tenant: key.Tenant()}, nil
+	p = &Principal{Key: key, Workspace: ws, Tenant: key.Tenant()}
+	s.auth.put(tok, p, epoch)
+	return p, nil
 }
 
 // unauthenticated answers a call without valid credentials: 429 once the caller's IP is over

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,7 @@ type Service struct {
 
 	limWS, limEP, limIP *limiter
 	inflight            inflight
+	auth                authCache
 	cursors             cursors
 	adminHash           []byte
 
@@ -279,7 +281,7 @@ func (s *Service) requestID(ctx *fasthttp.RequestCtx) string {
 	if v := ctx.Request.Header.Peek("X-Request-Id"); len(v) > 0 && len(v) <= 128 && storage.ValidName(string(v)) {
 		return string(v)
 	}
-	return s.reqPrefix + fmt.Sprintf("%x", s.reqSeq.Add(1))
+	return string(strconv.AppendUint([]byte(s.reqPrefix), s.reqSeq.Add(1), 36))
 }
 
 // bookURLs are the public addresses of a book.

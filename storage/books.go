@@ -24,28 +24,33 @@ const (
 // Book is the stored flipbook record. Its wire form (spec §2.1) is built by httpapi; fields here
 // that the wire form lacks (slug, watermark, ...) are settings the viewer uses.
 type Book struct {
-	ID                int64      `json:"id"`
-	RandomID          string     `json:"random_id"`
-	Workspace         int64      `json:"workspace_id"`
-	Mode              Mode       `json:"mode"`
-	BatchID           *string    `json:"batch_id"`
-	ExternalCatalogID *int64     `json:"external_catalog_id"`
-	Name              string     `json:"name"`
-	Description       *string    `json:"description"`
-	Status            string     `json:"status"`
-	Source            string     `json:"source"`
-	PageCount         int        `json:"page_count"`
-	PageImagesStatus  string     `json:"page_images_status"`
-	PageImagesError   string     `json:"page_images_error,omitempty"`
-	Pages             []Page     `json:"pages"`
-	Thumbnail         string     `json:"thumbnail"`
-	PublishedDate     *time.Time `json:"published_date"`
-	ExpiresAt         *time.Time `json:"expires_at"`
-	BillingExpiresAt  *time.Time `json:"billing_expires_at"`
-	CreatedAt         time.Time  `json:"created_at"`
-	UpdatedAt         time.Time  `json:"updated_at"`
-	Settings          Settings   `json:"settings"`
-	Extra             Extra      `json:"extra"`
+	ID                int64   `json:"id"`
+	RandomID          string  `json:"random_id"`
+	Workspace         int64   `json:"workspace_id"`
+	Mode              Mode    `json:"mode"`
+	BatchID           *string `json:"batch_id"`
+	ExternalCatalogID *int64  `json:"external_catalog_id"`
+	Name              string  `json:"name"`
+	Description       *string `json:"description"`
+	Status            string  `json:"status"`
+	Source            string  `json:"source"`
+	PageCount         int     `json:"page_count"`
+	PageImagesStatus  string  `json:"page_images_status"`
+	PageImagesError   string  `json:"page_images_error,omitempty"`
+	// Pages are stored under their own key (pages/<rid>), so reading a book's record costs
+	// the same for 1 page and 1,000: see PutPages and Pages.
+	Pages            []Page     `json:"-"`
+	Thumbnail        string     `json:"thumbnail"`
+	PublishedDate    *time.Time `json:"published_date"`
+	ExpiresAt        *time.Time `json:"expires_at"`
+	BillingExpiresAt *time.Time `json:"billing_expires_at"`
+	CreatedAt        time.Time  `json:"created_at"`
+	UpdatedAt        time.Time  `json:"updated_at"`
+	Settings         Settings   `json:"settings"`
+	Extra            Extra      `json:"extra"`
+
+	// Memo holds renderings of this record version (nil on records not read from the store).
+	Memo *Memo `json:"-"`
 }
 
 // Tenant of the book.
@@ -131,13 +136,22 @@ func bookIndexKeys(b *Book) [][]byte {
 	return keys
 }
 
-// GetBook reads a book of a tenant.
+// GetBook reads a book of a tenant. The record may be shared with other readers: do not
+// modify it (clone it first).
 func (s *Store) GetBook(t Tenant, rid string) (*Book, error) {
-	var b Book
-	if err := s.getJSON(bookKey(t, rid), &b); err != nil {
+	key := bookKey(t, rid)
+	ck := string(key)
+	b, epoch := s.books.get(ck)
+	if b != nil {
+		return b, nil
+	}
+	b = &Book{}
+	if err := s.getJSON(key, b); err != nil {
 		return nil, err
 	}
-	return &b, nil
+	b.Memo = &Memo{}
+	s.books.put(ck, b, epoch)
+	return b, nil
 }
 
 // BookTenant resolves a book's tenant from its random id (public routes).
@@ -170,14 +184,34 @@ func (bt *Batch) PutBook(old, b *Book) error {
 	if at, ok := NextTransition(b); ok {
 		bt.set(dueKey(at.UnixNano(), b.Tenant(), b.RandomID), nil)
 	}
+	bt.touched = append(bt.touched, string(bookKey(b.Tenant(), b.RandomID)))
 	return bt.setJSON(bookKey(b.Tenant(), b.RandomID), b)
+}
+
+// PutPages stages the page list of a book.
+func (bt *Batch) PutPages(t Tenant, rid string, pages []Page) error {
+	if pages == nil {
+		pages = []Page{}
+	}
+	return bt.setJSON(pagesKey(t, rid), pages)
+}
+
+// Pages reads a book's page list.
+func (s *Store) Pages(t Tenant, rid string) ([]Page, error) {
+	var p []Page
+	if err := s.getJSON(pagesKey(t, rid), &p); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // DeleteBook stages the removal of b and everything that points at it.
 func (bt *Batch) DeleteBook(b *Book) {
+	bt.del(pagesKey(b.Tenant(), b.RandomID))
 	bt.unindexBook(b)
 	bt.del(bookLookupKey(b.RandomID))
 	bt.del(bookKey(b.Tenant(), b.RandomID))
+	bt.touched = append(bt.touched, string(bookKey(b.Tenant(), b.RandomID)))
 }
 
 func (bt *Batch) unindexBook(b *Book) {

@@ -18,6 +18,7 @@ import (
 //	g/book/<random_id>                 tenant of a book (public routes resolve a book by it)
 //	g/due/<unix nanos><tenant><rid>    a book with a timed transition (schedule, expiry)
 //	t/<tenant>/book/<random_id>        Book
+//	t/<tenant>/pages/<random_id>       []Page of a book
 //	t/<tenant>/bi/<filter>/<sort>/<k>  book index: filter is "*" or a status, sort one of c,u,n,s
 //	t/<tenant>/idem/<key>              stored idempotent response
 //	g/idemexp/<unix nanos><tenant><k>  expiry index of idempotent responses
@@ -104,6 +105,9 @@ func apiKeyIDKey(id int64) []byte         { return cat([]byte("g/keyid/"), u64(u
 func bookLookupKey(rid string) []byte     { return []byte("g/book/" + rid) }
 func bookKey(t Tenant, rid string) []byte {
 	return cat(t.prefix(), []byte("book/"), []byte(rid))
+}
+func pagesKey(t Tenant, rid string) []byte {
+	return cat(t.prefix(), []byte("pages/"), []byte(rid))
 }
 func idemKey(t Tenant, key string) []byte { return cat(t.prefix(), []byte("idem/"), []byte(key)) }
 

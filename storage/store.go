@@ -6,6 +6,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -28,6 +29,7 @@ type Store struct {
 	dir   string
 	Blobs *Blobs
 	seqs  *sequences
+	books *bookCache
 }
 
 // Options configure Open.
@@ -61,7 +63,7 @@ func Open(dir string, o Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	s := &Store{db: db, dir: dir, Blobs: blobs}
+	s := &Store{db: db, dir: dir, Blobs: blobs, books: newBookCache()}
 	s.seqs = newSequences(s)
 	return s, nil
 }
@@ -123,16 +125,21 @@ func (s *Store) has(key []byte) (bool, error) {
 
 // Batch is a set of writes applied atomically and synced.
 type Batch struct {
-	b *pebble.Batch
+	b       *pebble.Batch
+	s       *Store
+	touched []string // book cache keys to invalidate once committed
 }
 
 // NewBatch starts a write batch.
-func (s *Store) NewBatch() *Batch { return &Batch{b: s.db.NewBatch()} }
+func (s *Store) NewBatch() *Batch { return &Batch{b: s.db.NewBatch(), s: s} }
 
 // Commit applies the batch durably (fsync) and releases it.
 func (b *Batch) Commit() error {
 	err := b.b.Commit(pebble.Sync)
 	_ = b.b.Close()
+	for _, k := range b.touched {
+		b.s.books.invalidate(k)
+	}
 	return err
 }
 
@@ -159,4 +166,13 @@ func (quietLogger) Errorf(format string, args ...any) {
 func (quietLogger) Fatalf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
 	os.Exit(1)
+}
+
+// Settle flushes memtables and compacts the whole keyspace, so no background compaction runs
+// afterwards (benchmarks call it after bulk loading).
+func (s *Store) Settle() error {
+	if err := s.db.Flush(); err != nil {
+		return err
+	}
+	return s.db.Compact(context.Background(), []byte{0}, []byte{0xff, 0xff}, true)
 }

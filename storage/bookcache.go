@@ -1,0 +1,83 @@
+package storage
+
+import (
+	"hash/maphash"
+	"sync"
+)
+
+// bookCache holds decoded book records, so a read is a map lookup instead of a Pebble get and a
+// JSON decode. Cached records are shared and must be treated as read-only.
+//
+// Correctness: a committed write invalidates its books after the commit. A reader that missed
+// the cache notes its shard's epoch before reading Pebble and inserts only if the epoch is
+// unchanged, so a record read before a commit can never be inserted after that commit's
+// invalidation.
+type bookCache struct {
+	seed   maphash.Seed
+	shards [64]bookShard
+}
+
+type bookShard struct {
+	mu    sync.Mutex
+	epoch uint64
+	m     map[string]*Book
+}
+
+// bookCacheShardMax bounds each shard (64 shards: about 128k books in all).
+const bookCacheShardMax = 2048
+
+func newBookCache() *bookCache {
+	c := &bookCache{seed: maphash.MakeSeed()}
+	for i := range c.shards {
+		c.shards[i].m = map[string]*Book{}
+	}
+	return c
+}
+
+func (c *bookCache) shard(rid string) *bookShard {
+	return &c.shards[maphash.String(c.seed, rid)%uint64(len(c.shards))]
+}
+
+func (c *bookCache) get(k string) (*Book, uint64) {
+	sh := c.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.m[k], sh.epoch
+}
+
+func (c *bookCache) put(k string, b *Book, epoch uint64) {
+	sh := c.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.epoch != epoch {
+		return
+	}
+	if len(sh.m) >= bookCacheShardMax {
+		for old := range sh.m { // drop an arbitrary entry
+			delete(sh.m, old)
+			break
+		}
+	}
+	sh.m[k] = b
+}
+
+func (c *bookCache) invalidate(k string) {
+	sh := c.shard(k)
+	sh.mu.Lock()
+	delete(sh.m, k)
+	sh.epoch++
+	sh.mu.Unlock()
+}
+
+// Memo carries a rendering of a record version, computed once by whoever needs it (the HTTP
+// layer's wire JSON). A record read from the store is immutable, so its Memo stays valid.
+type Memo struct {
+	once sync.Once
+	v    any
+}
+
+// Get returns the memoized value, computing it on first use.
+func (m *Memo) Get(compute func() any) any {
+	m.once.Do(func() { m.v = compute() })
+	return m.v
+}

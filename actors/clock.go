@@ -60,7 +60,9 @@ func (k *clock) wake(e *actor.Engine) {
 		return
 	}
 	for _, d := range due {
-		e.Send(k.s.workspace(d.Tenant), &dueBook{due: d})
+		if ws := k.s.workspace(d.Tenant); ws != nil {
+			e.Send(ws, &dueBook{due: d})
+		}
 	}
 	if len(due) > 0 {
 		k.arm(e, now.Add(retryDue))

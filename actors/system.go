@@ -52,6 +52,7 @@ type System struct {
 
 	mu         sync.Mutex
 	workspaces map[storage.Tenant]*actor.PID
+	stopping   bool
 
 	quota quota
 	askID atomic.Uint64
@@ -84,19 +85,23 @@ func Start(store *storage.Store, o Options) (*System, error) {
 	return s, nil
 }
 
-// Stop stops every actor after it has handled what is already in its inbox.
+// Stop stops every actor after it has handled what is already in its inbox: first the clock
+// (so it dispatches nothing more), then the workspace actors (each stops its book actors), then
+// the accounts actor. No actor is spawned once Stop has begun.
 func (s *System) Stop() {
+	<-s.Engine.Poison(s.clock).Done()
 	s.mu.Lock()
-	pids := make([]*actor.PID, 0, len(s.workspaces)+2)
+	s.stopping = true
+	pids := make([]*actor.PID, 0, len(s.workspaces))
 	for _, pid := range s.workspaces {
 		pids = append(pids, pid)
 	}
 	s.workspaces = map[storage.Tenant]*actor.PID{}
 	s.mu.Unlock()
-	pids = append(pids, s.accounts, s.clock)
 	for _, pid := range pids {
 		<-s.Engine.Poison(pid).Done()
 	}
+	<-s.Engine.Poison(s.accounts).Done()
 }
 
 // LiveBookActors is the number of book actors currently running.
@@ -104,12 +109,16 @@ func (s *System) LiveBookActors() int64 { return s.books.Load() }
 
 func (s *System) now() time.Time { return s.opts.Now().UTC() }
 
-// workspace returns the workspace actor of a tenant, spawning it on first use.
+// workspace returns the workspace actor of a tenant, spawning it on first use; nil once the
+// system is stopping.
 func (s *System) workspace(t storage.Tenant) *actor.PID {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if pid, ok := s.workspaces[t]; ok {
 		return pid
+	}
+	if s.stopping {
+		return nil
 	}
 	id := strconv.FormatInt(t.Workspace, 10) + "-" + t.Mode.String()
 	pid := s.Engine.Spawn(newWorkspace(s, t), "ws", actor.WithID(id),
@@ -118,6 +127,9 @@ func (s *System) workspace(t storage.Tenant) *actor.PID {
 	return pid
 }
 
+// ErrStopping is returned for requests that arrive while the system stops.
+var ErrStopping = errors.New("actors: stopping")
+
 // ErrTimeout is returned when an actor does not answer within the ask timeout.
 var ErrTimeout = errors.New("actors: no answer in time")
 
@@ -125,6 +137,9 @@ var ErrTimeout = errors.New("actors: no answer in time")
 // error. It replaces Engine.Request, whose response ids are random 31-bit numbers that can
 // collide under load and deliver one caller's answer to another.
 func (s *System) ask(pid *actor.PID, msg any) (any, error) {
+	if pid == nil {
+		return nil, ErrStopping
+	}
 	p := &askProc{
 		pid: actor.NewPID(s.Engine.Address(), "ask/"+strconv.FormatUint(s.askID.Add(1), 10)),
 		ch:  make(chan any, 1),

@@ -117,7 +117,7 @@ func toAPIError(err error) *Error {
 		return errNotFound("resource")
 	case errors.Is(err, actors.ErrConflict):
 		return &Error{Status: 409, Type: TypeConflict, Message: "the request conflicts with the current state"}
-	case errors.Is(err, actors.ErrTimeout):
+	case errors.Is(err, actors.ErrTimeout), errors.Is(err, actors.ErrStopping):
 		return &Error{Status: 503, Type: TypeUnavailable, Message: "the service is busy; retry shortly"}
 	}
 	return errInternal()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/valyala/fasthttp"
 )
 
 // harness is a real service on a real loopback listener, with a temp data dir.
@@ -48,7 +49,11 @@ func newHarness(tb testing.TB, mod func(*Config)) *harness {
 
 func (h *harness) start(tb testing.TB) {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := "127.0.0.1:0"
+	if h.base != "" { // a restart listens where the first start did
+		addr = strings.TrimPrefix(h.base, "http://")
+	}
+	ln, err := net.Listen("tcp", addr)
 	require.NoError(tb, err)
 	cfg := h.cfg
 	cfg.Addr = ln.Addr().String()
@@ -214,4 +219,11 @@ func eventually(tb testing.TB, within time.Duration, cond func() bool, msg strin
 		time.Sleep(10 * time.Millisecond)
 	}
 	tb.Fatalf("condition not met within %s: %s", within, msg)
+}
+
+// fakeCtx is a request context carrying a bearer key (for calling the pipeline directly).
+func fakeCtx(key string) *fasthttp.RequestCtx {
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.Set("Authorization", "Bearer "+key)
+	return &ctx
 }

@@ -104,6 +104,9 @@ func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *Operation) {
 		s.writeError(ctx, ae)
 		return
 	}
+	if res.Status == 0 {
+		res.Status = 200
+	}
 	body := s.renderResult(ctx, res)
 	if useIdem && res.Status >= 200 && res.Status < 300 {
 		e := &storage.IdemEntry{Fingerprint: fp, Status: res.Status,
@@ -290,9 +293,6 @@ type envelope struct {
 // renderResult writes a success and returns the body written.
 func (s *Service) renderResult(ctx *fasthttp.RequestCtx, res *Result) []byte {
 	status := res.Status
-	if status == 0 {
-		status = 200
-	}
 	var v any = envelope{Data: res.Data, Meta: res.Meta}
 	if raw, ok := res.Data.(rawJSON); ok {
 		v = raw.v

@@ -86,6 +86,10 @@ type Service struct {
 	reqPrefix string
 	reqSeq    atomic.Uint64
 
+	lnMu sync.Mutex
+	lns  []net.Listener
+	down bool
+
 	stop     chan struct{}
 	bg       sync.WaitGroup
 	closeErr error
@@ -147,11 +151,19 @@ func New(cfg Config) (*Service, error) {
 		NoDefaultServerHeader: false,
 		NoDefaultDate:         false,
 		CloseOnShutdown:       true,
+		Logger:                fasthttpLogger{s.log},
 	}
 	s.sweepOrphanFiles()
 	s.bg.Add(1)
 	go s.housekeeping()
 	return s, nil
+}
+
+// fasthttpLogger sends fasthttp's own messages (connection errors) to the service log.
+type fasthttpLogger struct{ l *slog.Logger }
+
+func (f fasthttpLogger) Printf(format string, args ...any) {
+	f.l.Debug(fmt.Sprintf(format, args...), "component", "fasthttp")
 }
 
 // Operations is the operation table (for the MCP server and the OpenAPI document).
@@ -163,12 +175,39 @@ func (s *Service) Config() Config { return s.cfg }
 // Handler is the root HTTP handler (for tests and extra listeners).
 func (s *Service) Handler() fasthttp.RequestHandler { return s.router.Handler }
 
-// Serve answers HTTP on ln until Shutdown.
-func (s *Service) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+// Serve answers HTTP on ln until Shutdown. A Serve that starts after Shutdown began closes ln
+// and returns at once.
+func (s *Service) Serve(ln net.Listener) error {
+	s.lnMu.Lock()
+	if s.down {
+		s.lnMu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.lns = append(s.lns, ln)
+	s.lnMu.Unlock()
+	err := s.srv.Serve(ln)
+	s.lnMu.Lock()
+	down := s.down
+	s.lnMu.Unlock()
+	if down && errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
 
 // Shutdown stops accepting, waits for in-flight requests (bounded by ctx), then stops the actors
 // (each finishes what is in its inbox) and closes Pebble cleanly.
 func (s *Service) Shutdown(ctx context.Context) error {
+	// Close the listeners here rather than relying on fasthttp's Shutdown alone: it only knows
+	// listeners whose Serve has already started, and a Serve racing a Shutdown would then
+	// accept connections forever.
+	s.lnMu.Lock()
+	s.down = true
+	for _, ln := range s.lns {
+		ln.Close()
+	}
+	s.lnMu.Unlock()
 	err := s.srv.ShutdownWithContext(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.log.Warn("shutdown: in-flight requests did not finish in time")

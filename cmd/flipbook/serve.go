@@ -39,12 +39,12 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		}
 		return fs.String(name, value, help+" (env "+envName(name)+")")
 	}
-	var intErr error
+	envErrs := map[string]error{} // bad env values, reported unless the flag overrides them
 	num := func(name string, value int, help string) *int {
 		if v := getenv(envName(name)); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				intErr = fmt.Errorf("%s: %q is not an integer", envName(name), v)
+				envErrs[name] = fmt.Errorf("%s: %q is not an integer", envName(name), v)
 			}
 			value = n
 		}
@@ -63,8 +63,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if intErr != nil {
-		return nil, intErr
+	fs.Visit(func(f *flag.Flag) { delete(envErrs, f.Name) })
+	for _, err := range envErrs {
+		return nil, err
 	}
 	bookIdle, err := time.ParseDuration(*idle)
 	if err != nil {

@@ -1,0 +1,33 @@
+# The two commands a newcomer needs: `make run` and `make test` (README.md).
+GO ?= go
+# pebblegozstd: Pebble's pure-Go zstd instead of compiling the cgo one (saves a minute per cold build).
+export GOFLAGS ?= -tags=pebblegozstd
+BIN := bin/flipbook
+GOFILES = $(shell find . -name '*.go' -not -path './data/*' -not -path './bin/*')
+
+.PHONY: all build run test lint bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/flipbook
+
+# Starts the service on embedded defaults (127.0.0.1:8080, data in ./data). Extra flags: make run ARGS='--addr :9090'
+run: build
+	./$(BIN) serve $(ARGS)
+
+lint:
+	@bad=$$(gofmt -l $(GOFILES)); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
+	$(GO) vet ./...
+
+# Every test, with the race detector.
+test: lint
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+# Benchmark scenarios (bench/): figures are ratios against a baseline measured in the same run.
+# make bench BENCH_ARGS='-scenario rest -duration 20s'
+bench: build
+	./$(BIN) bench $(BENCH_ARGS)
+
+clean:
+	rm -rf bin

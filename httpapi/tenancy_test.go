@@ -1,0 +1,107 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// bookRoutes are every operation with a {book} path value, with a valid body.
+var bookRoutes = []struct {
+	method string
+	body   any
+}{
+	{"GET", nil},
+	{"PUT", map[string]any{"status": "draft", "title": "hijacked"}},
+	{"DELETE", nil},
+}
+
+func TestOtherWorkspacesBooksAreNotFound(t *testing.T) {
+	h := newHarness(t, nil)
+	keyA := h.workspace(t, "company", "live")
+	keyB := h.workspace(t, "enterprise", "live")
+	ridB := h.konva(t, keyB, "B's book", "publish")
+
+	// The route table itself: every operation with {book} is covered here.
+	for _, op := range h.svc.Operations() {
+		if strings.Contains(op.Path, "{book}") {
+			found := false
+			for _, r := range bookRoutes {
+				found = found || r.method == op.Method
+			}
+			require.True(t, found, "operation %s %s is not covered by the tenancy test", op.Method, op.Path)
+		}
+	}
+	for _, rt := range bookRoutes {
+		r := h.do(t, rt.method, "/api/v1/books/"+ridB, keyA, rt.body)
+		require.Equal(t, 404, r.Status, "%s %s", rt.method, r.Body)
+		require.Equal(t, TypeNotFound, r.errType())
+	}
+	// B's book is untouched and B still sees it; A's list does not hold it.
+	r := h.do(t, "GET", "/api/v1/books/"+ridB, keyB, nil)
+	require.Equal(t, 200, r.Status)
+	require.Equal(t, "B's book", r.data()["name"])
+	require.Empty(t, h.do(t, "GET", "/api/v1/books", keyA, nil).list())
+	// A's idempotency keys do not collide with B's.
+	ka := h.do(t, "POST", "/api/v1/books/konva", keyA, konvaBody("a", "", 1), "Idempotency-Key", "same")
+	kb := h.do(t, "POST", "/api/v1/books/konva", keyB, konvaBody("b", "", 1), "Idempotency-Key", "same")
+	require.Equal(t, 201, ka.Status)
+	require.Equal(t, 201, kb.Status)
+	require.Empty(t, kb.Header.Get("X-Idempotent-Replay"))
+}
+
+func TestLiveKeyNeverSeesTestBooks(t *testing.T) {
+	h := newHarness(t, nil)
+	live, ws := h.workspaceKey(t, "company", "live", "*")
+	test := h.key(t, ws, "test", "*")
+	testRid := h.konva(t, test, "sandbox", "publish")
+	liveRid := h.konva(t, live, "production", "publish")
+
+	require.Equal(t, 404, h.do(t, "GET", "/api/v1/books/"+testRid, live, nil).Status)
+	require.Equal(t, 404, h.do(t, "PUT", "/api/v1/books/"+testRid, live, map[string]any{"status": "draft"}).Status)
+	require.Equal(t, 404, h.do(t, "DELETE", "/api/v1/books/"+testRid, live, nil).Status)
+	require.Equal(t, 404, h.do(t, "GET", "/api/v1/books/"+liveRid, test, nil).Status)
+	for _, q := range []string{"", "?filter[status]=publish", "?sort=name", "?filter[name]=PRODUC"} {
+		l := h.do(t, "GET", "/api/v1/books"+q, live, nil).list()
+		require.Len(t, l, 1, q)
+		require.Equal(t, liveRid, l[0].(map[string]any)["random_id"])
+	}
+	require.Equal(t, "test", h.do(t, "GET", "/api/v1/me", test, nil).data()["mode"])
+}
+
+func TestDataSurvivesRestart(t *testing.T) {
+	h := newHarness(t, nil)
+	key, ws := h.workspaceKey(t, "pro", "live", "*")
+	rid := h.konva(t, key, "durable", "draft")
+	upd := h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "publish", "title": "durable v2", "background": "#fff"})
+	require.Equal(t, 200, upd.Status)
+	idem := h.do(t, "POST", "/api/v1/books/konva", key, konvaBody("once", "", 1), "Idempotency-Key", "k-restart")
+	require.Equal(t, 201, idem.Status)
+	thumb := upd.data()["thumbnail_url"].(string)
+	l1 := h.do(t, "GET", "/api/v1/books?limit=1", key, nil)
+	require.NotNil(t, l1.meta()["next_cursor"])
+
+	h.restart(t)
+
+	r := h.do(t, "GET", "/api/v1/books/"+rid, key, nil)
+	require.Equal(t, 200, r.Status, "the key and the book survive")
+	require.Equal(t, upd.data(), r.data())
+	rep := h.do(t, "POST", "/api/v1/books/konva", key, konvaBody("once", "", 1), "Idempotency-Key", "k-restart")
+	require.Equal(t, "true", rep.Header.Get("X-Idempotent-Replay"))
+	require.Equal(t, idem.Body, rep.Body)
+	// Cursors stay valid across restarts (the signing secret is persisted).
+	l2 := h.do(t, "GET", "/api/v1/books?limit=1&cursor="+l1.meta()["next_cursor"].(string), key, nil)
+	require.Equal(t, 200, l2.Status, "%s", l2.Body)
+	// Ids keep increasing.
+	rid3 := h.konva(t, key, "after restart", "draft")
+	r3 := h.do(t, "GET", "/api/v1/books/"+rid3, key, nil)
+	require.Greater(t, r3.data()["id"].(float64), r.data()["id"].(float64))
+	// Files too.
+	res, err := http.Get(thumb)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, 200, res.StatusCode)
+	require.Equal(t, 200, h.adminDo(t, "PUT", "/workspaces/"+itoa(ws), map[string]any{"plan": "company"}).Status)
+}

@@ -127,8 +127,11 @@ func HashPassword(salt []byte, password string) []byte {
 	return h.Sum(nil)
 }
 
-// setStatus moves b to status at now.
+// setStatus moves b to status at now ("" keeps the current status).
 func setStatus(b *storage.Book, status string, now time.Time) error {
+	if status == "" {
+		status = b.Status
+	}
 	switch status {
 	case storage.StatusPublish, storage.StatusSchedule:
 		if b.ExpiresAt != nil && !b.ExpiresAt.After(now) {

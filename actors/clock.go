@@ -65,9 +65,12 @@ func (k *clock) wake(e *actor.Engine) {
 		}
 	}
 	if len(due) > 0 {
+		// What was sent may still be in the book actors' inboxes: look again later, not now.
 		k.arm(e, now.Add(retryDue))
 	}
-	if !later.IsZero() {
+	if !later.IsZero() && later.After(k.s.now()) {
+		// A later time that is already due means the batch limit was hit: the retry above
+		// picks up the backlog without re-sending the same books in a tight loop.
 		k.arm(e, later)
 	}
 }

@@ -28,6 +28,9 @@ func (b *Blobs) Put(rid string, data []byte, ext string) (string, error) {
 	if !ValidName(rid) {
 		return "", fmt.Errorf("storage: bad book id %q", rid)
 	}
+	if !ValidName(ext) || strings.Contains(ext, ".") {
+		return "", fmt.Errorf("storage: bad file extension %q", ext)
+	}
 	sum := sha256.Sum256(data)
 	name := hex.EncodeToString(sum[:16]) + "." + ext
 	dir := filepath.Join(b.dir, rid)

@@ -8,19 +8,21 @@ import (
 // bookCache holds decoded book records, so a read is a map lookup instead of a Pebble get and a
 // JSON decode. Cached records are shared and must be treated as read-only.
 //
-// Correctness: a committed write invalidates its books after the commit. A reader that missed
-// the cache notes its shard's epoch before reading Pebble and inserts only if the epoch is
-// unchanged, so a record read before a commit can never be inserted after that commit's
-// invalidation.
+// Correctness: a write marks its books pending before the Pebble commit and clears the mark
+// (bumping the shard's epoch) after it. A pending book is neither served from nor inserted
+// into the cache. A reader that missed notes its shard's epoch before reading Pebble and inserts
+// only if the epoch is unchanged and the book is not pending, so no read that overlapped a write
+// can fill the cache: readers never see a version older than one already returned.
 type bookCache struct {
 	seed   maphash.Seed
 	shards [64]bookShard
 }
 
 type bookShard struct {
-	mu    sync.Mutex
-	epoch uint64
-	m     map[string]*Book
+	mu      sync.Mutex
+	epoch   uint64
+	m       map[string]*Book
+	pending map[string]int // keys with a write being committed: not served, not filled
 }
 
 // bookCacheShardMax bounds each shard (64 shards: about 128k books in all).
@@ -42,6 +44,9 @@ func (c *bookCache) get(k string) (*Book, uint64) {
 	sh := c.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if sh.pending[k] > 0 {
+		return nil, sh.epoch
+	}
 	return sh.m[k], sh.epoch
 }
 
@@ -49,7 +54,7 @@ func (c *bookCache) put(k string, b *Book, epoch uint64) {
 	sh := c.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.epoch != epoch {
+	if sh.epoch != epoch || sh.pending[k] > 0 {
 		return
 	}
 	if len(sh.m) >= bookCacheShardMax {
@@ -61,9 +66,26 @@ func (c *bookCache) put(k string, b *Book, epoch uint64) {
 	sh.m[k] = b
 }
 
-func (c *bookCache) invalidate(k string) {
+// begin marks k as being written (before the commit).
+func (c *bookCache) begin(k string) {
 	sh := c.shard(k)
 	sh.mu.Lock()
+	if sh.pending == nil {
+		sh.pending = map[string]int{}
+	}
+	sh.pending[k]++
+	delete(sh.m, k)
+	sh.epoch++
+	sh.mu.Unlock()
+}
+
+// end clears the mark of begin (after the commit, whether it succeeded or not).
+func (c *bookCache) end(k string) {
+	sh := c.shard(k)
+	sh.mu.Lock()
+	if sh.pending[k]--; sh.pending[k] <= 0 {
+		delete(sh.pending, k)
+	}
 	delete(sh.m, k)
 	sh.epoch++
 	sh.mu.Unlock()

@@ -308,6 +308,9 @@ func (s *Store) ListBooks(t Tenant, q BookQuery) (*BookPage, error) {
 	if q.Status != "" {
 		filter = q.Status
 	}
+	if q.Limit <= 0 {
+		q.Limit = 25
+	}
 	prefix := bookIndexPrefix(t, filter, q.Sort)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {

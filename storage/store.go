@@ -135,10 +135,13 @@ func (s *Store) NewBatch() *Batch { return &Batch{b: s.db.NewBatch(), s: s} }
 
 // Commit applies the batch durably (fsync) and releases it.
 func (b *Batch) Commit() error {
+	for _, k := range b.touched {
+		b.s.books.begin(k)
+	}
 	err := b.b.Commit(pebble.Sync)
 	_ = b.b.Close()
 	for _, k := range b.touched {
-		b.s.books.invalidate(k)
+		b.s.books.end(k)
 	}
 	return err
 }

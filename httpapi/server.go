@@ -148,8 +148,6 @@ func New(cfg Config) (*Service, error) {
 		ReadTimeout:           5 * time.Minute,
 		WriteTimeout:          5 * time.Minute,
 		IdleTimeout:           2 * time.Minute,
-		NoDefaultServerHeader: false,
-		NoDefaultDate:         false,
 		CloseOnShutdown:       true,
 		Logger:                fasthttpLogger{s.log},
 	}

@@ -141,15 +141,15 @@ func New(cfg Config) (*Service, error) {
 	s.ops = s.operations()
 	s.router = s.buildRouter()
 	s.srv = &fasthttp.Server{
-		Handler:               s.router.Handler,
-		ErrorHandler:          s.transportError,
-		Name:                  "flipbook",
-		MaxRequestBodySize:    cfg.MaxBodyBytes,
-		ReadTimeout:           5 * time.Minute,
-		WriteTimeout:          5 * time.Minute,
-		IdleTimeout:           2 * time.Minute,
-		CloseOnShutdown:       true,
-		Logger:                fasthttpLogger{s.log},
+		Handler:            s.router.Handler,
+		ErrorHandler:       s.transportError,
+		Name:               "flipbook",
+		MaxRequestBodySize: cfg.MaxBodyBytes,
+		ReadTimeout:        5 * time.Minute,
+		WriteTimeout:       5 * time.Minute,
+		IdleTimeout:        2 * time.Minute,
+		CloseOnShutdown:    true,
+		Logger:             fasthttpLogger{s.log},
 	}
 	s.sweepOrphanFiles()
 	s.bg.Add(1)

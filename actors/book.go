@@ -64,6 +64,8 @@ func (b *book) Receive(c *actor.Context) {
 			c.Respond(result(b.update(m.Patch)))
 		case *DeleteBook:
 			c.Respond(result(b.delete()))
+		case *SetPages:
+			c.Respond(result(b.setPages(m)))
 		case *dueBook:
 			b.due(m.due)
 		}
@@ -137,6 +139,37 @@ func (b *book) delete() (*storage.Book, error) {
 		b.s.opts.Logger.Error("delete book files", "book", b.rid, "err", err)
 	}
 	return gone, nil
+}
+
+func (b *book) setPages(m *SetPages) (*storage.Book, error) {
+	if b.rec == nil {
+		return nil, ErrNotFound
+	}
+	next := cloneBook(b.rec)
+	next.UpdatedAt = b.s.now()
+	if m.Failed != "" {
+		next.PageImagesStatus, next.PageImagesError = storage.PagesFailed, m.Failed
+	} else {
+		next.PageImagesStatus, next.PageImagesError = storage.PagesReady, ""
+		next.Pages, next.PageCount = m.Pages, len(m.Pages)
+		next.Thumbnail, next.Document = m.Thumbnail, m.Document
+	}
+	batch := b.s.Store.NewBatch()
+	if err := batch.PutBook(b.rec, next); err != nil {
+		batch.Close()
+		return nil, err
+	}
+	if m.Failed == "" {
+		if err := batch.PutPages(b.t, b.rid, m.Pages); err != nil {
+			batch.Close()
+			return nil, err
+		}
+	}
+	if err := batch.Commit(); err != nil {
+		return nil, err
+	}
+	b.rec = next
+	return next, nil
 }
 
 func (b *book) due(d storage.Due) {

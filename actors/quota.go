@@ -34,7 +34,15 @@ func isLive(status string) bool {
 // withPublishSlot runs write; if the book goes from not-live to live, it first checks the plan's
 // limit under the tenant lock and holds the lock until write returns.
 func (s *System) withPublishSlot(t storage.Tenant, from, to string, write func() error) error {
-	if isLive(from) || !isLive(to) {
+	if isLive(from) {
+		to = ""
+	}
+	return s.withPublishSlotN(t, to, 1, write)
+}
+
+// withPublishSlotN is withPublishSlot for n new books going to status to.
+func (s *System) withPublishSlotN(t storage.Tenant, to string, n int, write func() error) error {
+	if !isLive(to) {
 		return write()
 	}
 	l := s.quota.lock(t)
@@ -46,15 +54,15 @@ func (s *System) withPublishSlot(t storage.Tenant, from, to string, write func()
 	}
 	limit := Plans[ws.Plan].PublishedBooks
 	if limit > 0 {
-		n := 0
+		count := 0
 		for _, st := range []string{storage.StatusPublish, storage.StatusSchedule} {
 			c, err := s.Store.CountBooks(t, st, limit)
 			if err != nil {
 				return err
 			}
-			n += c
+			count += c
 		}
-		if n >= limit {
+		if count+n > limit {
 			return &PlanError{Message: fmt.Sprintf("the %s plan allows %d published or scheduled books; unpublish one or upgrade the plan", ws.Plan, limit)}
 		}
 	}

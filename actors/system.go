@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 
+	"flipbook/actors/convert"
 	"flipbook/storage"
 )
 
@@ -39,6 +41,8 @@ type Options struct {
 	Logger   *slog.Logger
 	// Now is the clock (tests may move it); defaults to time.Now.
 	Now func() time.Time
+	// Conversion configures document conversion (zero values: defaults).
+	Conversion ConversionOptions
 }
 
 // System is the running actor engine and the PIDs of its long-lived actors.
@@ -47,8 +51,13 @@ type System struct {
 	Store  *storage.Store
 	opts   Options
 
-	accounts *actor.PID
-	clock    *actor.PID
+	accounts   *actor.PID
+	clock      *actor.PID
+	conversion *actor.PID
+
+	conv        ConversionOptions
+	renderSlots chan struct{}
+	workers     sync.WaitGroup // conversion and cleanup goroutines
 
 	mu         sync.Mutex
 	workspaces map[storage.Tenant]*actor.PID
@@ -82,13 +91,27 @@ func Start(store *storage.Store, o Options) (*System, error) {
 	s.accounts = e.Spawn(newAccounts(s), "accounts", actor.WithID("main"),
 		actor.WithInboxSize(accountsInboxSize), actor.WithMiddleware(s.recoverMW))
 	s.clock = e.Spawn(newClock(s), "clock", actor.WithID("main"), actor.WithMiddleware(s.recoverMW))
+	s.conv = o.Conversion
+	if s.conv.Workers <= 0 {
+		s.conv.Workers = runtime.NumCPU()
+	}
+	if s.conv.LongEdge <= 0 {
+		s.conv.LongEdge = convert.DefaultLongEdge
+	}
+	s.renderSlots = make(chan struct{}, s.conv.Workers)
+	s.conversion = e.Spawn(newConversion(s), "conversion", actor.WithID("main"), actor.WithMiddleware(s.recoverMW))
 	return s, nil
 }
 
-// Stop stops every actor after it has handled what is already in its inbox: first the clock
+// Stop stops every actor after it has handled what is already in its inbox: first conversion,
+// then the clock
 // (so it dispatches nothing more), then the workspace actors (each stops its book actors), then
 // the accounts actor. No actor is spawned once Stop has begun.
 func (s *System) Stop() {
+	// Conversions stop first (a batch being converted stays "processing" and resumes on the
+	// next start); their workers may still be waiting on book actors, which are running.
+	<-s.Engine.Poison(s.conversion).Done()
+	s.workers.Wait()
 	<-s.Engine.Poison(s.clock).Done()
 	s.mu.Lock()
 	s.stopping = true

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"time"
 
 	"github.com/anthdm/hollywood/actor"
 
@@ -20,6 +21,20 @@ type (
 	}
 	// DeleteBook → *storage.Book (the deleted record)
 	DeleteBook struct{ RandomID string }
+	// CreateUpload → *storage.Upload. Books carries one new record per file of the batch
+	// (page_images_status processing); books, batch and queue entry are written in one commit.
+	CreateUpload struct {
+		Upload *storage.Upload
+		Books  []*storage.Book
+	}
+	// SetPages → *storage.Book: the result of a conversion (pages ready, or failed with a reason).
+	SetPages struct {
+		RandomID  string
+		Pages     []storage.Page
+		Thumbnail string
+		Document  string
+		Failed    string // reason; "" when the pages are ready
+	}
 )
 
 // bookMsg is a message routed to a book actor.
@@ -27,6 +42,7 @@ type bookMsg interface{ bookID() string }
 
 func (m *UpdateBook) bookID() string { return m.RandomID }
 func (m *DeleteBook) bookID() string { return m.RandomID }
+func (m *SetPages) bookID() string   { return m.RandomID }
 func (m *dueBook) bookID() string    { return m.due.RandomID }
 
 // dueBook tells a book that a timed transition may have come.
@@ -64,6 +80,8 @@ func (w *workspace) Receive(c *actor.Context) {
 	case actor.Started, actor.Stopped, actor.Initialized:
 	case *CreateBook:
 		c.Respond(result(w.createBook(m.Book)))
+	case *CreateUpload:
+		c.Respond(result(w.createUpload(m)))
 	case bookMsg:
 		w.route(c, m)
 	case *bookIdle:
@@ -91,24 +109,10 @@ func (w *workspace) route(c *actor.Context, m bookMsg) {
 
 func (w *workspace) createBook(b *storage.Book) (*storage.Book, error) {
 	st := w.s.Store
-	if exists, err := st.BookExists(b.RandomID); err != nil {
-		return nil, err
-	} else if exists {
-		return nil, ErrConflict
-	}
-	id, err := st.NextID("book")
-	if err != nil {
+	if err := w.prepareBook(b, w.s.now()); err != nil {
 		return nil, err
 	}
-	now := w.s.now()
-	b.ID, b.Workspace, b.Mode = id, w.t.Workspace, w.t.Mode
-	b.CreatedAt, b.UpdatedAt = now, now
-	status := b.Status
-	b.Status = storage.StatusDraft
-	if err := setStatus(b, status, now); err != nil {
-		return nil, err
-	}
-	err = w.s.withPublishSlot(w.t, "", b.Status, func() error {
+	err := w.s.withPublishSlot(w.t, "", b.Status, func() error {
 		batch := st.NewBatch()
 		if err := batch.PutBook(nil, b); err != nil {
 			batch.Close()
@@ -127,6 +131,69 @@ func (w *workspace) createBook(b *storage.Book) (*storage.Book, error) {
 	return b, nil
 }
 
+// prepareBook assigns a new book's id and timestamps and applies its requested status.
+func (w *workspace) prepareBook(b *storage.Book, now time.Time) error {
+	if exists, err := w.s.Store.BookExists(b.RandomID); err != nil {
+		return err
+	} else if exists {
+		return ErrConflict
+	}
+	id, err := w.s.Store.NextID("book")
+	if err != nil {
+		return err
+	}
+	b.ID, b.Workspace, b.Mode = id, w.t.Workspace, w.t.Mode
+	b.CreatedAt, b.UpdatedAt = now, now
+	status := b.Status
+	b.Status = storage.StatusDraft
+	return setStatus(b, status, now)
+}
+
+func (w *workspace) createUpload(m *CreateUpload) (*storage.Upload, error) {
+	now := w.s.now()
+	live := ""
+	for _, b := range m.Books {
+		if err := w.prepareBook(b, now); err != nil {
+			return nil, err
+		}
+		if isLive(b.Status) {
+			live = b.Status
+		}
+	}
+	seq, err := w.s.Store.NextID("convq")
+	if err != nil {
+		return nil, err
+	}
+	u := m.Upload
+	u.Workspace, u.Mode, u.Seq, u.Status, u.CreatedAt = w.t.Workspace, w.t.Mode, uint64(seq), storage.BatchQueued, now
+	err = w.s.withPublishSlotN(w.t, live, len(m.Books), func() error {
+		batch := w.s.Store.NewBatch()
+		for _, b := range m.Books {
+			if err := batch.PutBook(nil, b); err != nil {
+				batch.Close()
+				return err
+			}
+			if err := batch.PutPages(w.t, b.RandomID, nil); err != nil {
+				batch.Close()
+				return err
+			}
+		}
+		if err := batch.PutUpload(u); err != nil {
+			batch.Close()
+			return err
+		}
+		return batch.Commit()
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range m.Books {
+		w.s.scheduleTransition(b)
+	}
+	w.s.Engine.Send(w.s.conversion, &batchQueued{ref: storage.QueueRef{Seq: u.Seq, Tenant: w.t, ID: u.ID}})
+	return u, nil
+}
+
 // Book operations, called by the API layers.
 
 func (s *System) CreateBook(t storage.Tenant, b *storage.Book) (*storage.Book, error) {
@@ -139,6 +206,16 @@ func (s *System) UpdateBook(t storage.Tenant, rid string, p *BookPatch) (*storag
 
 func (s *System) DeleteBook(t storage.Tenant, rid string) (*storage.Book, error) {
 	return askT[*storage.Book](s, s.workspace(t), &DeleteBook{RandomID: rid})
+}
+
+// CreateUpload creates the books of an upload batch and queues the batch for conversion.
+func (s *System) CreateUpload(t storage.Tenant, u *storage.Upload, books []*storage.Book) (*storage.Upload, error) {
+	return askT[*storage.Upload](s, s.workspace(t), &CreateUpload{Upload: u, Books: books})
+}
+
+// SetPages records a conversion's result on a book.
+func (s *System) SetPages(t storage.Tenant, m *SetPages) (*storage.Book, error) {
+	return askT[*storage.Book](s, s.workspace(t), m)
 }
 
 func notFound(err error) error {

@@ -31,17 +31,31 @@ func (r *Report) check(out io.Writer, what string, got float64, op string, targe
 	fmt.Fprintf(out, "  [%s] %s: %.2fx (target %s %.2fx)\n", verdict, what, got, op, target)
 }
 
+// checkValue reports a figure against a target with its unit.
+func (r *Report) checkValue(out io.Writer, what string, got float64, op string, target float64, unit string) {
+	ok := (op == ">=" && got >= target) || (op == "<=" && got <= target)
+	verdict := "PASS"
+	if !ok {
+		verdict = "MISS"
+		r.Failed = append(r.Failed, fmt.Sprintf("%s: %.2f%s (target %s %.2f%s)", what, got, unit, op, target, unit))
+	}
+	fmt.Fprintf(out, "  [%s] %s: %.2f%s (target %s %.2f%s)\n", verdict, what, got, unit, op, target, unit)
+}
+
 // Main runs the scenarios named by -scenario (comma-separated; "all" for every one).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenarios := fs.String("scenario", "all", "scenarios to run: rest (or all)")
+	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, convert (or all)")
 	duration := fs.Duration("duration", 10*time.Second, "measured time per load")
 	warmup := fs.Duration("warmup", 2*time.Second, "warm-up time per load")
 	conns := fs.Int("conns", 32, "concurrent connections")
 	books := fs.Int("books", 100000, "books in the large workspace (rest)")
 	small := fs.Int("small-books", 1000, "books in the small workspace (rest)")
 	skipList := fs.Bool("skip-list", false, "rest: measure only the bare handler and GET /books/{book}")
+	pages := fs.Int("pages", 200, "convert: pages of the speed test PDF")
+	bigPages := fs.Int("big-pages", 1000, "convert: pages of the memory test PDF")
+	runs := fs.Int("runs", 3, "convert: timed conversions per side (best kept)")
 	strict := fs.Bool("strict", false, "exit non-zero when a target is missed")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -59,14 +73,21 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	var missed []string
-	for _, sc := range strings.Split(*scenarios, ",") {
+	list := strings.Split(*scenarios, ",")
+	if *scenarios == "all" {
+		list = []string{"rest", "convert"}
+	}
+	for _, sc := range list {
 		var rep *Report
 		var err error
 		switch strings.TrimSpace(sc) {
-		case "rest", "all":
+		case "rest":
 			fmt.Fprintln(stdout, "== scenario rest ==")
 			rep, err = Rest(ctx, RestOptions{Books: *books, SmallBooks: *small, Conns: *conns,
 				Warmup: *warmup, Duration: *duration, SkipList: *skipList}, stdout)
+		case "convert":
+			fmt.Fprintln(stdout, "== scenario convert ==")
+			rep, err = Convert(ctx, ConvertOptions{Pages: *pages, BigPages: *bigPages, LongEdge: 1600, Runs: *runs}, stdout)
 		default:
 			return fmt.Errorf("unknown scenario %q", sc)
 		}

@@ -44,24 +44,39 @@ func (s *Service) createKonva(r *Request) (*Result, error) {
 		return nil, err
 	}
 
-	rid := actors.NewRandomID()
-	b := &storage.Book{
-		RandomID: rid, Name: r.Str("title"), Source: "konva", Status: storage.StatusDraft,
-		PageCount: len(pages), PageImagesStatus: storage.PagesReady,
-		Settings: storage.Settings{FullscreenEnabled: true, SoundEnabled: true, ShareSocialMedia: true, AnimationType: "flip"},
-	}
-	if st := r.Str("status"); st != "" {
-		b.Status = st
-	}
+	b := newBook(r.Str("title"), "konva", r.Str("status"))
 	applyKonvaSettings(b, r.Params["settings"])
 	b.Settings.Downloadable = false // no source PDF (spec §4.1.3)
+	created, err := s.createBookFromImages(r.Auth.Tenant, b, pages, thumb)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Status: 201, Data: s.bookWire(created)}, nil
+}
 
+// newBook is a book record with the service's default settings (not yet stored).
+func newBook(name, source, status string) *storage.Book {
+	if status == "" {
+		status = storage.StatusDraft
+	}
+	return &storage.Book{
+		RandomID: actors.NewRandomID(), Name: name, Source: source, Status: status,
+		PageImagesStatus: storage.PagesReady,
+		Settings:         storage.Settings{FullscreenEnabled: true, SoundEnabled: true, ShareSocialMedia: true, AnimationType: "flip"},
+	}
+}
+
+// createBookFromImages stores pages (and thumb, or one made from page 1) as b's files and creates
+// the book through its workspace actor. On failure the files are removed again.
+func (s *Service) createBookFromImages(t storage.Tenant, b *storage.Book, pages []*convert.Image, thumb *convert.Image) (*storage.Book, error) {
+	rid := b.RandomID
 	ok := false
 	defer func() {
 		if !ok {
 			_ = s.Store.Blobs.DeleteBook(rid)
 		}
 	}()
+	b.Pages = b.Pages[:0]
 	for i, p := range pages {
 		name, err := s.Store.Blobs.Put(rid, p.Data, p.Ext)
 		if err != nil {
@@ -69,10 +84,11 @@ func (s *Service) createKonva(r *Request) (*Result, error) {
 		}
 		b.Pages = append(b.Pages, storage.Page{Number: i + 1, File: name, Width: p.Width, Height: p.Height})
 	}
+	b.PageCount = len(b.Pages)
 	var err error
 	if thumb != nil {
 		b.Thumbnail, err = s.Store.Blobs.Put(rid, thumb.Data, thumb.Ext)
-	} else {
+	} else if len(pages) > 0 {
 		var data []byte
 		if data, err = convert.Thumbnail(pages[0].Img); err == nil {
 			b.Thumbnail, err = s.Store.Blobs.Put(rid, data, "jpg")
@@ -81,12 +97,12 @@ func (s *Service) createKonva(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	created, err := s.Actors.CreateBook(r.Auth.Tenant, b)
+	created, err := s.Actors.CreateBook(t, b)
 	if err != nil {
 		return nil, err
 	}
 	ok = true
-	return &Result{Status: 201, Data: s.bookWire(created)}, nil
+	return created, nil
 }
 
 func applyKonvaSettings(b *storage.Book, raw any) {

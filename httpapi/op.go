@@ -27,6 +27,7 @@ const (
 	KObject
 	KArray
 	KAny
+	KFile // a multipart file part: the value is []*multipart.FileHeader
 )
 
 // Param is one parameter of an operation with its limits (spec §4, §8).
@@ -76,7 +77,9 @@ type Operation struct {
 	Params      []Param
 	// MaxBody caps the request body in bytes (413 above it); 0 means DefaultMaxJSONBody.
 	MaxBody int
-	Handler func(*Request) (*Result, error)
+	// Multipart operations take multipart/form-data (body parameters are form fields and files).
+	Multipart bool
+	Handler   func(*Request) (*Result, error)
 }
 
 // DefaultMaxJSONBody is the body cap of operations that do not set their own.

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"mime/multipart"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bytedance/sonic"
@@ -63,7 +65,7 @@ func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *Operation) {
 			return
 		}
 		ref = idemRef{t: p.Tenant, key: string(idemKey)}
-		fp = fingerprint(op.ID, ctx.Path(), ctx.PostBody())
+		fp = requestFingerprint(ctx, op)
 		if !s.inflight.begin(ref) {
 			s.writeError(ctx, &Error{Status: 409, Type: TypeIdempotencyConflict,
 				Message: "a request with this Idempotency-Key is still in progress"})
@@ -262,10 +264,17 @@ func (s *Service) parseRequest(ctx *fasthttp.RequestCtx, op *Operation) (*Reques
 			hasBody = true
 		}
 	}
-	if raw := ctx.PostBody(); hasBody && len(bytes.TrimSpace(raw)) > 0 {
+	multipartBody := bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("multipart/form-data"))
+	if hasBody && op.Multipart && multipartBody {
+		form, err := ctx.MultipartForm()
+		if err != nil {
+			return nil, errBadRequest("the multipart/form-data body cannot be read: " + err.Error())
+		}
+		body = formValues(op.Params, form)
+	} else if raw := ctx.PostBody(); hasBody && len(bytes.TrimSpace(raw)) > 0 {
 		// The body is read as JSON whatever Content-Type says (curl -d sends a form type);
-		// only multipart bodies, which are not JSON, are refused here.
-		if bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("multipart/")) {
+		// multipart bodies are refused where JSON is expected.
+		if multipartBody {
 			return nil, errBadRequest("this operation takes a JSON body, not multipart/form-data")
 		}
 		var v any
@@ -278,11 +287,37 @@ func (s *Service) parseRequest(ctx *fasthttp.RequestCtx, op *Operation) (*Reques
 		}
 		body = m
 	}
-	params, err := validateParams(op.Params, path, query, body)
+	params, err := validateParams(op.Params, path, query, body, op.Multipart && multipartBody)
 	if err != nil {
 		return nil, err.(*Error)
 	}
 	return &Request{Op: op, Params: params}, nil
+}
+
+// formValues collects the body parameters of a multipart form: fields as strings (the first
+// value), files as []*multipart.FileHeader. A field may also be sent as "name[]".
+func formValues(params []Param, form *multipart.Form) map[string]any {
+	out := map[string]any{}
+	for _, p := range params {
+		if p.In != InBody {
+			continue
+		}
+		if p.Kind == KFile {
+			fs := append(append([]*multipart.FileHeader(nil), form.File[p.Name]...), form.File[p.Name+"[]"]...)
+			if len(fs) > 0 {
+				out[p.Name] = fs
+			}
+			continue
+		}
+		vals := form.Value[p.Name]
+		if len(vals) == 0 {
+			vals = form.Value[p.Name+"[]"]
+		}
+		if len(vals) > 0 {
+			out[p.Name] = strings.Clone(vals[0])
+		}
+	}
+	return out
 }
 
 type envelope struct {

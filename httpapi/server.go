@@ -51,7 +51,15 @@ type Config struct {
 	RateUnauthenticated int
 	MaxBodyBytes        int
 	BookIdle            time.Duration
-	Logger              *slog.Logger
+	// AllowPrivateTargets lets the service fetch URLs that resolve to private, loopback or
+	// link-local addresses (template images; later webhooks). Off by default (SSRF).
+	AllowPrivateTargets bool
+	// MaxUploadBytes is the largest file POST /books accepts (422 above it).
+	MaxUploadBytes int
+	// Conversion: batches converted at once (0 = number of cores), page image size.
+	ConversionWorkers int
+	PageLongEdge      int
+	Logger            *slog.Logger
 }
 
 // DefaultConfig returns the embedded defaults.
@@ -63,6 +71,7 @@ func DefaultConfig() Config {
 		RateEndpoint:        DefaultRateEndpoint,
 		RateUnauthenticated: DefaultRateUnauthenticated,
 		MaxBodyBytes:        DefaultMaxBodyBytes,
+		MaxUploadBytes:      DefaultMaxUploadBytes,
 	}
 }
 
@@ -108,6 +117,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = def.MaxBodyBytes
 	}
+	if cfg.MaxUploadBytes == 0 {
+		cfg.MaxUploadBytes = def.MaxUploadBytes
+	}
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://" + cfg.Addr
 	}
@@ -119,7 +131,8 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	sys, err := actors.Start(st, actors.Options{BookIdle: cfg.BookIdle, Logger: cfg.Logger})
+	sys, err := actors.Start(st, actors.Options{BookIdle: cfg.BookIdle, Logger: cfg.Logger,
+		Conversion: actors.ConversionOptions{Workers: cfg.ConversionWorkers, LongEdge: cfg.PageLongEdge}})
 	if err != nil {
 		_ = st.Close()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"mime/multipart"
 	"net/mail"
 	"net/url"
 	"strconv"
@@ -16,7 +17,7 @@ import (
 // values. Every failure is collected (field → messages) before anything runs.
 //
 // path and query hold the raw strings given; body is the decoded JSON object (or nil).
-func validateParams(params []Param, path, query map[string]string, body map[string]any) (map[string]any, error) {
+func validateParams(params []Param, path, query map[string]string, body map[string]any, bodyStrings bool) (map[string]any, error) {
 	out := make(map[string]any, len(params))
 	v := Validation{}
 	for i := range params {
@@ -39,7 +40,7 @@ func validateParams(params []Param, path, query map[string]string, body map[stri
 			}
 			continue
 		}
-		if val, ok := checkValue(p, p.Name, raw, p.In != InBody, v); ok {
+		if val, ok := checkValue(p, p.Name, raw, p.In != InBody || bodyStrings, v); ok {
 			out[p.Name] = val
 		}
 	}
@@ -129,6 +130,17 @@ func checkValue(p *Param, field string, raw any, fromString bool, v Validation) 
 			}
 		}
 		return out, good
+	case KFile:
+		fs, ok := raw.([]*multipart.FileHeader)
+		if !ok || len(fs) == 0 {
+			v.Add(field, "must be a file sent as multipart/form-data")
+			return nil, false
+		}
+		if p.MaxItems > 0 && len(fs) > p.MaxItems {
+			v.Add(field, fmt.Sprintf("must not have more than %d files", p.MaxItems))
+			return nil, false
+		}
+		return fs, true
 	case KArray:
 		a, ok := raw.([]any)
 		if !ok {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,39 @@ func (b *Blobs) Put(rid string, data []byte, ext string) (string, error) {
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		os.Remove(tmp)
+		return "", err
+	}
+	return name, syncDir(dir)
+}
+
+// PutFile moves the file at path (on the same filesystem as the blob store) into book rid's
+// folder, named by its content hash, and returns the name. The source is gone afterwards.
+func (b *Blobs) PutFile(rid, path, ext string) (string, error) {
+	if !ValidName(rid) {
+		return "", fmt.Errorf("storage: bad book id %q", rid)
+	}
+	if !ValidName(ext) || strings.Contains(ext, ".") {
+		return "", fmt.Errorf("storage: bad file extension %q", ext)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	_, err = io.Copy(h, f)
+	if err == nil {
+		err = f.Sync()
+	}
+	f.Close()
+	if err != nil {
+		return "", err
+	}
+	name := hex.EncodeToString(h.Sum(nil)[:16]) + "." + ext
+	dir := filepath.Join(b.dir, rid)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", err
+	}
+	if err := os.Rename(path, filepath.Join(dir, name)); err != nil {
 		return "", err
 	}
 	return name, syncDir(dir)

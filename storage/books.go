@@ -41,6 +41,7 @@ type Book struct {
 	// the same for 1 page and 1,000: see PutPages and Pages.
 	Pages            []Page     `json:"-"`
 	Thumbnail        string     `json:"thumbnail"`
+	Document         string     `json:"document,omitempty"` // the source PDF (blob name), if any
 	PublishedDate    *time.Time `json:"published_date"`
 	ExpiresAt        *time.Time `json:"expires_at"`
 	BillingExpiresAt *time.Time `json:"billing_expires_at"`
@@ -62,6 +63,17 @@ type Page struct {
 	File   string `json:"file"`
 	Width  int    `json:"width"`
 	Height int    `json:"height"`
+	// Links are clickable areas (auto_links_enabled), in fractions of the page (0..1, top-left).
+	Links []Link `json:"links,omitempty"`
+}
+
+// Link is a clickable area of a page.
+type Link struct {
+	X   float64 `json:"x"`
+	Y   float64 `json:"y"`
+	W   float64 `json:"w"`
+	H   float64 `json:"h"`
+	URL string  `json:"url"`
 }
 
 // Settings are the settings object of spec §2.1 (every key always present on the wire).

@@ -21,6 +21,9 @@ import (
 //	t/<tenant>/pages/<random_id>       []Page of a book
 //	t/<tenant>/bi/<filter>/<sort>/<k>  book index: filter is "*" or a status, sort one of c,u,n,s
 //	t/<tenant>/idem/<key>              stored idempotent response
+//	t/<tenant>/upload/<batch id>       Upload (conversion batch)
+//	t/<tenant>/upact/<batch id>        present while the batch is queued or processing
+//	g/convq/<seq>                      conversion queue: tenant + batch id, in upload order
 //	g/idemexp/<unix nanos><tenant><k>  expiry index of idempotent responses
 
 // Mode is the key mode: live or test data of a workspace.

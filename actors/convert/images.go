@@ -12,6 +12,7 @@ import (
 	_ "image/gif" // decoders registered for image.Decode
 	"image/jpeg"
 	_ "image/png"
+	"io"
 	"strings"
 
 	xdraw "golang.org/x/image/draw"
@@ -81,6 +82,11 @@ func DecodeImage(data []byte) (*Image, error) {
 		return nil, ErrNotImage
 	}
 	return &Image{Data: data, Ext: ext, Width: cfg.Width, Height: cfg.Height, Img: img}, nil
+}
+
+func decodeConfig(r io.Reader) (image.Config, error) {
+	cfg, _, err := image.DecodeConfig(r)
+	return cfg, err
 }
 
 // Thumbnail scales img to ThumbWidth wide (never up) and encodes it as JPEG.

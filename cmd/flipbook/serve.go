@@ -58,6 +58,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	rep := num("rate-limit-endpoint", def.RateEndpoint, "requests per minute per workspace and operation, 0 = off")
 	run := num("rate-limit-unauthenticated", def.RateUnauthenticated, "requests per minute per IP without valid credentials, 0 = off")
 	maxBody := num("max-body-bytes", def.MaxBodyBytes, "largest request body accepted")
+	maxUpload := num("max-upload-bytes", def.MaxUploadBytes, "largest file POST /books accepts")
+	workers := num("conversion-workers", 0, "batches converted at once and renderer processes at once (0 = number of cores)")
+	longEdge := num("page-long-edge", 1600, "page image size: pixels of the longer side")
+	private := str("allow-private-targets", "false", "allow fetching URLs on private, loopback and link-local addresses (template images)")
 	idle := str("book-idle", actors.DefaultBookIdle.String(), "how long an idle book actor lives")
 	grace := str("shutdown-timeout", "30s", "how long shutdown waits for in-flight requests")
 	if err := fs.Parse(args); err != nil {
@@ -71,6 +75,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if err != nil {
 		return nil, fmt.Errorf("--book-idle: %w", err)
 	}
+	allowPrivate, err := strconv.ParseBool(*private)
+	if err != nil {
+		return nil, fmt.Errorf("--allow-private-targets: %w", err)
+	}
 	shutdown, err := time.ParseDuration(*grace)
 	if err != nil {
 		return nil, fmt.Errorf("--shutdown-timeout: %w", err)
@@ -78,7 +86,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	return &serveFlags{shutdown: shutdown, cfg: httpapi.Config{
 		Addr: *addr, DataDir: *data, PublicURL: *public, AdminToken: *token,
 		RateWorkspace: *rws, RateEndpoint: *rep, RateUnauthenticated: *run,
-		MaxBodyBytes: *maxBody, BookIdle: bookIdle,
+		MaxBodyBytes: *maxBody, BookIdle: bookIdle, AllowPrivateTargets: allowPrivate,
+		MaxUploadBytes: *maxUpload, ConversionWorkers: *workers, PageLongEdge: *longEdge,
 	}}, nil
 }
 

@@ -1,0 +1,132 @@
+package convert
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"flipbook/storage"
+)
+
+// Defaults of Options.
+const (
+	DefaultLongEdge = 1600
+	DefaultChunk    = 25
+)
+
+// Options configure Convert.
+type Options struct {
+	LongEdge  int // page image size (longer side, pixels)
+	AutoLinks bool
+	Slots     chan struct{} // renderer processes allowed at once (shared by all conversions)
+	Chunk     int
+	OnPages   func(n int)
+}
+
+// Page is a rendered page image file.
+type Page struct {
+	Path          string
+	Width, Height int
+	Links         []storage.Link
+}
+
+// Result is a converted document: its pages, a thumbnail (JPEG bytes) and, for PDF and
+// Office sources, the PDF (for downloads).
+type Result struct {
+	Pages []Page
+	Thumb []byte
+	PDF   string
+}
+
+// Convert turns the file src of the given kind into page images under work (a scratch folder
+// of this conversion). Errors are *Failure (a reason for the customer), ctx.Err() when
+// cancelled, or internal errors.
+func Convert(ctx context.Context, src, kind, work string, o Options) (*Result, error) {
+	if o.LongEdge <= 0 {
+		o.LongEdge = DefaultLongEdge
+	}
+	if o.Chunk <= 0 {
+		o.Chunk = DefaultChunk
+	}
+	if err := os.MkdirAll(work, 0o750); err != nil {
+		return nil, err
+	}
+	switch {
+	case kind == KindJPG || kind == KindPNG:
+		dst := filepath.Join(work, "page-1.jpg")
+		w, h, img, err := Photo(src, o.LongEdge, dst)
+		if err != nil {
+			return nil, err
+		}
+		thumb, err := Thumbnail(img)
+		if err != nil {
+			return nil, err
+		}
+		if o.OnPages != nil {
+			o.OnPages(1)
+		}
+		return &Result{Pages: []Page{{Path: dst, Width: w, Height: h}}, Thumb: thumb}, nil
+	case IsOffice(kind):
+		pdf, err := OfficeToPDF(ctx, src, kind, filepath.Join(work, "office"))
+		if err != nil {
+			return nil, err
+		}
+		return convertPDF(ctx, pdf, work, o)
+	case kind == KindPDF:
+		return convertPDF(ctx, src, work, o)
+	}
+	return nil, fail("unsupported file type " + kind)
+}
+
+func convertPDF(ctx context.Context, pdf, work string, o Options) (*Result, error) {
+	boxes, err := PDFPages(ctx, pdf)
+	if err != nil {
+		return nil, err
+	}
+	files, err := RenderPDF(ctx, pdf, len(boxes), RenderOptions{LongEdge: o.LongEdge, Slots: o.Slots,
+		Chunk: o.Chunk, OnPages: o.OnPages}, filepath.Join(work, "pages"))
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{PDF: pdf, Pages: make([]Page, len(files))}
+	for i, f := range files {
+		w, h, err := jpegSize(f)
+		if err != nil {
+			return nil, err
+		}
+		res.Pages[i] = Page{Path: f, Width: w, Height: h}
+	}
+	if o.AutoLinks {
+		for i, l := range PDFLinks(ctx, pdf, boxes) {
+			res.Pages[i].Links = l
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		return nil, err
+	}
+	im, err := DecodeImage(data)
+	if err != nil {
+		return nil, err
+	}
+	if res.Thumb, err = Thumbnail(im.Img); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func jpegSize(path string) (int, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	cfg, err := decodeConfig(f)
+	if err != nil {
+		return 0, 0, fail("a rendered page is not a readable image")
+	}
+	return cfg.Width, cfg.Height, nil
+}

@@ -1,0 +1,57 @@
+package convert
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
+
+// ErrNoLibreOffice is the reason an Office file fails where LibreOffice is not installed.
+var ErrNoLibreOffice = fail("office conversion needs LibreOffice")
+
+// OfficeTimeout bounds one LibreOffice conversion (a hung soffice must not hold a worker).
+var OfficeTimeout = 5 * time.Minute
+
+// sofficeBinary is the LibreOffice command (a variable so tests can point it elsewhere).
+var sofficeBinary = "soffice"
+
+// OfficeToPDF converts a Word, Excel or PowerPoint file to PDF with LibreOffice headless. Each
+// run has its own user profile (concurrent runs sharing one race, and one silently produces
+// nothing). It returns the PDF's path, inside work.
+func OfficeToPDF(ctx context.Context, src, kind, work string) (string, error) {
+	bin, err := exec.LookPath(sofficeBinary)
+	if err != nil {
+		return "", ErrNoLibreOffice
+	}
+	in := filepath.Join(work, "document."+kind) // LibreOffice picks its filter by extension too
+	if err := os.MkdirAll(work, 0o750); err != nil {
+		return "", err
+	}
+	if err := os.Link(src, in); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	octx, cancel := context.WithTimeout(ctx, OfficeTimeout)
+	defer cancel()
+	profile := filepath.Join(work, "lo-profile")
+	out := filepath.Join(work, "pdf")
+	_, err = command(octx, bin, "--headless", "--norestore", "--nolockcheck", "--nodefault",
+		"-env:UserInstallation=file://"+profile, "--convert-to", "pdf", "--outdir", out, in)
+	if err != nil {
+		if ctx.Err() != nil { // the conversion was cancelled
+			return "", ctx.Err()
+		}
+		if octx.Err() != nil {
+			return "", fail(fmt.Sprintf("LibreOffice did not finish converting the file within %s", OfficeTimeout))
+		}
+		return "", fail("LibreOffice could not convert the file: " + err.Error())
+	}
+	pdf := filepath.Join(out, "document.pdf")
+	if st, err := os.Stat(pdf); err != nil || st.Size() == 0 {
+		return "", fail("LibreOffice could not convert the file (it may be damaged or password-protected)")
+	}
+	return pdf, nil
+}

@@ -1,0 +1,219 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// ConvertOptions configure the convert scenario.
+type ConvertOptions struct {
+	Pages    int // pages of the speed test PDF (200)
+	BigPages int // pages of the memory test PDF (1,000)
+	LongEdge int
+	Runs     int // timed conversions per side; the best is kept
+}
+
+// Targets of the convert scenario (issue: conversion).
+const (
+	TargetConvertVsPdftoppm = 0.8       // service pages/s at least this share of pdftoppm's on all cores
+	TargetConvertPeakBytes  = 600 << 20 // peak memory converting the big PDF
+)
+
+// Convert measures the service converting a PDF (upload to pages ready, through the API of a
+// `flipbook serve` child process) beside pdftoppm rendering the same pages at the same size on
+// all cores in the same run, and the service's peak memory converting a big PDF.
+func Convert(ctx context.Context, o ConvertOptions, out io.Writer) (*Report, error) {
+	if _, err := exec.LookPath("pdftoppm"); err != nil {
+		return nil, fmt.Errorf("convert: pdftoppm (poppler-utils) is not installed")
+	}
+	dir, err := os.MkdirTemp("", "flipbook-bench-convert-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	small, big := filepath.Join(dir, "small.pdf"), filepath.Join(dir, "big.pdf")
+	if err := WritePDF(small, o.Pages); err != nil {
+		return nil, err
+	}
+	if err := WritePDF(big, o.BigPages); err != nil {
+		return nil, err
+	}
+	cores := runtime.NumCPU()
+	rep := &Report{Scenario: "convert"}
+
+	// Baselines: pdftoppm in one process, and split across all cores.
+	one, all := time.Duration(1<<62), time.Duration(1<<62)
+	for r := 0; r < o.Runs; r++ {
+		d, err := pdftoppm(ctx, small, o.Pages, 1, o.LongEdge, filepath.Join(dir, "base1-"+strconv.Itoa(r)))
+		if err != nil {
+			return nil, err
+		}
+		one = min(one, d)
+		d, err = pdftoppm(ctx, small, o.Pages, cores, o.LongEdge, filepath.Join(dir, "baseN-"+strconv.Itoa(r)))
+		if err != nil {
+			return nil, err
+		}
+		all = min(all, d)
+	}
+	pps := func(d time.Duration) float64 { return float64(o.Pages) / d.Seconds() }
+	fmt.Fprintf(out, "  pdftoppm, 1 process             %7.1f pages/s (%d pages in %s)\n", pps(one), o.Pages, one.Round(time.Millisecond))
+	fmt.Fprintf(out, "  pdftoppm, %d processes           %7.1f pages/s (%d pages in %s)\n", cores, pps(all), o.Pages, all.Round(time.Millisecond))
+
+	c, err := startChild(ctx, filepath.Join(dir, "data"), "--page-long-edge", strconv.Itoa(o.LongEdge))
+	if err != nil {
+		return nil, err
+	}
+	defer c.stop()
+	svc := time.Duration(1 << 62)
+	for r := 0; r < o.Runs; r++ {
+		d, _, err := c.convert(ctx, small)
+		if err != nil {
+			return nil, err
+		}
+		svc = min(svc, d)
+	}
+	fmt.Fprintf(out, "  service, upload to pages ready  %7.1f pages/s (%d pages in %s)\n", pps(svc), o.Pages, svc.Round(time.Millisecond))
+
+	// Memory: convert the big PDF while sampling the service's process tree.
+	var peakTree int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if r := treeRSS(c.cmd.Process.Pid); r > peakTree {
+					peakTree = r
+				}
+			}
+		}
+	}()
+	bigD, bigPages, err := c.convert(ctx, big)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	hwm := peakRSS(c.cmd.Process.Pid)
+	fmt.Fprintf(out, "  service, %d-page PDF           %7.1f pages/s; peak RSS: service %d MB, with its renderer processes %d MB\n",
+		bigPages, float64(bigPages)/bigD.Seconds(), hwm>>20, peakTree>>20)
+
+	rep.checkValue(out, "service pages/s / pdftoppm pages/s (all cores)", all.Seconds()/svc.Seconds(), ">=", TargetConvertVsPdftoppm, "x")
+	rep.checkValue(out, fmt.Sprintf("peak memory, %d-page PDF (service + renderers)", o.BigPages), float64(max(hwm, peakTree))/(1<<20), "<=", TargetConvertPeakBytes>>20, " MB")
+	return rep, nil
+}
+
+// pdftoppm renders pages 1..n of pdf with procs processes over equal page ranges.
+func pdftoppm(ctx context.Context, pdf string, n, procs, longEdge int, dir string) (time.Duration, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, procs)
+	for i := 0; i < procs; i++ {
+		first, last := i*n/procs+1, (i+1)*n/procs
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs[i] = exec.CommandContext(ctx, "pdftoppm", "-jpeg", "-jpegopt", "quality=85", "-scale-to", strconv.Itoa(longEdge),
+				"-f", strconv.Itoa(first), "-l", strconv.Itoa(last), pdf, filepath.Join(dir, "p")).Run()
+		}(i)
+	}
+	wg.Wait()
+	d := time.Since(start)
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	return d, os.RemoveAll(dir)
+}
+
+// convert uploads pdf and waits until its batch has completed; it returns the time taken and
+// the page count of the book.
+func (c *child) convert(ctx context.Context, pdf string) (time.Duration, int, error) {
+	data, err := os.ReadFile(pdf)
+	if err != nil {
+		return 0, 0, err
+	}
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("files[]", filepath.Base(pdf))
+	fw.Write(data)
+	mw.Close()
+	start := time.Now()
+	req, _ := http.NewRequestWithContext(ctx, "POST", c.base+"/api/v1/books", &body)
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	var up struct {
+		Data struct {
+			BatchID string `json:"batch_id"`
+		} `json:"data"`
+	}
+	if err := doJSON(req, 202, &up); err != nil {
+		return 0, 0, err
+	}
+	for {
+		req, _ := http.NewRequestWithContext(ctx, "GET", c.base+"/api/v1/batches/"+up.Data.BatchID, nil)
+		req.Header.Set("Authorization", "Bearer "+c.key)
+		var b struct {
+			Data struct {
+				Status string `json:"status"`
+				Files  []struct {
+					Pages int     `json:"page_count"`
+					Error *string `json:"error"`
+				} `json:"files"`
+			} `json:"data"`
+		}
+		if err := doJSON(req, 200, &b); err != nil {
+			return 0, 0, err
+		}
+		switch b.Data.Status {
+		case "completed":
+			return time.Since(start), b.Data.Files[0].Pages, nil
+		case "failed", "cancelled":
+			reason := ""
+			if b.Data.Files[0].Error != nil {
+				reason = *b.Data.Files[0].Error
+			}
+			return 0, 0, fmt.Errorf("convert: batch %s: %s", b.Data.Status, reason)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func doJSON(req *http.Request, want int, out any) error {
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode != want {
+		return fmt.Errorf("%s %s: status %d: %.300s", req.Method, req.URL.Path, res.StatusCode, raw)
+	}
+	return json.Unmarshal(raw, out)
+}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/anthdm/hollywood/actor"
 
@@ -362,6 +364,7 @@ func (s *System) convertFile(ctx context.Context, u *storage.Upload, i int) (rea
 		}
 	}()
 	f := u.Files[i]
+	start := time.Now()
 	// One folder per attempt: renderer processes of an attempt cut short by a kill may still be
 	// running and writing into theirs.
 	work := filepath.Join(s.Store.WorkDir(u.ID), "attempt-"+strconv.Itoa(u.Attempts), strconv.Itoa(i))
@@ -375,16 +378,10 @@ func (s *System) convertFile(ctx context.Context, u *storage.Upload, i int) (rea
 		}
 		return "", 0, err
 	}
-	out := make([]storage.Page, len(res.Pages))
-	for n, p := range res.Pages {
-		if ctx.Err() != nil {
-			return "", 0, ctx.Err()
-		}
-		name, err := s.Store.Blobs.PutFile(f.BookID, p.Path, "jpg")
-		if err != nil {
-			return "", 0, err
-		}
-		out[n] = storage.Page{Number: n + 1, File: name, Width: p.Width, Height: p.Height, Links: p.Links}
+	rendered := time.Now()
+	out, err := s.storePages(ctx, f.BookID, res.Pages)
+	if err != nil {
+		return "", 0, err
 	}
 	thumb, err := s.Store.Blobs.Put(f.BookID, res.Thumb, "jpg")
 	if err != nil {
@@ -399,6 +396,7 @@ func (s *System) convertFile(ctx context.Context, u *storage.Upload, i int) (rea
 	if ctx.Err() != nil {
 		return "", 0, ctx.Err()
 	}
+	stored := time.Now()
 	_, err = s.SetPages(u.Tenant(), &SetPages{RandomID: f.BookID, Pages: out, Thumbnail: thumb, Document: doc})
 	if errors.Is(err, ErrNotFound) {
 		_ = s.Store.Blobs.DeleteBook(f.BookID)
@@ -407,7 +405,51 @@ func (s *System) convertFile(ctx context.Context, u *storage.Upload, i int) (rea
 	if err != nil {
 		return "", 0, err
 	}
+	s.opts.Logger.Info("converted", "batch", u.ID, "book", f.BookID, "kind", f.Kind, "pages", len(out),
+		"convert", rendered.Sub(start).Round(time.Millisecond), "store", stored.Sub(rendered).Round(time.Millisecond),
+		"total", time.Since(start).Round(time.Millisecond))
 	return "", len(out), nil
+}
+
+// storeParallel is how many page files are moved into the blob store at once: the work is
+// waiting on fsync, not CPU, so it overlaps well.
+const storeParallel = 8
+
+// storePages moves rendered page files into the book's folder.
+func (s *System) storePages(ctx context.Context, rid string, pages []convert.Page) ([]storage.Page, error) {
+	out := make([]storage.Page, len(pages))
+	errs := make(chan error, storeParallel)
+	sem := make(chan struct{}, storeParallel)
+	var wg sync.WaitGroup
+	for n, p := range pages {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(n int, p convert.Page) {
+			defer func() { <-sem; wg.Done() }()
+			name, err := s.Store.Blobs.PutFile(rid, p.Path, "jpg")
+			if err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+				return
+			}
+			out[n] = storage.Page{Number: n + 1, File: name, Width: p.Width, Height: p.Height, Links: p.Links}
+		}(n, p)
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return nil, err
+	default:
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return out, nil
 }
 
 // failBooks tells a batch's books that their conversion failed (used when a batch is given up).

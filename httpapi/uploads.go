@@ -19,19 +19,47 @@ import (
 // DefaultMaxUploadBytes is the largest file POST /books accepts (422 above it).
 const DefaultMaxUploadBytes = 200 << 20
 
-// uploadBook stores one uploaded file durably, recognises its type from its content, and
-// creates its book (page images "processing") and its batch in one commit before answering 202.
+// uploadBook is POST /books: one multipart file, stored and queued by acceptUpload.
 func (s *Service) uploadBook(r *Request) (*Result, error) {
 	files := r.Params["files"].([]*multipart.FileHeader)
 	if len(files) != 1 {
 		return nil, fieldError("files", "send exactly one file per request")
 	}
 	fh := files[0]
+	src, err := fh.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	auto, _ := r.Params["auto_links_enabled"].(bool)
+	u, b, err := s.acceptUpload(r.Auth.Tenant, "files.0", src, fh.Size, fh.Filename, uploadOptions{
+		OriginalFilename: r.Str("original_filename"), Status: r.Str("status"), AutoLinks: auto,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Status: 202, Data: map[string]any{
+		"batch_id": u.ID, "status": u.Status, "book_ids": []string{b.RandomID},
+	}}, nil
+}
+
+// uploadOptions are the settings an upload carries besides its file.
+type uploadOptions struct {
+	OriginalFilename string
+	Status           string // draft or publish ("" = draft)
+	AutoLinks        bool
+}
+
+// acceptUpload is the entry point of conversion for a file from any source (a multipart part,
+// base64 content of an MCP call): it stores the file durably, recognises its type from its
+// content, and creates its book (page images "processing") and its batch in one commit. field
+// names the parameter in validation errors.
+func (s *Service) acceptUpload(t storage.Tenant, field string, src io.Reader, size int64, filename string, o uploadOptions) (*storage.Upload, *storage.Book, error) {
 	switch {
-	case fh.Size == 0:
-		return nil, fieldError("files.0", "is empty")
-	case fh.Size > int64(s.cfg.MaxUploadBytes):
-		return nil, fieldError("files.0", fmt.Sprintf("is larger than the upload limit of %d MB", s.cfg.MaxUploadBytes>>20))
+	case size == 0:
+		return nil, nil, fieldError(field, "is empty")
+	case size > int64(s.cfg.MaxUploadBytes):
+		return nil, nil, fieldError(field, fmt.Sprintf("is larger than the upload limit of %d MB", s.cfg.MaxUploadBytes>>20))
 	}
 	batchID := actors.RandomString(20)
 	stored := false
@@ -41,51 +69,44 @@ func (s *Service) uploadBook(r *Request) (*Result, error) {
 		}
 	}()
 	path := actors.UploadPath(s.Store, batchID, 0)
-	if err := saveUpload(fh, path); err != nil {
-		return nil, err
+	if err := saveUpload(src, path); err != nil {
+		return nil, nil, err
 	}
-	kind, err := convert.Sniff(path, fh.Filename)
+	kind, err := convert.Sniff(path, filename)
 	if errors.Is(err, convert.ErrUnsupported) {
-		return nil, fieldError("files.0", err.Error())
+		return nil, nil, fieldError(field, err.Error())
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	name := r.Str("original_filename")
+	name := o.OriginalFilename
 	if name == "" {
-		name = truncateRunes(filepath.Base(fh.Filename), 255)
+		name = truncateRunes(filepath.Base(filename), 255)
 	}
 	title := strings.TrimSpace(strings.TrimSuffix(name, filepath.Ext(name)))
-	if title == "" {
+	if title == "" || title == "." {
 		title = "Untitled"
 	}
-	b := newBook(title, "upload", r.Str("status"))
+	b := newBook(title, "upload", o.Status)
 	b.PageImagesStatus = storage.PagesProcessing
 	b.BatchID = &batchID
-	auto, _ := r.Params["auto_links_enabled"].(bool)
-	b.Extra.AutoLinksEnabled = auto
-	u := &storage.Upload{ID: batchID, AutoLinks: auto, Files: []storage.UploadFile{{
-		Name: name, Kind: kind, Size: fh.Size, BookID: b.RandomID, Status: storage.BatchQueued,
+	b.Extra.AutoLinksEnabled = o.AutoLinks
+	u := &storage.Upload{ID: batchID, AutoLinks: o.AutoLinks, Files: []storage.UploadFile{{
+		Name: name, Kind: kind, Size: size, BookID: b.RandomID, Status: storage.BatchQueued,
 	}}}
-	if _, err := s.Actors.CreateUpload(r.Auth.Tenant, u, []*storage.Book{b}); err != nil {
-		return nil, err
+	u, err = s.Actors.CreateUpload(t, u, []*storage.Book{b})
+	if err != nil {
+		return nil, nil, err
 	}
 	stored = true
-	return &Result{Status: 202, Data: map[string]any{
-		"batch_id": batchID, "status": storage.BatchQueued, "book_ids": []string{b.RandomID},
-	}}, nil
+	return u, b, nil
 }
 
-// saveUpload copies a multipart file to path and syncs it (and its folder) to disk.
-func saveUpload(fh *multipart.FileHeader, path string) error {
+// saveUpload copies src to path and syncs it (and its folder) to disk.
+func saveUpload(src io.Reader, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return err
 	}
-	src, err := fh.Open()
-	if err != nil {
-		return err
-	}
-	defer src.Close()
 	dst, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultLongEdge = 1600
-	DefaultChunk    = 25
+	DefaultChunk    = 250
 )
 
 // Options configure Convert.

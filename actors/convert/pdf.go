@@ -132,8 +132,11 @@ type RenderOptions struct {
 	// Slots bounds the renderer processes running at once across all conversions; a
 	// conversion takes as many as are free, up to one per chunk.
 	Slots chan struct{}
-	// Chunk is the most pages one renderer process handles (smaller chunks spread a big
-	// document over more cores and make cancelling prompt).
+	// Chunk is the most pages one renderer process handles. A document is split into one
+	// range per slot (so it uses every core), and into more when ranges would exceed Chunk
+	// (so a very long document leaves slots to other conversions between its ranges). Every
+	// process start re-reads the document, so ranges are as long as that allows. Cancelling
+	// kills the processes, so it is prompt whatever the range length.
 	Chunk int
 	// OnPages is called with the number of pages just finished (progress).
 	OnPages func(n int)
@@ -143,16 +146,10 @@ type RenderOptions struct {
 // page order.
 func RenderPDF(ctx context.Context, path string, pages int, o RenderOptions, dir string) ([]string, error) {
 	if o.Chunk <= 0 {
-		o.Chunk = 25
+		o.Chunk = DefaultChunk
 	}
-	// Split evenly into at most cap(Slots) ranges, each of at most Chunk pages.
-	n := (pages + o.Chunk - 1) / o.Chunk
-	if c := cap(o.Slots); c > 0 && n < c && pages >= c {
-		n = c
-	}
-	if n > pages {
-		n = pages
-	}
+	n := max(cap(o.Slots), 1, (pages+o.Chunk-1)/o.Chunk)
+	n = min(n, pages)
 	type rng struct{ first, last int }
 	ranges := make([]rng, 0, n)
 	for i := 0; i < n; i++ {

@@ -66,6 +66,14 @@ func (b *book) Receive(c *actor.Context) {
 			c.Respond(result(b.delete()))
 		case *SetPages:
 			c.Respond(result(b.setPages(m)))
+		case *AddSubscriber:
+			c.Respond(result(b.addSubscriber(m)))
+		case *RemoveSubscriber:
+			c.Respond(result(b.removeSubscriber(m)))
+		case *AddEmbedDomain:
+			c.Respond(result(b.addEmbedDomain(m)))
+		case *RemoveEmbedDomain:
+			c.Respond(result(b.removeEmbedDomain(m)))
 		case *dueBook:
 			b.due(m.due)
 		}
@@ -129,7 +137,10 @@ func (b *book) delete() (*storage.Book, error) {
 		return nil, ErrNotFound
 	}
 	batch := b.s.Store.NewBatch()
-	batch.DeleteBook(b.rec)
+	if err := batch.DeleteBook(b.rec); err != nil {
+		batch.Close()
+		return nil, err
+	}
 	if err := batch.Commit(); err != nil {
 		return nil, err
 	}

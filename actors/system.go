@@ -63,9 +63,10 @@ type System struct {
 	workspaces map[storage.Tenant]*actor.PID
 	stopping   bool
 
-	quota quota
-	askID atomic.Uint64
-	books atomic.Int64 // live book actors, for tests and metrics
+	quota  quota
+	slugMu sync.Mutex // claims of global tracked-link slugs
+	askID  atomic.Uint64
+	books  atomic.Int64 // live book actors, for tests and metrics
 }
 
 // Start creates the engine and the long-lived actors.

@@ -40,10 +40,14 @@ type (
 // bookMsg is a message routed to a book actor.
 type bookMsg interface{ bookID() string }
 
-func (m *UpdateBook) bookID() string { return m.RandomID }
-func (m *DeleteBook) bookID() string { return m.RandomID }
-func (m *SetPages) bookID() string   { return m.RandomID }
-func (m *dueBook) bookID() string    { return m.due.RandomID }
+func (m *UpdateBook) bookID() string        { return m.RandomID }
+func (m *DeleteBook) bookID() string        { return m.RandomID }
+func (m *SetPages) bookID() string          { return m.RandomID }
+func (m *AddSubscriber) bookID() string     { return m.RandomID }
+func (m *RemoveSubscriber) bookID() string  { return m.RandomID }
+func (m *AddEmbedDomain) bookID() string    { return m.RandomID }
+func (m *RemoveEmbedDomain) bookID() string { return m.RandomID }
+func (m *dueBook) bookID() string           { return m.due.RandomID }
 
 // dueBook tells a book that a timed transition may have come.
 type dueBook struct{ due storage.Due }
@@ -82,6 +86,8 @@ func (w *workspace) Receive(c *actor.Context) {
 		c.Respond(result(w.createBook(m.Book)))
 	case *CreateUpload:
 		c.Respond(result(w.createUpload(m)))
+	case *CreateTrackedLink:
+		c.Respond(result(w.createTrackedLink(m)))
 	case bookMsg:
 		w.route(c, m)
 	case *bookIdle:

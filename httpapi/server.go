@@ -298,6 +298,7 @@ func (s *Service) buildRouter() *router.Router {
 		op := op
 		r.Handle(op.Method, op.Base+op.Path, func(ctx *fasthttp.RequestCtx) { s.serveOp(ctx, op) })
 	}
+	r.GET("/l/{slug}", s.followTrackedLink)
 	r.GET("/files/{book}/{name}", s.serveFile)
 	r.HEAD("/files/{book}/{name}", s.serveFile)
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {

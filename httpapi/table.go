@@ -78,6 +78,58 @@ func (s *Service) operations() []*Operation {
 			Params:  templateParams(), MaxBody: 32 << 20, // 50 items × 2 × 50,000 characters, escaped
 			Handler: s.createFromTemplate},
 
+		// Subscribers (spec §4.2)
+		{ID: "subscribers.list", Method: "GET", Path: "/subscribers", Tool: "subscribers_list", Scope: "subscribers:read", ReadOnly: true,
+			Summary: "List the workspace's access-list entries (page-based pagination).",
+			Params: []Param{
+				pInt("pagination[per_page]", InQuery, 1, 200), pInt("pagination[rowsPerPage]", InQuery, 1, 200),
+				{Name: "pagination[page]", In: InQuery, Kind: KInt, Min: f64(1)},
+				pStr("filter", InQuery, 255).desc("substring of the address, domain or book id"),
+				pEnum("type", InQuery, "email", "domain"),
+			},
+			Handler: s.listSubscribers},
+		{ID: "subscribers.create", Method: "POST", Path: "/subscribers", Tool: "subscribers_create", Scope: "subscribers:write", Write: true,
+			Summary: "Grant an address or a domain access to a gated flipbook (the first entry turns the email gate on).",
+			Params: []Param{
+				pStr("book_id", InBody, 64).req(),
+				pStr("email", InBody, 255).req().desc("an address, or a domain for type domain"),
+				pEnum("type", InBody, "email", "domain"),
+			},
+			Handler: s.createSubscriber},
+		{ID: "subscribers.delete", Method: "DELETE", Path: "/subscribers/{subscriber}", Scope: "subscribers:write", Write: true, Destructive: true,
+			Summary: "Remove an access-list entry (removing the last turns the email gate off).",
+			Params:  []Param{{Name: "subscriber", In: InPath, Kind: KInt, Required: true, Min: f64(1)}},
+			Handler: s.deleteSubscriber},
+
+		// Embed domains (spec §4.3)
+		{ID: "embed_domains.list", Method: "GET", Path: "/books/{book}/embed-domains", Tool: "books_list_embed_domains", Scope: "books:read", ReadOnly: true,
+			Summary: "Sites allowed to embed a flipbook.",
+			Params:  []Param{pStr("book", InPath, 64).req()}, Handler: s.listEmbedDomains},
+		{ID: "embed_domains.create", Method: "POST", Path: "/books/{book}/embed-domains", Tool: "books_create_embed_domain", Scope: "books:write", Write: true,
+			Summary: "Allow a site (and its subdomains) to embed a flipbook; the first entry restricts embedding.",
+			Params:  []Param{pStr("book", InPath, 64).req(), pStr("domain", InBody, 255).req()},
+			Handler: s.createEmbedDomain},
+		{ID: "embed_domains.delete", Method: "DELETE", Path: "/books/{book}/embed-domains/{embedDomain}", Scope: "books:write", Write: true, Destructive: true,
+			Summary: "Remove an embed domain (removing the last lifts the restriction).",
+			Params:  []Param{pStr("book", InPath, 64).req(), {Name: "embedDomain", In: InPath, Kind: KInt, Required: true, Min: f64(1)}},
+			Handler: s.deleteEmbedDomain},
+
+		// Tracked links (spec §4.9)
+		{ID: "tracked_links.list", Method: "GET", Path: "/books/{book}/tracked-links", Tool: "books_list_tracked_links", Scope: "tracked-links:read", ReadOnly: true,
+			Summary: "A flipbook's tracked links with their slugs and channels.",
+			Params:  []Param{pStr("book", InPath, 64).req()}, Handler: s.listTrackedLinks},
+		{ID: "tracked_links.create", Method: "POST", Path: "/books/{book}/tracked-links", Tool: "tracked_links_create", Scope: "tracked-links:write", Write: true,
+			Summary: "Create a tracked link; readers who open it are attributed to it.",
+			Params: []Param{
+				pStr("book", InPath, 64).req(),
+				pStr("name", InBody, 255).req(),
+				pStr("slug", InBody, 255).desc("unique across the service; generated when absent"),
+				pStr("channel", InBody, 64),
+				pStr("kind", InBody, 64).desc("default manual"),
+				{Name: "metadata", In: InBody, Kind: KObject, Nullable: true},
+			},
+			Handler: s.createTrackedLink},
+
 		// General (spec §4.10)
 		{ID: "health", Method: "GET", Path: "/health", Tool: "health_check", Auth: AuthNone, ReadOnly: true,
 			Summary: "Service health.", Handler: s.health},

@@ -217,13 +217,18 @@ func (s *Store) Pages(t Tenant, rid string) ([]Page, error) {
 	return p, nil
 }
 
-// DeleteBook stages the removal of b and everything that points at it.
-func (bt *Batch) DeleteBook(b *Book) {
+// DeleteBook stages the removal of b and everything that points at it: pages, indexes, access
+// lists, embed domains and tracked links.
+func (bt *Batch) DeleteBook(b *Book) error {
+	if err := bt.s.deleteBookAccess(bt, b.Tenant(), b.RandomID); err != nil {
+		return err
+	}
 	bt.del(pagesKey(b.Tenant(), b.RandomID))
 	bt.unindexBook(b)
 	bt.del(bookLookupKey(b.RandomID))
 	bt.del(bookKey(b.Tenant(), b.RandomID))
 	bt.touched = append(bt.touched, string(bookKey(b.Tenant(), b.RandomID)))
+	return nil
 }
 
 func (bt *Batch) unindexBook(b *Book) {

@@ -21,6 +21,8 @@ import (
 //	t/<tenant>/pages/<random_id>       []Page of a book
 //	t/<tenant>/bi/<filter>/<sort>/<k>  book index: filter is "*" or a status, sort one of c,u,n,s
 //	t/<tenant>/idem/<key>              stored idempotent response
+//	t/<tenant>/sub/, bsub/, emb/, embh/, tl/  access lists, embed domains, tracked links (access.go)
+//	g/tlslug/<slug>                    a tracked link by its public slug
 //	t/<tenant>/upload/<batch id>       Upload (conversion batch)
 //	t/<tenant>/upact/<batch id>        present while the batch is queued or processing
 //	g/convq/<seq>                      conversion queue: tenant + batch id, in upload order

@@ -1,0 +1,318 @@
+package httpapi
+
+import (
+	"errors"
+	"net"
+	"net/mail"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"flipbook/actors"
+	"flipbook/storage"
+)
+
+// Access lists (spec §4.2), embed allowlists (§4.3) and tracked links (§4.9).
+
+type subscriberJSON struct {
+	ID        int64   `json:"id"`
+	BookID    string  `json:"book_id"`
+	Email     string  `json:"email"`
+	Type      string  `json:"type"`
+	CreatedAt *string `json:"created_at"`
+}
+
+func subJSON(s *storage.Subscriber) subscriberJSON {
+	return subscriberJSON{ID: s.ID, BookID: s.BookID, Email: s.Email, Type: s.Type, CreatedAt: fmtTime(s.CreatedAt)}
+}
+
+// normalizeAccessEntry checks an access-list entry and returns it in its stored form: an
+// address (lower case) or a domain (lower case, no "@").
+func normalizeAccessEntry(raw, typ string) (string, string, bool) {
+	e := strings.ToLower(strings.TrimSpace(raw))
+	if typ == "" {
+		typ = "domain"
+		if i := strings.IndexByte(e, '@'); i > 0 {
+			typ = "email"
+		}
+	}
+	switch typ {
+	case "email":
+		a, err := mail.ParseAddress(e)
+		if err != nil || a.Address != e || a.Name != "" || !validHost(e[strings.LastIndexByte(e, '@')+1:]) {
+			return "", "", false
+		}
+		return e, typ, true
+	default:
+		e = strings.TrimPrefix(e, "@")
+		h, ok := normalizeHost(e)
+		return h, "domain", ok
+	}
+}
+
+// normalizeHost reduces a pasted URL or host to a bare host name (lower case, no port, no
+// trailing dot) and checks it.
+func normalizeHost(raw string) (string, bool) {
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		return "", false
+	}
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Hostname() == "" || u.User != nil {
+		return "", false
+	}
+	h := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	return h, validHost(h)
+}
+
+// validHost accepts DNS names of letter-digit-hyphen labels, and IP addresses.
+func validHost(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	if len(h) == 0 || len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(h, ".") {
+		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (s *Service) listSubscribers(r *Request) (*Result, error) {
+	per := 25
+	if n, ok := r.Int("pagination[per_page]"); ok {
+		per = int(n)
+	} else if n, ok := r.Int("pagination[rowsPerPage]"); ok {
+		per = int(n)
+	}
+	page := 1
+	if n, ok := r.Int("pagination[page]"); ok {
+		page = int(n)
+	}
+	filter := strings.ToLower(r.Str("filter"))
+	typ := r.Str("type")
+	keep := func(sub *storage.Subscriber) bool {
+		return (typ == "" || sub.Type == typ) &&
+			(filter == "" || strings.Contains(sub.Email, filter) || strings.Contains(strings.ToLower(sub.BookID), filter))
+	}
+	subs, total, err := s.Store.Subscribers(r.Auth.Tenant, keep, (page-1)*per, per)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]subscriberJSON, len(subs))
+	for i, sub := range subs {
+		data[i] = subJSON(sub)
+	}
+	last := max(1, (total+per-1)/per)
+	meta := map[string]any{"total": total, "per_page": per, "current_page": page, "last_page": last,
+		"from": nil, "to": nil}
+	if len(subs) > 0 {
+		meta["from"], meta["to"] = (page-1)*per+1, (page-1)*per+len(subs)
+	}
+	return &Result{Data: data, Meta: meta}, nil
+}
+
+func (s *Service) createSubscriber(r *Request) (*Result, error) {
+	rid := r.Str("book_id")
+	if _, err := s.Store.GetBook(r.Auth.Tenant, rid); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, fieldError("book_id", "is not a flipbook of this workspace")
+		}
+		return nil, err
+	}
+	entry, typ, ok := normalizeAccessEntry(r.Str("email"), r.Str("type"))
+	if !ok {
+		msg := "must be an email address or a domain"
+		if r.Str("type") == "email" {
+			msg = "must be a valid email address"
+		} else if r.Str("type") == "domain" {
+			msg = "must be a valid domain, such as example.com"
+		}
+		return nil, fieldError("email", msg)
+	}
+	added, err := s.Actors.AddSubscriber(r.Auth.Tenant, rid, entry, typ)
+	if err != nil {
+		return nil, notFoundAs(err, "book")
+	}
+	status := 200
+	if added.Created {
+		status = 201
+	}
+	return &Result{Status: status, Data: subJSON(added.Entry), Meta: map[string]any{"created": added.Created}}, nil
+}
+
+func (s *Service) deleteSubscriber(r *Request) (*Result, error) {
+	id, _ := r.Int("subscriber")
+	sub, err := s.Store.Subscriber(r.Auth.Tenant, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, errNotFound("subscriber")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Actors.RemoveSubscriber(r.Auth.Tenant, sub.BookID, id); err != nil {
+		return nil, notFoundAs(err, "subscriber")
+	}
+	return &Result{Data: map[string]any{"message": "The subscriber was removed.", "id": id}}, nil
+}
+
+type embedDomainJSON struct {
+	ID                 string  `json:"id"`
+	Domain             string  `json:"domain"`
+	IncludesSubdomains bool    `json:"includes_subdomains"`
+	CreatedAt          *string `json:"created_at"`
+}
+
+func embJSON(d *storage.EmbedDomain) embedDomainJSON {
+	return embedDomainJSON{ID: strconv.FormatInt(d.ID, 10), Domain: d.Domain, IncludesSubdomains: true, CreatedAt: fmtTime(d.CreatedAt)}
+}
+
+func (s *Service) listEmbedDomains(r *Request) (*Result, error) {
+	b, err := s.loadBook(r)
+	if err != nil {
+		return nil, err
+	}
+	list, err := s.Store.EmbedDomains(r.Auth.Tenant, b.RandomID)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]embedDomainJSON, len(list))
+	for i, d := range list {
+		data[i] = embJSON(d)
+	}
+	return &Result{Data: data, Meta: map[string]any{"total": len(data), "domains_enabled": len(data) > 0}}, nil
+}
+
+func (s *Service) createEmbedDomain(r *Request) (*Result, error) {
+	b, err := s.loadBook(r)
+	if err != nil {
+		return nil, err
+	}
+	host, ok := normalizeHost(r.Str("domain"))
+	if !ok {
+		return nil, fieldError("domain", "must be a host name such as example.com (a pasted URL is reduced to its host)")
+	}
+	added, err := s.Actors.AddEmbedDomain(r.Auth.Tenant, b.RandomID, host)
+	if err != nil {
+		return nil, notFoundAs(err, "book")
+	}
+	return &Result{Data: embJSON(added.Entry), Meta: map[string]any{"created": added.Created}}, nil
+}
+
+func (s *Service) deleteEmbedDomain(r *Request) (*Result, error) {
+	b, err := s.loadBook(r)
+	if err != nil {
+		return nil, err
+	}
+	id, _ := r.Int("embedDomain")
+	d, err := s.Actors.RemoveEmbedDomain(r.Auth.Tenant, b.RandomID, id)
+	if err != nil {
+		return nil, notFoundAs(err, "embed domain")
+	}
+	return &Result{Data: map[string]any{"message": "The embed domain was removed.", "id": strconv.FormatInt(d.ID, 10)}}, nil
+}
+
+type trackedLinkJSON struct {
+	ID        int64          `json:"id"`
+	BookID    string         `json:"book_id"`
+	Name      string         `json:"name"`
+	Slug      string         `json:"slug"`
+	Channel   *string        `json:"channel"`
+	Kind      string         `json:"kind"`
+	Metadata  map[string]any `json:"metadata"`
+	URL       string         `json:"url"`
+	CreatedAt *string        `json:"created_at"`
+}
+
+func (s *Service) tlJSON(l *storage.TrackedLink) trackedLinkJSON {
+	return trackedLinkJSON{ID: l.ID, BookID: l.BookID, Name: l.Name, Slug: l.Slug, Channel: l.Channel, Kind: l.Kind,
+		Metadata: l.Metadata, URL: s.cfg.PublicURL + "/l/" + l.Slug, CreatedAt: fmtTime(l.CreatedAt)}
+}
+
+func (s *Service) listTrackedLinks(r *Request) (*Result, error) {
+	b, err := s.loadBook(r)
+	if err != nil {
+		return nil, err
+	}
+	list, err := s.Store.TrackedLinks(r.Auth.Tenant, b.RandomID)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]trackedLinkJSON, len(list))
+	for i, l := range list {
+		data[i] = s.tlJSON(l)
+	}
+	return &Result{Data: data, Meta: map[string]any{"total": len(data)}}, nil
+}
+
+// validSlug accepts URL-safe slugs: letters, digits, "-", "_", ".".
+func validSlug(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return s != "" && s[0] != '.'
+}
+
+func (s *Service) createTrackedLink(r *Request) (*Result, error) {
+	b, err := s.loadBook(r)
+	if err != nil {
+		return nil, err
+	}
+	l := &storage.TrackedLink{BookID: b.RandomID, Name: r.Str("name"), Slug: r.Str("slug"), Kind: r.Str("kind")}
+	if l.Slug != "" && !validSlug(l.Slug) {
+		return nil, fieldError("slug", "may contain only letters, digits, '-', '_' and '.'")
+	}
+	if l.Kind == "" {
+		l.Kind = "manual"
+	}
+	if c := r.Str("channel"); c != "" {
+		l.Channel = &c
+	}
+	if m, ok := r.Params["metadata"].(map[string]any); ok {
+		l.Metadata = m
+	}
+	created, err := s.Actors.CreateTrackedLink(r.Auth.Tenant, l)
+	if err != nil {
+		return nil, notFoundAs(err, "book")
+	}
+	return &Result{Status: 201, Data: s.tlJSON(created)}, nil
+}
+
+// followTrackedLink is the public GET /l/{slug}: a redirect to the book's viewer with the link
+// attributed.
+func (s *Service) followTrackedLink(ctx *fasthttp.RequestCtx) {
+	ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
+	slug, _ := ctx.UserValue("slug").(string)
+	l, err := s.Store.TrackedLinkBySlug(slug)
+	if err != nil {
+		s.writeError(ctx, errNotFound("link"))
+		return
+	}
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.Redirect(s.previewURL(l.BookID)+"?tl="+url.QueryEscape(l.Slug), fasthttp.StatusFound)
+}
+
+// notFoundAs names what was not found in an actor's ErrNotFound.
+func notFoundAs(err error, what string) error {
+	if errors.Is(err, actors.ErrNotFound) {
+		return errNotFound(what)
+	}
+	return err
+}

@@ -88,6 +88,8 @@ func (w *workspace) Receive(c *actor.Context) {
 		c.Respond(result(w.createUpload(m)))
 	case *CreateTrackedLink:
 		c.Respond(result(w.createTrackedLink(m)))
+	case *ViewerFor:
+		c.Respond(result(w.viewerFor(m.Email)))
 	case bookMsg:
 		w.route(c, m)
 	case *bookIdle:

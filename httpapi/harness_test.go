@@ -37,7 +37,7 @@ func newHarness(tb testing.TB, mod func(*Config)) *harness {
 	cfg := DefaultConfig()
 	cfg.DataDir = tb.TempDir()
 	cfg.AdminToken = testAdminToken
-	cfg.RateWorkspace, cfg.RateEndpoint, cfg.RateUnauthenticated = 0, 0, 0
+	cfg.RateWorkspace, cfg.RateEndpoint, cfg.RateUnauthenticated, cfg.RateCollect = 0, 0, 0, 0
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -77,6 +77,9 @@ type Operation struct {
 	Params      []Param
 	// MaxBody caps the request body in bytes (413 above it); 0 means DefaultMaxJSONBody.
 	MaxBody int
+	// Internal operations are routes of the service that are not part of the public API (the
+	// collector, the email gate): no MCP tool, not in the OpenAPI document.
+	Internal bool
 	// Multipart operations take multipart/form-data (body parameters are form fields and files).
 	Multipart bool
 	Handler   func(*Request) (*Result, error)
@@ -98,6 +101,7 @@ type Request struct {
 	Auth   *Principal
 	Params map[string]any // string, int64, float64, bool, time.Time, map[string]any, []any; nil = JSON null
 	Now    time.Time
+	IP     string // the caller's address (for per-IP limits of public routes)
 }
 
 // Has reports whether a parameter was given (possibly as null).

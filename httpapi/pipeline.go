@@ -95,7 +95,7 @@ func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *Operation) {
 		s.writeError(ctx, aerr)
 		return
 	}
-	req.Auth, req.Now = p, now
+	req.Auth, req.Now, req.IP = p, now, ctx.RemoteIP().String()
 	res, err := op.Handler(req)
 	if err != nil {
 		ae := toAPIError(err)

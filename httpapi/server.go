@@ -21,6 +21,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"flipbook/actors"
+	"flipbook/ingest"
 	"flipbook/storage"
 )
 
@@ -49,8 +50,13 @@ type Config struct {
 	RateWorkspace       int
 	RateEndpoint        int
 	RateUnauthenticated int
-	MaxBodyBytes        int
-	BookIdle            time.Duration
+	// KafkaBrokers puts the event log on Kafka (host:port list); empty uses the embedded log.
+	KafkaBrokers []string
+	KafkaTopic   string
+	// RateCollect limits the public reader routes (collector, email gate) per IP per minute.
+	RateCollect  int
+	MaxBodyBytes int
+	BookIdle     time.Duration
 	// AllowPrivateTargets lets the service fetch URLs that resolve to private, loopback or
 	// link-local addresses (template images; later webhooks). Off by default (SSRF).
 	AllowPrivateTargets bool
@@ -70,6 +76,7 @@ func DefaultConfig() Config {
 		RateWorkspace:       DefaultRateWorkspace,
 		RateEndpoint:        DefaultRateEndpoint,
 		RateUnauthenticated: DefaultRateUnauthenticated,
+		RateCollect:         DefaultRateCollect,
 		MaxBodyBytes:        DefaultMaxBodyBytes,
 		MaxUploadBytes:      DefaultMaxUploadBytes,
 	}
@@ -87,6 +94,9 @@ type Service struct {
 	srv    *fasthttp.Server
 
 	limWS, limEP, limIP *limiter
+	limCollect          *limiter
+	readers             readerTokens
+	events              ingest.Log
 	inflight            inflight
 	auth                authCache
 	cursors             cursors
@@ -140,7 +150,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{
 		cfg: cfg, log: cfg.Logger, Store: st, Actors: sys,
 		limWS: newLimiter(cfg.RateWorkspace), limEP: newLimiter(cfg.RateEndpoint),
-		limIP:     newLimiter(cfg.RateUnauthenticated),
+		limIP: newLimiter(cfg.RateUnauthenticated), limCollect: newLimiter(cfg.RateCollect),
 		reqPrefix: actors.RandomString(8) + "-", stop: make(chan struct{}),
 	}
 	if cfg.AdminToken != "" {
@@ -150,6 +160,19 @@ func New(cfg Config) (*Service, error) {
 	if s.cursors.key, err = s.secret("cursor_secret"); err != nil {
 		s.shutdownState()
 		return nil, err
+	}
+	if s.readers.key, err = s.secret("reader_secret"); err != nil {
+		s.shutdownState()
+		return nil, err
+	}
+	if len(cfg.KafkaBrokers) > 0 {
+		s.events, err = ingest.NewKafkaLog(context.Background(), ingest.KafkaOptions{Brokers: cfg.KafkaBrokers, Topic: cfg.KafkaTopic})
+	} else {
+		s.events, err = ingest.NewPebbleLog(st.DB(), ingest.PebbleOptions{})
+	}
+	if err != nil {
+		s.shutdownState()
+		return nil, fmt.Errorf("event log: %w", err)
 	}
 	s.ops = s.operations()
 	s.router = s.buildRouter()
@@ -231,6 +254,11 @@ func (s *Service) shutdownState() {
 	s.closed.Do(func() {
 		close(s.stop)
 		s.bg.Wait()
+		if s.events != nil {
+			if err := s.events.Close(); err != nil {
+				s.log.Error("close event log", "err", err)
+			}
+		}
 		s.Actors.Stop()
 		s.closeErr = s.Store.Close()
 	})
@@ -262,7 +290,7 @@ func (s *Service) housekeeping() {
 		case <-s.stop:
 			return
 		case now := <-t.C:
-			for _, l := range []*limiter{s.limWS, s.limEP, s.limIP} {
+			for _, l := range []*limiter{s.limWS, s.limEP, s.limIP, s.limCollect} {
 				if l != nil {
 					l.sweep(now)
 				}
@@ -299,6 +327,9 @@ func (s *Service) buildRouter() *router.Router {
 		r.Handle(op.Method, op.Base+op.Path, func(ctx *fasthttp.RequestCtx) { s.serveOp(ctx, op) })
 	}
 	r.GET("/l/{slug}", s.followTrackedLink)
+	r.GET("/view/{book}", s.viewBook)
+	r.GET("/view/{book}/pages", s.viewPages)
+	r.GET("/viewer/assets/{name}", s.viewerAsset)
 	r.GET("/files/{book}/{name}", s.serveFile)
 	r.HEAD("/files/{book}/{name}", s.serveFile)
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {

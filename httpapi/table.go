@@ -139,7 +139,8 @@ func (s *Service) operations() []*Operation {
 	for _, op := range ops {
 		op.Base = APIBase
 	}
-	return append(ops, s.adminOperations()...)
+	ops = append(ops, s.adminOperations()...)
+	return append(ops, s.readerOperations()...)
 }
 
 func updateBookParams() []Param {
@@ -201,3 +202,20 @@ func konvaParams() []Param {
 }
 
 func planEnum() []string { return actors.PlanNames }
+
+// readerOperations are the public routes of readers: the collector and the email gate.
+func (s *Service) readerOperations() []*Operation {
+	return []*Operation{
+		{ID: "reader.collect", Method: "POST", Path: "/collect", Auth: AuthNone, Internal: true,
+			Summary: "Reader events from a viewer (JSON or text/plain for sendBeacon); 202 once durable.",
+			Params:  collectParams(), MaxBody: 1 << 20, Handler: s.collect},
+		{ID: "reader.access", Method: "POST", Path: "/view/{book}/access", Auth: AuthNone, Internal: true,
+			Summary: "The email gate: an address on the book's access list gets a reader token.",
+			Params: []Param{
+				pStr("book", InPath, 64).req(),
+				pStr("email", InBody, 255).req().format("email"),
+				pStr("session_id", InBody, 255),
+			},
+			MaxBody: 16 << 10, Handler: s.viewerAccess},
+	}
+}

@@ -26,7 +26,7 @@ func TestOtherWorkspacesBooksAreNotFound(t *testing.T) {
 	// Every operation of the table with a {book} path value.
 	n := 0
 	for _, op := range h.svc.Operations() {
-		if !strings.Contains(op.Path, "{book}") {
+		if op.Internal || !strings.Contains(op.Path, "{book}") { // public reader routes are not tenant-scoped
 			continue
 		}
 		n++

@@ -57,6 +57,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	rws := num("rate-limit-workspace", def.RateWorkspace, "requests per minute per workspace, 0 = off")
 	rep := num("rate-limit-endpoint", def.RateEndpoint, "requests per minute per workspace and operation, 0 = off")
 	run := num("rate-limit-unauthenticated", def.RateUnauthenticated, "requests per minute per IP without valid credentials, 0 = off")
+	rcol := num("rate-limit-collect", def.RateCollect, "requests per minute per IP to the collector and the email gate, 0 = off")
+	kafka := str("kafka-brokers", "", "comma-separated Kafka brokers for the event log (default: the embedded log)")
+	topic := str("kafka-topic", "", "Kafka topic of reader events (default flipbook-events)")
 	maxBody := num("max-body-bytes", def.MaxBodyBytes, "largest request body accepted")
 	maxUpload := num("max-upload-bytes", def.MaxUploadBytes, "largest file POST /books accepts")
 	workers := num("conversion-workers", 0, "batches converted at once and renderer processes at once (0 = number of cores)")
@@ -88,6 +91,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		RateWorkspace: *rws, RateEndpoint: *rep, RateUnauthenticated: *run,
 		MaxBodyBytes: *maxBody, BookIdle: bookIdle, AllowPrivateTargets: allowPrivate,
 		MaxUploadBytes: *maxUpload, ConversionWorkers: *workers, PageLongEdge: *longEdge,
+		RateCollect: *rcol, KafkaBrokers: splitList(*kafka), KafkaTopic: *topic,
 	}}, nil
 }
 
@@ -175,4 +179,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	fmt.Fprintln(stdout, "stopped")
 	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

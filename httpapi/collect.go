@@ -1,0 +1,222 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bytedance/sonic"
+
+	"flipbook/ingest"
+)
+
+// The collector (POST /collect) and the email gate (POST /view/{book}/access): the public
+// routes through which reader events enter the event log. Neither is part of the spec's API;
+// both are declared in the operation table (Internal) to share its validation.
+
+// Collector limits.
+const (
+	DefaultRateCollect = 600 // requests per minute per IP
+	MaxCollectEvents   = 500
+	MaxActiveMs        = 24 * 60 * 60 * 1000
+	maxClockSkewAhead  = 5 * time.Minute
+	maxEventAge        = 7 * 24 * time.Hour
+)
+
+// TypeAccessDenied is the error type of a reader refused by the email gate or the collector.
+const TypeAccessDenied = "AccessDenied"
+
+func collectParams() []Param {
+	return []Param{
+		pStr("book_id", InBody, 64).req(),
+		pStr("session_id", InBody, 255).req().minLen(1),
+		pStr("reader_token", InBody, 2048),
+		pStr("tracked_link", InBody, 255),
+		pStr("source_host", InBody, 255),
+		{Name: "events", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: MaxCollectEvents,
+			Items: &Param{Kind: KObject, Props: []Param{
+				pEnum("type", InBody, ingest.InteractionTypes...).req(),
+				pInt("page_number", InBody, 1, 100000),
+				{Name: "active_ms", In: InBody, Kind: KInt, Min: f64(0), Max: f64(MaxActiveMs)},
+				pTime("occurred_at", InBody),
+				pStr("url", InBody, 2048),
+				pStr("exit_reason", InBody, 255),
+				{Name: "form", In: InBody, Kind: KObject, Nullable: true},
+			}}},
+	}
+}
+
+// readerIdentity is who is reading: from a valid reader token, or anonymous.
+type readerIdentity struct {
+	viewer int64
+	email  string
+}
+
+func (s *Service) collect(r *Request) (*Result, error) {
+	if err := s.limitPublic(r); err != nil {
+		return nil, err
+	}
+	b, err := s.publicBook(r.Str("book_id"), r.Now)
+	if err != nil {
+		return nil, err
+	}
+	if billingExpired(b, r.Now) {
+		return nil, errBookGone
+	}
+	host := strings.ToLower(r.Str("source_host"))
+	if host != "" {
+		ok, err := s.hostAllowed(b, host)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, &Error{Status: 403, Type: TypeAccessDenied, Message: "this site may not embed the flipbook"}
+		}
+	}
+	var who readerIdentity
+	if tok := r.Str("reader_token"); tok != "" {
+		c, ok := s.readers.verify(tok, b, r.Now)
+		if !ok {
+			return nil, &Error{Status: 403, Type: TypeAccessDenied, Message: "the reader token is not valid for this flipbook"}
+		}
+		who = readerIdentity{viewer: c.Viewer, email: c.Email}
+	} else if b.Settings.EODEnabled {
+		return nil, &Error{Status: 403, Type: TypeAccessDenied, Message: "this flipbook is gated: pass the email gate first"}
+	}
+	var linkID int64
+	if slug := r.Str("tracked_link"); slug != "" {
+		if l, err := s.Store.TrackedLinkBySlug(slug); err == nil && l.BookID == b.RandomID {
+			linkID = l.ID
+		}
+	}
+	source := "direct"
+	switch {
+	case linkID != 0:
+		source = "tracked_link"
+	case host != "":
+		source = "embed"
+	}
+	raw := r.Params["events"].([]any)
+	events := make([]ingest.Event, 0, len(raw))
+	v := Validation{}
+	for i, item := range raw {
+		m := item.(map[string]any)
+		e := ingest.Event{
+			Workspace: b.Workspace, Mode: byte(b.Mode), BookID: b.RandomID, SessionID: r.Str("session_id"),
+			ViewerID: who.viewer, ViewerEmail: who.email, TrackedLinkID: linkID, SourceHost: host, SourceType: source,
+			OccurredAt: r.Now, ReceivedAt: r.Now,
+		}
+		e.Type, _ = m["type"].(string)
+		if n, ok := m["page_number"].(int64); ok {
+			e.PageNumber = int32(n)
+		}
+		e.ActiveMs, _ = m["active_ms"].(int64)
+		e.URL, _ = m["url"].(string)
+		e.ExitReason, _ = m["exit_reason"].(string)
+		if t, ok := m["occurred_at"].(time.Time); ok {
+			if t.After(r.Now.Add(maxClockSkewAhead)) || t.Before(r.Now.Add(-maxEventAge)) {
+				v.Add(fmt.Sprintf("events.%d.occurred_at", i), "must be within the last 7 days and not in the future")
+			}
+			e.OccurredAt = t
+		}
+		if form, ok := m["form"].(map[string]any); ok && len(form) > 0 {
+			data, err := sonic.ConfigStd.Marshal(form)
+			if err == nil {
+				e.Metadata = string(data)
+			}
+		}
+		field := func(name, msg string) { v.Add(fmt.Sprintf("events.%d.%s", i, name), msg) }
+		switch e.Type {
+		case ingest.PageSegmentCompleted:
+			if e.PageNumber == 0 {
+				field("page_number", "is required for page_segment_completed")
+			}
+			if _, ok := m["active_ms"]; !ok {
+				field("active_ms", "is required for page_segment_completed")
+			}
+		case ingest.LinkClicked, ingest.CheckoutRedirectClicked:
+			if e.URL == "" {
+				field("url", "is required for "+e.Type)
+			}
+		}
+		if e.PageNumber > 0 && b.PageCount > 0 && int(e.PageNumber) > b.PageCount {
+			field("page_number", fmt.Sprintf("is beyond the book's %d pages", b.PageCount))
+		}
+		events = append(events, e)
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.appendEvents(events); err != nil {
+		return nil, err
+	}
+	return &Result{Status: 202, Data: map[string]any{"accepted": len(events)}}, nil
+}
+
+// appendEvents puts events into the log durably (the 202 means they are stored).
+func (s *Service) appendEvents(events []ingest.Event) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.events.Append(ctx, events); err != nil {
+		s.log.Error("append events", "err", err)
+		return &Error{Status: 503, Type: TypeUnavailable, Message: "events could not be stored; retry shortly"}
+	}
+	return nil
+}
+
+// limitPublic applies the per-IP limit of the public reader routes.
+func (s *Service) limitPublic(r *Request) error {
+	if s.limCollect == nil {
+		return nil
+	}
+	d := s.limCollect.allow(r.IP, r.Now)
+	if !d.allowed {
+		return tooMany(d, fmt.Sprintf("too many requests from this address (limit %d per minute)", d.limit))
+	}
+	return nil
+}
+
+// viewerAccess is POST /view/{book}/access: the email gate. The address (or its domain, or a
+// parent domain) must be on the book's access list. Each attempt is recorded as
+// access_requested, then access_granted or access_rejected.
+func (s *Service) viewerAccess(r *Request) (*Result, error) {
+	if err := s.limitPublic(r); err != nil {
+		return nil, err
+	}
+	b, err := s.publicBook(r.Str("book"), r.Now)
+	if err != nil {
+		return nil, err
+	}
+	email := strings.ToLower(strings.TrimSpace(r.Str("email")))
+	ok, reason, err := s.accessMatch(b, email)
+	if err != nil {
+		return nil, err
+	}
+	if !b.Settings.EODEnabled {
+		ok, reason = true, "the flipbook is not gated"
+	}
+	var viewer int64
+	if ok {
+		if viewer, err = s.Actors.ViewerFor(b.Tenant(), email); err != nil {
+			return nil, err
+		}
+	}
+	base := ingest.Event{Workspace: b.Workspace, Mode: byte(b.Mode), BookID: b.RandomID, SessionID: r.Str("session_id"),
+		ViewerID: viewer, ViewerEmail: email, SourceType: "direct", OccurredAt: r.Now, ReceivedAt: r.Now}
+	req, res := base, base
+	req.Type = ingest.AccessRequested
+	res.Type, res.Reason = ingest.AccessRejected, reason
+	if ok {
+		res.Type = ingest.AccessGranted
+	}
+	if err := s.appendEvents([]ingest.Event{req, res}); err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, &Error{Status: 403, Type: TypeAccessDenied, Message: "this address has no access to the flipbook"}
+	}
+	tok := s.readers.sign(readerClaims{Workspace: b.Workspace, Mode: byte(b.Mode), Book: b.RandomID,
+		Viewer: viewer, Email: email, Expires: r.Now.Add(ReaderTokenTTL).Unix()})
+	return &Result{Data: map[string]any{"granted": true, "reader_token": tok, "viewer_id": viewer}}, nil
+}

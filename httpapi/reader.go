@@ -1,0 +1,139 @@
+package httpapi
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"flipbook/storage"
+)
+
+// Readers: who may see a published book (the email gate) and the token that identifies a reader
+// who passed it.
+
+// ReaderTokenTTL is how long a reader token (the email gate's pass) is valid.
+const ReaderTokenTTL = 30 * 24 * time.Hour
+
+// BillingGrace is how long a book stays readable after billing_expires_at before the viewer shows
+// an "expired" notice (the book stays published).
+const BillingGrace = 7 * 24 * time.Hour
+
+type readerClaims struct {
+	Workspace int64  `json:"w"`
+	Mode      byte   `json:"m"`
+	Book      string `json:"b"`
+	Viewer    int64  `json:"v"`
+	Email     string `json:"e"`
+	Expires   int64  `json:"x"`
+}
+
+type readerTokens struct{ key []byte }
+
+func (rt *readerTokens) sign(c readerClaims) string {
+	payload, _ := json.Marshal(c)
+	m := hmac.New(sha256.New, rt.key)
+	m.Write(payload)
+	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:18])
+}
+
+// verify checks a token for a book at now.
+func (rt *readerTokens) verify(tok string, b *storage.Book, now time.Time) (*readerClaims, bool) {
+	p, sig, ok := strings.Cut(tok, ".")
+	if !ok {
+		return nil, false
+	}
+	payload, err1 := base64.RawURLEncoding.DecodeString(p)
+	mac, err2 := base64.RawURLEncoding.DecodeString(sig)
+	if err1 != nil || err2 != nil {
+		return nil, false
+	}
+	m := hmac.New(sha256.New, rt.key)
+	m.Write(payload)
+	if !hmac.Equal(mac, m.Sum(nil)[:18]) {
+		return nil, false
+	}
+	var c readerClaims
+	if json.Unmarshal(payload, &c) != nil || c.Book != b.RandomID || c.Workspace != b.Workspace ||
+		c.Mode != byte(b.Mode) || now.Unix() > c.Expires {
+		return nil, false
+	}
+	return &c, true
+}
+
+// errBookGone is the public 404 for books that are not shown (unknown, draft, scheduled,
+// expired, deleted): one answer for all, so nothing is learned about unpublished books.
+var errBookGone = &Error{Status: 404, Type: TypeNotFound, Message: "this flipbook is not available"}
+
+// publicBook resolves a book for public routes: only published books whose expires_at has not
+// passed are shown.
+func (s *Service) publicBook(rid string, now time.Time) (*storage.Book, error) {
+	if !storage.ValidName(rid) {
+		return nil, errBookGone
+	}
+	t, err := s.Store.BookTenant(rid)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, errBookGone
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.Store.GetBook(t, rid)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, errBookGone
+	}
+	if err != nil {
+		return nil, err
+	}
+	if b.Status != storage.StatusPublish || (b.ExpiresAt != nil && !b.ExpiresAt.After(now)) {
+		return nil, errBookGone
+	}
+	return b, nil
+}
+
+// billingExpired reports whether the viewer shows the expired notice instead of the pages.
+func billingExpired(b *storage.Book, now time.Time) bool {
+	return b.BillingExpiresAt != nil && now.After(b.BillingExpiresAt.Add(BillingGrace))
+}
+
+// accessMatch tells whether an address may read a gated book: the address itself, its domain or
+// a parent domain is on the book's access list. It returns the reason for the audit log.
+func (s *Service) accessMatch(b *storage.Book, email string) (bool, string, error) {
+	t := b.Tenant()
+	if _, err := s.Store.BookSubscriber(t, b.RandomID, email); err == nil {
+		return true, "address on the access list", nil
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return false, "", err
+	}
+	domain := email[strings.LastIndexByte(email, '@')+1:]
+	for d := domain; strings.Contains(d, "."); d = d[strings.IndexByte(d, '.')+1:] {
+		if _, err := s.Store.BookSubscriber(t, b.RandomID, d); err == nil {
+			return true, "domain " + d + " on the access list", nil
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			return false, "", err
+		}
+	}
+	return false, "address not on the access list", nil
+}
+
+// hostAllowed reports whether an embedding host may show a book: allowed when the book has no
+// embed domains, or when host equals an entry or is a subdomain of one.
+func (s *Service) hostAllowed(b *storage.Book, host string) (bool, error) {
+	if !b.Settings.DomainsEnabled {
+		return true, nil
+	}
+	list, err := s.Store.EmbedDomains(b.Tenant(), b.RandomID)
+	if err != nil {
+		return false, err
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	for _, d := range list {
+		if host == d.Domain || strings.HasSuffix(host, "."+d.Domain) {
+			return true, nil
+		}
+	}
+	return false, nil
+}

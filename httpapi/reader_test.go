@@ -1,0 +1,234 @@
+package httpapi
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"flipbook/ingest"
+)
+
+// logged reads every event of the service's event log.
+func (h *harness) logged(tb testing.TB) []ingest.Event {
+	tb.Helper()
+	var out []ingest.Event
+	for p := 0; p < h.svc.events.Partitions(); p++ {
+		recs, err := h.svc.events.Read(context.Background(), p, 0, 100000)
+		require.NoError(tb, err)
+		for _, r := range recs {
+			out = append(out, r.Event)
+		}
+	}
+	return out
+}
+
+func collectBody(rid string, events ...map[string]any) map[string]any {
+	ev := make([]any, len(events))
+	for i, e := range events {
+		ev[i] = e
+	}
+	return map[string]any{"book_id": rid, "session_id": "sess-1", "events": ev}
+}
+
+func TestCollector(t *testing.T) {
+	h := newHarness(t, nil)
+	key := h.workspace(t, "company", "live")
+	rid := h.konva(t, key, "read me", "publish")
+	draft := h.konva(t, key, "draft", "draft")
+
+	r := h.do(t, "POST", "/collect", "", collectBody(rid,
+		map[string]any{"type": "session_started", "page_number": 1},
+		map[string]any{"type": "page_segment_completed", "page_number": 2, "active_ms": 5200},
+		map[string]any{"type": "link_clicked", "page_number": 2, "url": "https://example.com/x"},
+		map[string]any{"type": "session_ended", "exit_reason": "closed"}))
+	require.Equal(t, 202, r.Status, "%s", r.Body)
+	require.Equal(t, float64(4), r.data()["accepted"])
+	evs := h.logged(t)
+	require.Len(t, evs, 4, "the 202 means the events are in the log")
+	e := evs[1]
+	require.Equal(t, rid, e.BookID)
+	require.Equal(t, "sess-1", e.SessionID)
+	require.Equal(t, ingest.PageSegmentCompleted, e.Type)
+	require.EqualValues(t, 2, e.PageNumber)
+	require.EqualValues(t, 5200, e.ActiveMs)
+	require.Equal(t, "direct", e.SourceType)
+	require.Zero(t, e.ViewerID)
+	require.WithinDuration(t, time.Now(), e.ReceivedAt, 10*time.Second, "server time is stamped")
+	require.Equal(t, "https://example.com/x", evs[2].URL)
+	require.Equal(t, "closed", evs[3].ExitReason)
+
+	// sendBeacon posts text/plain.
+	req, _ := http.NewRequest("POST", h.base+"/collect", strings.NewReader(`{"book_id":"`+rid+`","session_id":"b","events":[{"type":"session_ended"}]}`))
+	req.Header.Set("Content-Type", "text/plain;charset=UTF-8")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, 202, res.StatusCode)
+
+	// Unknown and unpublished books are not found.
+	require.Equal(t, 404, h.do(t, "POST", "/collect", "", collectBody("nope", map[string]any{"type": "session_started"})).Status)
+	require.Equal(t, 404, h.do(t, "POST", "/collect", "", collectBody(draft, map[string]any{"type": "session_started"})).Status)
+
+	many := make([]map[string]any, 501)
+	for i := range many {
+		many[i] = map[string]any{"type": "session_started"}
+	}
+	runValidation(t, h, "", "", []vcase{
+		{"no events", "POST", "/collect", collectBody(rid), 422, "events"},
+		{"too many events", "POST", "/collect", collectBody(rid, many...), 422, "events"},
+		{"500 events", "POST", "/collect", collectBody(rid, many[:500]...), 202, ""},
+		{"unknown type", "POST", "/collect", collectBody(rid, map[string]any{"type": "teleported"}), 422, "events.0.type"},
+		{"segment needs page", "POST", "/collect", collectBody(rid, map[string]any{"type": "page_segment_completed", "active_ms": 5}), 422, "events.0.page_number"},
+		{"segment needs time", "POST", "/collect", collectBody(rid, map[string]any{"type": "session_started"}, map[string]any{"type": "page_segment_completed", "page_number": 1}), 422, "events.1.active_ms"},
+		{"click needs url", "POST", "/collect", collectBody(rid, map[string]any{"type": "link_clicked"}), 422, "events.0.url"},
+		{"page beyond book", "POST", "/collect", collectBody(rid, map[string]any{"type": "session_started", "page_number": 3}), 422, "events.0.page_number"},
+		{"negative time", "POST", "/collect", collectBody(rid, map[string]any{"type": "page_segment_completed", "page_number": 1, "active_ms": -1}), 422, "events.0.active_ms"},
+		{"future time", "POST", "/collect", collectBody(rid, map[string]any{"type": "session_started", "occurred_at": time.Now().Add(time.Hour).Format(time.RFC3339)}), 422, "events.0.occurred_at"},
+		{"session required", "POST", "/collect", map[string]any{"book_id": rid, "events": []any{map[string]any{"type": "session_started"}}}, 422, "session_id"},
+		{"session max", "POST", "/collect", map[string]any{"book_id": rid, "session_id": strings.Repeat("s", 256), "events": []any{map[string]any{"type": "session_started"}}}, 422, "session_id"},
+	})
+}
+
+func TestEmailGateAndReaderTokens(t *testing.T) {
+	h := newHarness(t, nil)
+	key := h.workspace(t, "company", "live")
+	rid := h.konva(t, key, "gated", "publish")
+	open := h.konva(t, key, "open", "publish")
+	require.Equal(t, 201, h.do(t, "POST", "/api/v1/subscribers", key, map[string]any{"book_id": rid, "email": "ann@example.com"}).Status)
+	require.Equal(t, 201, h.do(t, "POST", "/api/v1/subscribers", key, map[string]any{"book_id": rid, "email": "acme.org", "type": "domain"}).Status)
+
+	// Without a token the gated book takes no events.
+	r := h.do(t, "POST", "/collect", "", collectBody(rid, map[string]any{"type": "session_started"}))
+	require.Equal(t, 403, r.Status)
+	require.Equal(t, TypeAccessDenied, r.errType())
+
+	denied := h.do(t, "POST", "/view/"+rid+"/access", "", map[string]any{"email": "eve@evil.example"})
+	require.Equal(t, 403, denied.Status)
+	require.Equal(t, TypeAccessDenied, denied.errType())
+	require.Equal(t, 422, h.do(t, "POST", "/view/"+rid+"/access", "", map[string]any{"email": "not-an-email"}).Status)
+	require.Equal(t, 404, h.do(t, "POST", "/view/nope/access", "", map[string]any{"email": "a@b.co"}).Status)
+
+	ann := h.do(t, "POST", "/view/"+rid+"/access", "", map[string]any{"email": "Ann@Example.com"})
+	require.Equal(t, 200, ann.Status, "%s", ann.Body)
+	require.Equal(t, true, ann.data()["granted"])
+	tok := ann.data()["reader_token"].(string)
+	viewer := ann.data()["viewer_id"].(float64)
+	again := h.do(t, "POST", "/view/"+rid+"/access", "", map[string]any{"email": "ann@example.com"})
+	require.Equal(t, viewer, again.data()["viewer_id"], "one viewer per address")
+	sub := h.do(t, "POST", "/view/"+rid+"/access", "", map[string]any{"email": "bob@sales.acme.org"})
+	require.Equal(t, 200, sub.Status, "a parent domain on the list grants access")
+
+	body := collectBody(rid, map[string]any{"type": "session_started"})
+	body["reader_token"] = tok
+	require.Equal(t, 202, h.do(t, "POST", "/collect", "", body).Status)
+	body["reader_token"] = tok[:len(tok)-2] + "xx"
+	require.Equal(t, 403, h.do(t, "POST", "/collect", "", body).Status, "a forged token")
+	other := collectBody(open, map[string]any{"type": "session_started"})
+	other["reader_token"] = tok
+	require.Equal(t, 403, h.do(t, "POST", "/collect", "", other).Status, "a token is for one book")
+
+	var types []string
+	var identified ingest.Event
+	for _, e := range h.logged(t) {
+		types = append(types, e.Type)
+		if e.Type == ingest.SessionStarted {
+			identified = e
+		}
+	}
+	require.Equal(t, []string{"access_requested", "access_rejected", "access_requested", "access_granted",
+		"access_requested", "access_granted", "access_requested", "access_granted", "session_started"}, types)
+	require.EqualValues(t, viewer, identified.ViewerID)
+	require.Equal(t, "ann@example.com", identified.ViewerEmail)
+
+	// The viewer withholds a gated book's pages until the gate is passed.
+	page := h.getPage(t, "/view/"+rid)
+	require.Equal(t, 200, page.Status)
+	require.Contains(t, string(page.Body), `"gated":true`)
+	require.Contains(t, string(page.Body), `"pages":[]`)
+	require.Equal(t, 403, h.do(t, "GET", "/view/"+rid+"/pages", "", nil).Status)
+	pages := h.do(t, "GET", "/view/"+rid+"/pages", "", nil, "X-Reader-Token", tok)
+	require.Equal(t, 200, pages.Status)
+	require.Len(t, pages.data()["pages"], 2)
+}
+
+func (h *harness) getPage(tb testing.TB, path string) *resp {
+	res, err := http.Get(h.base + path)
+	require.NoError(tb, err)
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return &resp{Status: res.StatusCode, Header: res.Header, Body: body}
+}
+
+func TestViewerPage(t *testing.T) {
+	h := newHarness(t, nil)
+	key, ws := h.workspaceKey(t, "company", "live", "*")
+	rid := h.konva(t, key, "Spring <catalogue>", "publish")
+	page := h.getPage(t, "/view/"+rid)
+	require.Equal(t, 200, page.Status)
+	require.Equal(t, "frame-ancestors *", page.Header.Get("Content-Security-Policy"))
+	require.Contains(t, string(page.Body), "Spring &lt;catalogue&gt;", "the title is escaped")
+	require.Contains(t, string(page.Body), "/files/"+rid+"/")
+	require.Contains(t, string(page.Body), "page-flip.browser.js")
+	require.NotContains(t, string(page.Body), "Test mode")
+
+	require.Equal(t, 200, h.do(t, "POST", "/api/v1/books/"+rid+"/embed-domains", key, map[string]any{"domain": "shop.example"}).Status)
+	page = h.getPage(t, "/view/"+rid)
+	require.Equal(t, "frame-ancestors 'self' shop.example *.shop.example", page.Header.Get("Content-Security-Policy"))
+	// Events from an embedding site follow the same list (subdomains included).
+	emb := collectBody(rid, map[string]any{"type": "session_started"})
+	emb["source_host"] = "www.shop.example"
+	require.Equal(t, 202, h.do(t, "POST", "/collect", "", emb).Status)
+	emb["source_host"] = "evil.example"
+	require.Equal(t, 403, h.do(t, "POST", "/collect", "", emb).Status)
+
+	// Tracked links attribute readers.
+	tl := h.do(t, "POST", "/api/v1/books/"+rid+"/tracked-links", key, map[string]any{"name": "ads", "slug": "ads-1"})
+	require.Equal(t, 201, tl.Status)
+	page = h.getPage(t, "/view/"+rid+"?tl=ads-1")
+	require.Contains(t, string(page.Body), `"tracked_link":"ads-1"`)
+	tb := collectBody(rid, map[string]any{"type": "session_started"})
+	tb["tracked_link"] = "ads-1"
+	require.Equal(t, 202, h.do(t, "POST", "/collect", "", tb).Status)
+	evs := h.logged(t)
+	last := evs[len(evs)-1]
+	require.Equal(t, "tracked_link", last.SourceType)
+	require.EqualValues(t, tl.data()["id"], last.TrackedLinkID)
+
+	// Drafts, expired and unknown books are not shown.
+	draft := h.konva(t, key, "draft", "draft")
+	require.Equal(t, 404, h.getPage(t, "/view/"+draft).Status)
+	require.Equal(t, 404, h.getPage(t, "/view/nope").Status)
+	exp := time.Now().Add(300 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	require.Equal(t, 200, h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "publish", "expires_at": exp}).Status)
+	eventually(t, 10*time.Second, func() bool { return h.getPage(t, "/view/"+rid).Status == 404 }, "an expired book is not shown")
+
+	// Test-mode books carry a banner.
+	test := h.key(t, ws, "test", "*")
+	trid := h.konva(t, test, "sandbox", "publish")
+	require.Contains(t, string(h.getPage(t, "/view/"+trid).Body), "Test mode")
+
+	// Assets come from the binary.
+	a := h.getPage(t, "/viewer/assets/page-flip.browser.js")
+	require.Equal(t, 200, a.Status)
+	require.Contains(t, a.Header.Get("Content-Type"), "javascript")
+	require.Equal(t, 404, h.getPage(t, "/viewer/assets/..%2Fviewer.go").Status)
+}
+
+func TestCollectorRateLimit(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.RateCollect = 2 })
+	key := h.workspace(t, "company", "live")
+	rid := h.konva(t, key, "busy", "publish")
+	body := collectBody(rid, map[string]any{"type": "session_started"})
+	require.Equal(t, 202, h.do(t, "POST", "/collect", "", body).Status)
+	require.Equal(t, 202, h.do(t, "POST", "/collect", "", body).Status)
+	r := h.do(t, "POST", "/collect", "", body)
+	require.Equal(t, 429, r.Status)
+	require.NotEmpty(t, r.Header.Get("Retry-After"))
+	// The API's own limits are separate.
+	require.Equal(t, 200, h.do(t, "GET", "/api/v1/books", key, nil).Status)
+}

@@ -1,0 +1,201 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"html/template"
+	"io/fs"
+	"mime"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"flipbook/httpapi/viewer"
+	"flipbook/storage"
+)
+
+type viewerPage struct {
+	URL    string         `json:"url"`
+	Width  int            `json:"width"`
+	Height int            `json:"height"`
+	Links  []storage.Link `json:"links,omitempty"`
+}
+
+type viewerConfig struct {
+	BookID      string           `json:"book_id"`
+	Title       string           `json:"title"`
+	Pages       []viewerPage     `json:"pages"`
+	Settings    storage.Settings `json:"settings"`
+	DocumentURL string           `json:"document_url,omitempty"`
+	Gated       bool             `json:"gated"`
+	CollectURL  string           `json:"collect_url"`
+	AccessURL   string           `json:"access_url"`
+	PagesURL    string           `json:"pages_url"`
+	TrackedLink string           `json:"tracked_link,omitempty"`
+}
+
+// viewerPages lists a book's page images (relative URLs, so the viewer works from any host).
+func (s *Service) viewerPages(b *storage.Book) ([]viewerPage, error) {
+	pages, err := s.Store.Pages(b.Tenant(), b.RandomID)
+	if err != nil && err != storage.ErrNotFound {
+		return nil, err
+	}
+	out := make([]viewerPage, len(pages))
+	for i, p := range pages {
+		out[i] = viewerPage{URL: "/files/" + b.RandomID + "/" + p.File, Width: p.Width, Height: p.Height}
+		if b.Extra.AutoLinksEnabled {
+			out[i].Links = p.Links
+		}
+	}
+	return out, nil
+}
+
+// frameAncestors is the CSP directive of a book: any site, or only the allowlist (with
+// subdomains).
+func (s *Service) frameAncestors(b *storage.Book) (string, error) {
+	if !b.Settings.DomainsEnabled {
+		return "frame-ancestors *", nil
+	}
+	list, err := s.Store.EmbedDomains(b.Tenant(), b.RandomID)
+	if err != nil {
+		return "", err
+	}
+	srcs := []string{"'self'"}
+	for _, d := range list {
+		srcs = append(srcs, d.Domain, "*."+d.Domain)
+	}
+	return "frame-ancestors " + strings.Join(srcs, " "), nil
+}
+
+// viewBook is GET /view/{book}: the page-turning viewer.
+func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
+	ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
+	now := time.Now().UTC()
+	rid, _ := ctx.UserValue("book").(string)
+	b, err := s.publicBook(rid, now)
+	if err != nil {
+		s.viewerNotFound(ctx)
+		return
+	}
+	csp, err := s.frameAncestors(b)
+	if err != nil {
+		s.writeError(ctx, errInternal())
+		return
+	}
+	cfg := viewerConfig{BookID: b.RandomID, Title: b.Name, Settings: b.Settings, Gated: b.Settings.EODEnabled,
+		CollectURL: "/collect", AccessURL: "/view/" + b.RandomID + "/access", PagesURL: "/view/" + b.RandomID + "/pages",
+		Pages: []viewerPage{}}
+	if tl := string(ctx.QueryArgs().Peek("tl")); tl != "" && validSlug(tl) && len(tl) <= 255 {
+		cfg.TrackedLink = tl
+	}
+	if !cfg.Gated { // a gated book's pages are listed only to a reader with a token
+		if cfg.Pages, err = s.viewerPages(b); err != nil {
+			s.writeError(ctx, errInternal())
+			return
+		}
+	}
+	if b.Document != "" && b.Settings.Downloadable {
+		cfg.DocumentURL = "/files/" + b.RandomID + "/" + b.Document
+	}
+	conf, _ := json.Marshal(cfg)
+	brand := ""
+	if ws, err := s.Store.Workspace(b.Workspace); err == nil {
+		brand = ws.Name
+	}
+	data := viewer.PageData{
+		Title: b.Name, ConfigJSON: template.JS(conf), TestMode: b.Mode == storage.ModeTest,
+		Expired: billingExpired(b, now), Processing: b.PageImagesStatus == storage.PagesProcessing,
+		Failed: b.PageImagesStatus == storage.PagesFailed, Brand: brand,
+	}
+	if b.Settings.Background != nil && safeCSSColor(*b.Settings.Background) {
+		data.Background = *b.Settings.Background
+	}
+	var buf bytes.Buffer
+	if err := viewer.Page.Execute(&buf, data); err != nil {
+		s.log.Error("render viewer", "err", err)
+		s.writeError(ctx, errInternal())
+		return
+	}
+	h := &ctx.Response.Header
+	h.Set("Content-Security-Policy", csp)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "strict-origin-when-cross-origin")
+	ctx.SetContentType("text/html; charset=utf-8")
+	ctx.SetBody(buf.Bytes())
+}
+
+// viewPages is GET /view/{book}/pages: the page list of a gated book for a reader with a token
+// (X-Reader-Token header or token query parameter).
+func (s *Service) viewPages(ctx *fasthttp.RequestCtx) {
+	ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
+	now := time.Now().UTC()
+	rid, _ := ctx.UserValue("book").(string)
+	b, err := s.publicBook(rid, now)
+	if err != nil {
+		s.writeError(ctx, errBookGone)
+		return
+	}
+	if b.Settings.EODEnabled {
+		tok := string(ctx.Request.Header.Peek("X-Reader-Token"))
+		if tok == "" {
+			tok = string(ctx.QueryArgs().Peek("token"))
+		}
+		if _, ok := s.readers.verify(tok, b, now); !ok {
+			s.writeError(ctx, &Error{Status: 403, Type: TypeAccessDenied, Message: "pass the email gate first"})
+			return
+		}
+	}
+	pages, err := s.viewerPages(b)
+	if err != nil {
+		s.writeError(ctx, errInternal())
+		return
+	}
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	s.renderResult(ctx, &Result{Status: 200, Data: map[string]any{"pages": pages}})
+}
+
+func (s *Service) viewerNotFound(ctx *fasthttp.RequestCtx) {
+	ctx.SetStatusCode(404)
+	ctx.SetContentType("text/html; charset=utf-8")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.SetBodyString(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Not available</title></head>` +
+		`<body style="font-family:system-ui;text-align:center;padding:4em"><h1>This flipbook is not available</h1>` +
+		`<p>It may have been unpublished, or the link is wrong.</p></body></html>`)
+}
+
+// viewerAsset serves the viewer's scripts and styles from the binary.
+func (s *Service) viewerAsset(ctx *fasthttp.RequestCtx) {
+	name, _ := ctx.UserValue("name").(string)
+	if !storage.ValidName(name) {
+		ctx.SetStatusCode(404)
+		return
+	}
+	data, err := fs.ReadFile(viewer.Assets, path.Join("assets", name))
+	if err != nil {
+		ctx.SetStatusCode(404)
+		return
+	}
+	ct := mime.TypeByExtension(path.Ext(name))
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	ctx.SetContentType(ct)
+	ctx.Response.Header.Set("Cache-Control", "public, max-age=3600")
+	ctx.SetBody(data)
+}
+
+// safeCSSColor accepts colour values that cannot break out of a CSS declaration.
+func safeCSSColor(v string) bool {
+	if v == "" || len(v) > 64 {
+		return false
+	}
+	for _, c := range v {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '#' || c == '(' || c == ')' || c == ',' || c == '.' || c == ' ' || c == '%') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,145 @@
+// The flipbook viewer: page-flip for the page turning, lazy page images, link areas, the email
+// gate, and reader events posted to the collector in batches (sendBeacon when the page goes).
+(function () {
+  "use strict";
+  var cfg = JSON.parse(document.getElementById("config").textContent);
+  var tokenKey = "flipbook-token-" + cfg.book_id;
+  var token = null;
+  try { token = localStorage.getItem(tokenKey); } catch (e) {}
+  var session = (crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random()).slice(0, 64);
+  var embedded = window.self !== window.top;
+  var sourceHost = "";
+  if (embedded && document.referrer) { try { sourceHost = new URL(document.referrer).hostname; } catch (e) {} }
+
+  // Events.
+  var queue = [];
+  function payload() {
+    var p = { book_id: cfg.book_id, session_id: session, events: queue.splice(0, 500) };
+    if (token) p.reader_token = token;
+    if (cfg.tracked_link) p.tracked_link = cfg.tracked_link;
+    if (sourceHost) p.source_host = sourceHost;
+    return JSON.stringify(p);
+  }
+  function emit(ev) { ev.occurred_at = new Date().toISOString(); queue.push(ev); }
+  function flush(beacon) {
+    if (!queue.length) return;
+    var body = payload();
+    if (beacon && navigator.sendBeacon) { navigator.sendBeacon(cfg.collect_url, new Blob([body], { type: "text/plain" })); return; }
+    fetch(cfg.collect_url, { method: "POST", headers: { "Content-Type": "application/json" }, body: body, keepalive: true }).catch(function () {});
+  }
+  setInterval(function () { flush(false); }, 3000);
+
+  // Time on the current page(s), counted only while the page is visible.
+  var current = [], since = 0;
+  function startSegment(pages) { current = pages; since = document.visibilityState === "visible" ? Date.now() : 0; }
+  function endSegment() {
+    if (!since) return;
+    var ms = Date.now() - since; since = 0;
+    current.forEach(function (n) { if (n >= 1 && n <= cfg.pages.length) emit({ type: "page_segment_completed", page_number: n, active_ms: Math.round(ms / current.length) }); });
+  }
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "hidden") { endSegment(); flush(true); } else { startSegment(current); }
+  });
+  window.addEventListener("pagehide", function () { endSegment(); emit({ type: "session_ended", exit_reason: "closed" }); flush(true); });
+
+  // The book.
+  var book = document.getElementById("book");
+  var pageFlip = null;
+  function visiblePages(i) {
+    if (!pageFlip) return [1];
+    var landscape = pageFlip.getOrientation && pageFlip.getOrientation() === "landscape";
+    return landscape && i > 0 ? [i + 1, i + 2].filter(function (n) { return n <= cfg.pages.length; }) : [i + 1];
+  }
+  function loadAround(i) {
+    for (var k = Math.max(0, i - 2); k < Math.min(cfg.pages.length, i + 5); k++) {
+      var img = document.querySelector('.page[data-n="' + (k + 1) + '"] img');
+      if (img && !img.src) img.src = img.dataset.src;
+    }
+  }
+  function render() {
+    cfg.pages.forEach(function (p, i) {
+      var div = document.createElement("div");
+      div.className = "page"; div.dataset.n = String(i + 1);
+      var img = document.createElement("img");
+      img.dataset.src = p.url; img.alt = "Page " + (i + 1); img.decoding = "async";
+      div.appendChild(img);
+      (p.links || []).forEach(function (l) {
+        var a = document.createElement("a");
+        a.className = "link"; a.href = l.url; a.target = "_blank"; a.rel = "noopener";
+        a.style.left = (l.x * 100) + "%"; a.style.top = (l.y * 100) + "%";
+        a.style.width = (l.w * 100) + "%"; a.style.height = (l.h * 100) + "%";
+        a.addEventListener("click", function () { emit({ type: "link_clicked", page_number: i + 1, url: l.url }); flush(false); });
+        div.appendChild(a);
+      });
+      book.appendChild(div);
+    });
+    var first = cfg.pages[0] || { width: 600, height: 800 };
+    pageFlip = new St.PageFlip(book, {
+      width: first.width, height: first.height, size: "stretch", minWidth: 200, maxWidth: 1600,
+      minHeight: 260, maxHeight: 2200, maxShadowOpacity: 0.4, showCover: true, mobileScrollSupport: false,
+      usePortrait: true, flippingTime: cfg.settings.animation_type === "flip" ? 700 : 300,
+      useMouseEvents: true, disableFlipByClick: false
+    });
+    pageFlip.loadFromHTML(document.querySelectorAll(".page"));
+    function show(i) {
+      document.getElementById("pageinfo").textContent = (i + 1) + " / " + cfg.pages.length;
+      loadAround(i);
+    }
+    pageFlip.on("flip", function (e) { endSegment(); show(e.data); startSegment(visiblePages(e.data)); });
+    show(0);
+    startSegment([1]);
+    emit({ type: "session_started", page_number: 1 });
+    flush(false);
+    document.getElementById("prev").onclick = function () { pageFlip.flipPrev(); };
+    document.getElementById("next").onclick = function () { pageFlip.flipNext(); };
+    document.addEventListener("keydown", function (e) {
+      if (e.key === "ArrowRight" || e.key === "PageDown" || e.key === " ") { pageFlip.flipNext(); e.preventDefault(); }
+      if (e.key === "ArrowLeft" || e.key === "PageUp") { pageFlip.flipPrev(); e.preventDefault(); }
+      if (e.key === "Home") pageFlip.turnToPage(0);
+      if (e.key === "End") pageFlip.turnToPage(cfg.pages.length - 1);
+    });
+    window.flipbook = { pageFlip: pageFlip, flush: flush, queue: queue };
+  }
+
+  // Tools from the book's settings.
+  if (cfg.settings.fullscreen_enabled && document.documentElement.requestFullscreen) {
+    var fs = document.getElementById("fullscreen"); fs.hidden = false;
+    fs.onclick = function () { document.fullscreenElement ? document.exitFullscreen() : document.documentElement.requestFullscreen(); };
+  }
+  if (cfg.settings.downloadable && cfg.document_url) {
+    var dl = document.getElementById("download"); dl.hidden = false; dl.href = cfg.document_url; dl.download = "";
+    dl.addEventListener("click", function () { emit({ type: "document_downloaded" }); flush(false); });
+  }
+  if (cfg.settings.share_social_media && navigator.share) {
+    var sh = document.getElementById("share"); sh.hidden = false;
+    sh.onclick = function () { navigator.share({ title: document.title, url: location.href }).catch(function () {}); };
+  }
+
+  // The email gate.
+  var gate = document.getElementById("gate");
+  function openBook() {
+    gate.hidden = true;
+    if (cfg.pages.length || !cfg.gated) { render(); return; }
+    fetch(cfg.pages_url, { headers: { "X-Reader-Token": token } })
+      .then(function (r) { if (!r.ok) throw new Error("gate"); return r.json(); })
+      .then(function (b) { cfg.pages = b.data.pages; render(); })
+      .catch(function () { try { localStorage.removeItem(tokenKey); } catch (e) {} token = null; gate.hidden = false; });
+  }
+  if (cfg.gated && !token) {
+    gate.hidden = false;
+    gate.addEventListener("submit", function (e) {
+      e.preventDefault();
+      var email = document.getElementById("gate-email").value;
+      fetch(cfg.access_url, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ email: email, session_id: session }) })
+        .then(function (r) { return r.json().then(function (b) { return { ok: r.ok, body: b }; }); })
+        .then(function (res) {
+          if (!res.ok) { var er = document.getElementById("gate-error"); er.hidden = false; er.textContent = (res.body.error && res.body.error.message) || "Access denied"; return; }
+          token = res.body.data.reader_token;
+          try { localStorage.setItem(tokenKey, token); } catch (e) {}
+          openBook();
+        });
+    });
+  } else {
+    openBook();
+  }
+})();

@@ -1,0 +1,30 @@
+// Package viewer holds the public flipbook viewer's page template and assets, embedded in the
+// binary. The page-flip library is vendored from npm (page-flip 2.0.7, MIT; see
+// assets/page-flip.LICENSE and docs/VIEWER.md).
+package viewer
+
+import (
+	"embed"
+	"html/template"
+)
+
+//go:embed assets
+var Assets embed.FS
+
+//go:embed page.html
+var pageHTML string
+
+// Page is the viewer's HTML template; its data is PageData.
+var Page = template.Must(template.New("viewer").Parse(pageHTML))
+
+// PageData is what the viewer page shows.
+type PageData struct {
+	Title      string
+	Background string
+	ConfigJSON template.JS // the viewer's configuration (pages, settings, gate), as JSON
+	TestMode   bool
+	Expired    bool
+	Processing bool
+	Failed     bool
+	Brand      string
+}

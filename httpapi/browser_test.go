@@ -1,0 +1,116 @@
+package httpapi
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/stretchr/testify/require"
+
+	"flipbook/ingest"
+)
+
+// chromium finds the browser for browser tests (.ci/run installs Debian's chromium).
+func chromium(t *testing.T) string {
+	for _, p := range []string{os.Getenv("FLIPBOOK_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if p != "" {
+			if _, err := os.Stat(p); err == nil {
+				return p
+			}
+		}
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	t.Skip("chromium is not installed (apt-get install chromium; .ci/run does)")
+	return ""
+}
+
+// artifactDir is where browser tests leave screenshots (FLIPBOOK_ARTIFACTS, default
+// testartifacts/ at the repository root).
+func artifactDir(t *testing.T) string {
+	dir := os.Getenv("FLIPBOOK_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join("..", "testartifacts")
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	return dir
+}
+
+// TestViewerInBrowser opens a gated flipbook in headless Chromium, passes the email gate, turns
+// pages with the keyboard, and checks the reader events the viewer posted.
+func TestViewerInBrowser(t *testing.T) {
+	exe := chromium(t)
+	h := newHarness(t, nil)
+	key := h.workspace(t, "company", "live")
+	r := h.do(t, "POST", "/api/v1/books/konva", key, konvaBody("Browser test", "publish", 6))
+	require.Equal(t, 201, r.Status)
+	rid := r.data()["random_id"].(string)
+	require.Equal(t, 201, h.do(t, "POST", "/api/v1/subscribers", key, map[string]any{"book_id": rid, "email": "reader@example.com"}).Status)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelT()
+
+	var info string
+	var shot []byte
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(h.base+"/view/"+rid),
+		chromedp.WaitVisible("#gate", chromedp.ByID),
+		chromedp.SendKeys("#gate-email", "Reader@Example.com", chromedp.ByID),
+		chromedp.Click("#gate button", chromedp.ByQuery), // what a reader does (form.submit() would skip the handler)
+		chromedp.WaitVisible(".stf__parent", chromedp.ByQuery), // page-flip has rendered the book
+		chromedp.Text("#pageinfo", &info, chromedp.ByID),
+	)
+	require.NoError(t, err)
+	require.Equal(t, "1 / 6", info)
+	// Turn pages with the keyboard, waiting for each flip to land.
+	for _, want := range []string{"2 / 6", "4 / 6"} {
+		require.NoError(t, chromedp.Run(ctx, chromedp.KeyEvent(kb.ArrowRight)))
+		deadline := time.Now().Add(10 * time.Second)
+		for info != want && time.Now().Before(deadline) {
+			require.NoError(t, chromedp.Run(ctx, chromedp.Sleep(50*time.Millisecond), chromedp.Text("#pageinfo", &info, chromedp.ByID)))
+		}
+		require.Equal(t, want, info)
+	}
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Evaluate(`window.flipbook.flush(false)`, nil),
+		chromedp.FullScreenshot(&shot, 80),
+	))
+	out := filepath.Join(artifactDir(t), "viewer-"+rid+".png")
+	require.NoError(t, os.WriteFile(out, shot, 0o644))
+	t.Logf("screenshot: %s", out)
+
+	// The events the viewer posted are in the log, identified by the gate.
+	eventually(t, 20*time.Second, func() bool {
+		seen := map[string]int{}
+		for _, e := range h.logged(t) {
+			if e.BookID == rid && (e.ViewerEmail == "reader@example.com") {
+				seen[e.Type]++
+			}
+		}
+		return seen[ingest.AccessRequested] == 1 && seen[ingest.AccessGranted] == 1 &&
+			seen[ingest.SessionStarted] == 1 && seen[ingest.PageSegmentCompleted] >= 2
+	}, "access, session and page events from the browser")
+	var pages []int32
+	for _, e := range h.logged(t) {
+		if e.Type == ingest.PageSegmentCompleted {
+			require.Greater(t, e.ActiveMs, int64(0))
+			pages = append(pages, e.PageNumber)
+		}
+	}
+	require.Contains(t, pages, int32(1), "the first page's time is recorded when the reader turns")
+}

@@ -1,7 +1,8 @@
 # The two commands a newcomer needs: `make run` and `make test` (README.md).
 GO ?= go
 # pebblegozstd: Pebble's pure-Go zstd instead of compiling the cgo one (saves a minute per cold build).
-export GOFLAGS ?= -tags=pebblegozstd
+# duckdb_arrow: duckdb-go's Arrow support, through which the consumer appends event batches.
+export GOFLAGS ?= -tags=pebblegozstd,duckdb_arrow
 BIN := bin/flipbook
 GOFILES = $(shell find . -name '*.go' -not -path './data/*' -not -path './bin/*')
 

@@ -71,7 +71,7 @@ func TestViewerInBrowser(t *testing.T) {
 		chromedp.Navigate(h.base+"/view/"+rid),
 		chromedp.WaitVisible("#gate", chromedp.ByID),
 		chromedp.SendKeys("#gate-email", "Reader@Example.com", chromedp.ByID),
-		chromedp.Click("#gate button", chromedp.ByQuery), // what a reader does (form.submit() would skip the handler)
+		chromedp.Click("#gate button", chromedp.ByQuery),       // what a reader does (form.submit() would skip the handler)
 		chromedp.WaitVisible(".stf__parent", chromedp.ByQuery), // page-flip has rendered the book
 		chromedp.Text("#pageinfo", &info, chromedp.ByID),
 	)

@@ -162,6 +162,7 @@ func (s *Service) appendEvents(events []ingest.Event) error {
 		s.log.Error("append events", "err", err)
 		return &Error{Status: 503, Type: TypeUnavailable, Message: "events could not be stored; retry shortly"}
 	}
+	s.consumer.Wake()
 	return nil
 }
 

@@ -13,17 +13,29 @@ import (
 	"flipbook/ingest"
 )
 
-// logged reads every event of the service's event log.
+// logged returns every event the service has stored, in arrival order, as the analytics store
+// holds them: it waits for the consumer to catch up with the log, then reads DuckDB. (The log
+// itself is trimmed once DuckDB holds its records.)
 func (h *harness) logged(tb testing.TB) []ingest.Event {
 	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(tb, h.svc.consumer.WaitCaughtUp(ctx))
+	rows, err := h.svc.Analytics.Query().QueryContext(ctx, `SELECT workspace, book_id, session_id, event_type,
+		coalesce(viewer_id, 0), viewer_email, coalesce(tracked_link_id, 0), source_type, coalesce(source_host, ''),
+		coalesce(page_number, 0), coalesce(active_ms, 0), url, exit_reason, reason, coalesce(metadata, ''), created_at
+		FROM events ORDER BY id`)
+	require.NoError(tb, err)
+	defer rows.Close()
 	var out []ingest.Event
-	for p := 0; p < h.svc.events.Partitions(); p++ {
-		recs, err := h.svc.events.Read(context.Background(), p, 0, 100000)
-		require.NoError(tb, err)
-		for _, r := range recs {
-			out = append(out, r.Event)
-		}
+	for rows.Next() {
+		var e ingest.Event
+		require.NoError(tb, rows.Scan(&e.Workspace, &e.BookID, &e.SessionID, &e.Type, &e.ViewerID, &e.ViewerEmail,
+			&e.TrackedLinkID, &e.SourceType, &e.SourceHost, &e.PageNumber, &e.ActiveMs, &e.URL, &e.ExitReason,
+			&e.Reason, &e.Metadata, &e.ReceivedAt))
+		out = append(out, e)
 	}
+	require.NoError(tb, rows.Err())
 	return out
 }
 
@@ -231,4 +243,25 @@ func TestCollectorRateLimit(t *testing.T) {
 	require.NotEmpty(t, r.Header.Get("Retry-After"))
 	// The API's own limits are separate.
 	require.Equal(t, 200, h.do(t, "GET", "/api/v1/books", key, nil).Status)
+}
+
+// TestEventsReachDuckDB follows events from the collector through the log into DuckDB.
+func TestEventsReachDuckDB(t *testing.T) {
+	h := newHarness(t, nil)
+	key := h.workspace(t, "company", "live")
+	rid := h.konva(t, key, "analysed", "publish")
+	start := time.Now()
+	r := h.do(t, "POST", "/collect", "", collectBody(rid,
+		map[string]any{"type": "session_started", "page_number": 1},
+		map[string]any{"type": "page_segment_completed", "page_number": 1, "active_ms": 4000},
+		map[string]any{"type": "page_segment_completed", "page_number": 2, "active_ms": 2500}))
+	require.Equal(t, 202, r.Status)
+	var n int
+	var total int64
+	eventually(t, 5*time.Second, func() bool {
+		row := h.svc.Analytics.Query().QueryRow(`SELECT count(*), coalesce(sum(active_ms), 0) FROM interaction_events WHERE book_id = ?`, rid)
+		return row.Scan(&n, &total) == nil && n == 3
+	}, "the events are queryable in DuckDB")
+	require.EqualValues(t, 6500, total)
+	require.Less(t, time.Since(start), 2*time.Second, "visible within 2 s of the 202")
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"flipbook/actors"
+	"flipbook/analytics"
 	"flipbook/ingest"
 	"flipbook/storage"
 )
@@ -97,10 +99,13 @@ type Service struct {
 	limCollect          *limiter
 	readers             readerTokens
 	events              ingest.Log
-	inflight            inflight
-	auth                authCache
-	cursors             cursors
-	adminHash           []byte
+	consumer            *analytics.Consumer
+	// Analytics is the DuckDB store the consumer fills and analytics queries read.
+	Analytics *analytics.DB
+	inflight  inflight
+	auth      authCache
+	cursors   cursors
+	adminHash []byte
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
@@ -174,6 +179,15 @@ func New(cfg Config) (*Service, error) {
 		s.shutdownState()
 		return nil, fmt.Errorf("event log: %w", err)
 	}
+	if s.Analytics, err = analytics.Open(context.Background(), filepath.Join(cfg.DataDir, "analytics.duckdb")); err != nil {
+		s.shutdownState()
+		return nil, fmt.Errorf("analytics store: %w", err)
+	}
+	if s.consumer, err = analytics.NewConsumer(context.Background(), s.Analytics, s.events, analytics.WithLogger(cfg.Logger)); err != nil {
+		s.shutdownState()
+		return nil, fmt.Errorf("event consumer: %w", err)
+	}
+	s.consumer.Start()
 	s.ops = s.operations()
 	s.router = s.buildRouter()
 	s.srv = &fasthttp.Server{
@@ -254,9 +268,20 @@ func (s *Service) shutdownState() {
 	s.closed.Do(func() {
 		close(s.stop)
 		s.bg.Wait()
+		// The consumer stops before the log it reads; DuckDB closes after the consumer.
+		if s.consumer != nil {
+			if err := s.consumer.Close(); err != nil {
+				s.log.Error("stop event consumer", "err", err)
+			}
+		}
 		if s.events != nil {
 			if err := s.events.Close(); err != nil {
 				s.log.Error("close event log", "err", err)
+			}
+		}
+		if s.Analytics != nil {
+			if err := s.Analytics.Close(); err != nil {
+				s.log.Error("close analytics store", "err", err)
 			}
 		}
 		s.Actors.Stop()

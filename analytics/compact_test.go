@@ -1,0 +1,98 @@
+package analytics
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// checkRuns fails unless event_runs accounts for every row of the sorted table and each run is
+// stored in sort order.
+func checkRuns(t testing.TB, db *DB) {
+	t.Helper()
+	q := db.Query()
+	var runs, listed, stored int64
+	if err := q.QueryRow(`SELECT count(*), coalesce(sum(rows), 0) FROM `+RunsTable).Scan(&runs, &listed); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.QueryRow(`SELECT count(*) FROM ` + SortedTable).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if listed != stored {
+		t.Fatalf("runs list %d rows, sorted table holds %d", listed, stored)
+	}
+	var mismatched int64
+	if err := q.QueryRow(`SELECT count(*) FROM ` + RunsTable + ` r FULL JOIN
+		(SELECT run, count(*) AS n FROM ` + SortedTable + ` GROUP BY run) s USING (run)
+		WHERE r.rows IS DISTINCT FROM s.n`).Scan(&mismatched); err != nil {
+		t.Fatal(err)
+	}
+	if mismatched != 0 {
+		t.Fatalf("%d runs whose listed row count differs from the stored one", mismatched)
+	}
+	// Storage order (rowid) within a run follows the sort key.
+	var unordered int64
+	if err := q.QueryRow(`SELECT count(*) FROM (
+		SELECT (book_id, occurred_at, id) < lag((book_id, occurred_at, id)) OVER (PARTITION BY run ORDER BY rowid) AS back
+		FROM ` + SortedTable + `) WHERE back`).Scan(&unordered); err != nil {
+		t.Fatal(err)
+	}
+	if unordered != 0 {
+		t.Fatalf("%d rows stored out of their run's order", unordered)
+	}
+}
+
+// waitCompacted waits until the compactor has nothing left to do (or the consumer stopped).
+func waitCompacted(t testing.TB, db *DB, c *Consumer, rows int64, fanout int) {
+	t.Helper()
+	ctx := waitCtx(t, 20*time.Second)
+	for !c.stopped() {
+		var recent, level0 int64
+		if err := db.Query().QueryRowContext(ctx, `SELECT (SELECT count(*) FROM `+RecentTable+`),
+			(SELECT count(*) FROM `+RunsTable+` WHERE level = 0)`).Scan(&recent, &level0); err != nil {
+			t.Fatalf("compaction not done: %v; %+v", err, c.Stats())
+		}
+		if recent < rows && level0 < int64(fanout) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("compaction not done: %+v", c.Stats())
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func TestCompactionMovesRowsIntoSortedRuns(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.Close()
+	log := newMemLog(4)
+	rng := rand.New(rand.NewPCG(11, 12))
+	c := startConsumer(t, db, log, WithMaxBatch(400), WithCompaction(1000, 2), withCompactEvery(time.Millisecond))
+	defer c.Close()
+	ctx := waitCtx(t, 30*time.Second)
+	// Appends keep coming while runs are made and merged.
+	for i := 0; i < 20; i++ {
+		if err := log.Append(ctx, genEvents(rng, 450, 30, time.Now().UTC())); err != nil {
+			t.Fatal(err)
+		}
+		c.Wake()
+	}
+	if err := c.WaitFor(ctx, log.ends()); err != nil {
+		t.Fatal(err)
+	}
+	waitCompacted(t, db, c, 1000, 2)
+	// Stop before looking, so no compaction runs between the checks.
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyOnce(t, db, log.ids())
+	checkRuns(t, db)
+	var recent, levels int64
+	db.Query().QueryRow(`SELECT count(*) FROM ` + RecentTable).Scan(&recent)
+	db.Query().QueryRow(`SELECT max(level) FROM ` + RunsTable).Scan(&levels)
+	if recent >= 1000 || levels != DefaultCompactMaxLevel || c.Stats().Merges == 0 {
+		t.Fatalf("%d rows left in %s, top level %d; stats %+v", recent, RecentTable, levels, c.Stats())
+	}
+	t.Logf("stats %+v", c.Stats())
+}

@@ -1,0 +1,601 @@
+package analytics
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
+	"github.com/duckdb/duckdb-go/v2"
+
+	"flipbook/ingest"
+)
+
+// Defaults of the consumer.
+const (
+	// DefaultMaxBatch is the most events one transaction stores. Under load a transaction takes
+	// whatever the log holds up to this; idle, it takes what is there.
+	DefaultMaxBatch = 65536
+	// DefaultIdleWait is the longest pause between two looks at an idle log; the pause starts at
+	// minIdleWait and doubles. Events are visible to queries at most about this long (plus one
+	// transaction) after they are durable in the log, unless Wake is called.
+	DefaultIdleWait = 50 * time.Millisecond
+	minIdleWait     = 2 * time.Millisecond
+	// maxErrorWait caps the pause after a failed read or transaction.
+	maxErrorWait = 2 * time.Second
+)
+
+// ConsumerOption configures NewConsumer.
+type ConsumerOption func(*Consumer)
+
+// WithMaxBatch sets the most events stored per transaction.
+func WithMaxBatch(n int) ConsumerOption {
+	return func(c *Consumer) {
+		if n > 0 {
+			c.maxBatch = n
+		}
+	}
+}
+
+// WithIdleWait sets the longest pause between looks at an idle log.
+func WithIdleWait(d time.Duration) ConsumerOption {
+	return func(c *Consumer) {
+		if d > 0 {
+			c.idleWait = d
+		}
+	}
+}
+
+// WithLogger sets where errors are logged (default slog.Default()).
+func WithLogger(l *slog.Logger) ConsumerOption { return func(c *Consumer) { c.logger = l } }
+
+// withAllocator replaces the Arrow allocator (tests use a checked allocator).
+func withAllocator(m memory.Allocator) ConsumerOption { return func(c *Consumer) { c.mem = m } }
+
+// Stats are the consumer's counters since it was created.
+type Stats struct {
+	Events    uint64 // events stored
+	Batches   uint64 // transactions committed
+	Skipped   uint64 // records the log returned again below the stored offset (not stored twice)
+	Errors    uint64 // failed reads, transactions or compactions (each retried)
+	LastError string
+
+	Compactions   uint64 // runs made from RecentTable
+	CompactedRows uint64 // rows moved into those runs
+	Merges        uint64 // merges of runs into a run of the next level
+}
+
+// Consumer moves events from the log into DuckDB. Its goroutine owns the appending
+// connection. Each transaction inserts one Arrow batch and moves the offsets of the partitions
+// the batch came from; the offsets are read back from DuckDB on start, so every event the log
+// returns is stored exactly once whatever moment the process stopped at.
+type Consumer struct {
+	db       *DB
+	log      ingest.Log
+	maxBatch int
+	idleWait time.Duration
+	logger   *slog.Logger
+	mem      memory.Allocator
+
+	compactRows     int64
+	compactFanout   int
+	compactMaxLevel int
+	compactEvery    time.Duration
+
+	conn        *sql.Conn // the appending connection, owned by the run goroutine
+	compactConn *sql.Conn // owned by the compactLoop goroutine
+	next        []uint64  // next offset per partition; only the run goroutine touches it
+
+	wake   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{} // closed when both goroutines have returned
+	runErr error         // the first error that stopped a goroutine; read after done
+
+	closeOnce sync.Once
+	closeErr  error
+
+	mu        sync.Mutex
+	changed   chan struct{} // closed and replaced whenever committed or rounds change
+	committed []uint64      // next offset per partition as stored in DuckDB
+	started   uint64        // rounds started
+	idleRound uint64        // last round that found nothing to read
+	stats     Stats
+
+	// hook, for tests, is called at each step of a batch; an error stops the consumer there as
+	// if the process died (the open transaction is never committed).
+	hook func(step string) error
+}
+
+// Steps reported to the test hook.
+const (
+	stepRead      = "read"      // records read, nothing written yet
+	stepInserted  = "inserted"  // rows and offsets written, not committed
+	stepCommitted = "committed" // committed, log not trimmed yet
+	stepTrimmed   = "trimmed"   // log trimmed
+)
+
+// NewConsumer takes the database's appending connection and loads the stored offsets. Start
+// runs it; Close stops it and gives the connection back.
+func NewConsumer(ctx context.Context, db *DB, log ingest.Log, opts ...ConsumerOption) (*Consumer, error) {
+	parts := log.Partitions()
+	if parts <= 0 || parts > ingest.MaxPartitions {
+		return nil, fmt.Errorf("analytics: log has %d partitions (1..%d supported)", parts, ingest.MaxPartitions)
+	}
+	c := &Consumer{
+		db: db, log: log,
+		maxBatch: DefaultMaxBatch, idleWait: DefaultIdleWait, logger: slog.Default(),
+		mem:         mallocator.NewMallocator(),
+		compactRows: DefaultCompactRows, compactFanout: DefaultCompactFanout,
+		compactMaxLevel: DefaultCompactMaxLevel, compactEvery: DefaultCompactEvery,
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		changed: make(chan struct{}),
+	}
+	for _, f := range opts {
+		f(c)
+	}
+	conn, err := db.acquireAppender(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.conn = conn
+	stored, err := loadOffsets(ctx, conn)
+	if err == nil {
+		c.compactConn, err = db.sql.Conn(ctx)
+	}
+	if err != nil {
+		db.releaseAppender(conn)
+		return nil, err
+	}
+	c.next = make([]uint64, parts)
+	for p, n := range stored {
+		if p < 0 || p >= parts {
+			c.releaseConns()
+			return nil, fmt.Errorf("analytics: stored offset for partition %d, but the log has %d partitions", p, parts)
+		}
+		c.next[p] = n
+	}
+	c.committed = append([]uint64(nil), c.next...)
+	return c, nil
+}
+
+// Start runs the consumer: one goroutine appends, one compacts.
+func (c *Consumer) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	var wg sync.WaitGroup
+	var once sync.Once
+	// An error that stops one goroutine stops the other: the consumer stops as a whole, as
+	// the process would.
+	stop := func(err error) {
+		if err != nil {
+			once.Do(func() { c.runErr = err })
+			cancel()
+		}
+	}
+	wg.Go(func() { stop(c.run(ctx)) })
+	if c.compactRows > 0 {
+		wg.Go(func() { stop(c.compactLoop(ctx)) })
+	}
+	go func() {
+		wg.Wait()
+		close(c.done)
+	}()
+}
+
+// Close stops the consumer: the batch in progress finishes, no new batch starts, a compaction
+// in progress stops after its current statement (rolled back; a merge statement of ~8M rows can
+// take tens of seconds on 2 cores), and the connections are released. It returns the error
+// that stopped the consumer early, if any.
+func (c *Consumer) Close() error {
+	c.closeOnce.Do(func() {
+		if c.cancel != nil {
+			c.cancel()
+			<-c.done
+		}
+		c.closeErr = c.releaseConns()
+		if c.runErr != nil {
+			c.closeErr = c.runErr
+		}
+	})
+	return c.closeErr
+}
+
+func (c *Consumer) releaseConns() error {
+	// database/sql closes a connection itself when the context of its transaction ends (a
+	// compaction abandoned at Close): that is not a failure.
+	ignoreDone := func(err error) error {
+		if errors.Is(err, sql.ErrConnDone) {
+			return nil
+		}
+		return err
+	}
+	return errors.Join(ignoreDone(c.compactConn.Close()), ignoreDone(c.db.releaseAppender(c.conn)))
+}
+
+// Wake makes an idle consumer look at the log now (the collector may call it after an append).
+func (c *Consumer) Wake() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Stats returns the counters.
+func (c *Consumer) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// Offsets returns the committed next offset of every partition.
+func (c *Consumer) Offsets() []uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]uint64(nil), c.committed...)
+}
+
+// WaitFor returns once the committed next offset of each partition in want is at least the
+// given one (so those events are visible to queries), or when ctx ends.
+func (c *Consumer) WaitFor(ctx context.Context, want map[int]uint64) error {
+	return c.waitUntil(ctx, func() bool {
+		for p, n := range want {
+			if p < 0 || p >= len(c.committed) || c.committed[p] < n {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// WaitCaughtUp returns once a full pass over the log that started after the call found nothing
+// left to store: every event durable in the log before the call is then visible to queries.
+func (c *Consumer) WaitCaughtUp(ctx context.Context) error {
+	c.mu.Lock()
+	target := c.started + 1
+	c.mu.Unlock()
+	return c.waitUntil(ctx, func() bool { return c.idleRound >= target })
+}
+
+func (c *Consumer) waitUntil(ctx context.Context, cond func() bool) error {
+	for {
+		c.mu.Lock()
+		ok, ch := cond(), c.changed
+		c.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-c.done:
+			c.mu.Lock()
+			ok = cond()
+			c.mu.Unlock()
+			if ok {
+				return nil
+			}
+			if c.runErr != nil {
+				return fmt.Errorf("analytics: consumer stopped: %w", c.runErr)
+			}
+			return errors.New("analytics: consumer stopped")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// notify wakes the waiters; call with c.mu held.
+func (c *Consumer) notify() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+func (c *Consumer) run(ctx context.Context) error {
+	parts := len(c.next)
+	wait := minIdleWait
+	errWait := time.Duration(0)
+	first := 0 // partition read first this round, rotated so none starves under load
+	for ctx.Err() == nil {
+		c.mu.Lock()
+		c.started++
+		round := c.started
+		c.mu.Unlock()
+
+		batch, n, err := c.readRound(ctx, first)
+		first = (first + 1) % parts
+		if err == nil && n > 0 {
+			// A batch that started is finished even when Close comes meanwhile (it is
+			// short); only the pauses and reads between batches end at Close. DuckDB never
+			// sees a cancelled context (see compactRecent).
+			err = c.store(context.WithoutCancel(ctx), batch)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if isHookStop(err) {
+				return err
+			}
+			c.mu.Lock()
+			c.stats.Errors++
+			c.stats.LastError = err.Error()
+			c.mu.Unlock()
+			c.logger.Error("analytics consumer", "err", err)
+			// Whatever failed, the offsets DuckDB holds are the truth: a failure reported
+			// after a commit took effect must not make the batch be stored twice.
+			if err := c.reloadOffsets(context.WithoutCancel(ctx)); err != nil {
+				c.logger.Error("analytics consumer: reload offsets", "err", err)
+			}
+			errWait = min(max(2*errWait, 10*time.Millisecond), maxErrorWait)
+			if !c.pause(ctx, errWait) {
+				return nil
+			}
+			continue
+		}
+		errWait = 0
+		if n > 0 {
+			wait = minIdleWait
+			continue
+		}
+		c.mu.Lock()
+		c.idleRound = round
+		c.notify()
+		c.mu.Unlock()
+		if !c.pause(ctx, wait) {
+			return nil
+		}
+		wait = min(2*wait, c.idleWait)
+	}
+	return nil
+}
+
+// reloadOffsets sets next from the offsets stored in DuckDB.
+func (c *Consumer) reloadOffsets(ctx context.Context) error {
+	stored, err := loadOffsets(ctx, c.conn)
+	if err != nil {
+		return err
+	}
+	for p, n := range stored {
+		if p >= 0 && p < len(c.next) {
+			c.next[p] = n
+		}
+	}
+	c.mu.Lock()
+	copy(c.committed, c.next)
+	c.notify()
+	c.mu.Unlock()
+	return nil
+}
+
+// pause waits d, or until Wake; false when the consumer is stopping.
+func (c *Consumer) pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.wake:
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+// partBatch is what one partition contributes to a transaction.
+type partBatch struct {
+	p    int
+	recs []ingest.Record
+}
+
+// readRound reads each partition from its next offset, up to maxBatch events in all.
+func (c *Consumer) readRound(ctx context.Context, first int) ([]partBatch, int, error) {
+	var out []partBatch
+	total := 0
+	parts := len(c.next)
+	for i := 0; i < parts && total < c.maxBatch; i++ {
+		p := (first + i) % parts
+		recs, err := c.log.Read(ctx, p, c.next[p], c.maxBatch-total)
+		if err != nil {
+			return nil, 0, fmt.Errorf("read partition %d from %d: %w", p, c.next[p], err)
+		}
+		// A log may hand back records below the asked offset (a replay): they are stored
+		// already, by the offset invariant, and are dropped here.
+		skip := 0
+		for skip < len(recs) && recs[skip].Offset < c.next[p] {
+			skip++
+		}
+		if skip > 0 {
+			c.mu.Lock()
+			c.stats.Skipped += uint64(skip)
+			c.mu.Unlock()
+			recs = recs[skip:]
+		}
+		if len(recs) == 0 {
+			continue
+		}
+		if err := checkOffsets(p, c.next[p], recs); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, partBatch{p: p, recs: recs})
+		total += len(recs)
+	}
+	return out, total, nil
+}
+
+// checkOffsets refuses a batch whose offsets are not increasing from next. A gap (the log
+// lost or trimmed records never stored) is stored as is and logged by the caller's log line.
+func checkOffsets(p int, next uint64, recs []ingest.Record) error {
+	prev := next
+	for i, r := range recs {
+		if r.Partition != p {
+			return fmt.Errorf("read partition %d: record %d is of partition %d", p, i, r.Partition)
+		}
+		if r.Offset < prev || (i > 0 && r.Offset == prev) {
+			return fmt.Errorf("read partition %d: offsets not increasing at %d (offset %d after %d)", p, i, r.Offset, prev)
+		}
+		prev = r.Offset
+	}
+	return nil
+}
+
+var errHookStop = errors.New("analytics: stopped by test hook")
+
+func isHookStop(err error) bool { return errors.Is(err, errHookStop) }
+
+func (c *Consumer) step(s string) error {
+	if c.hook == nil {
+		return nil
+	}
+	if err := c.hook(s); err != nil {
+		return fmt.Errorf("%w at %s: %v", errHookStop, s, err)
+	}
+	return nil
+}
+
+// viewName is the Arrow view of the batch being inserted (a temporary view of the appending
+// connection, replaced by each batch and dropped in the same transaction).
+const viewName = "ingest_batch"
+
+// store writes one batch and its offsets in one transaction, then trims the log.
+func (c *Consumer) store(ctx context.Context, batch []partBatch) error {
+	if err := c.step(stepRead); err != nil {
+		return err
+	}
+	var recs []ingest.Record
+	if len(batch) == 1 {
+		recs = batch[0].recs
+	} else {
+		for _, b := range batch {
+			recs = append(recs, b.recs...)
+		}
+	}
+	for _, b := range batch {
+		if gap := b.recs[0].Offset - c.next[b.p]; gap > 0 {
+			c.logger.Warn("analytics consumer: log offsets skipped", "partition", b.p, "from", c.next[b.p], "to", b.recs[0].Offset)
+		}
+	}
+	rec := BuildRecord(c.mem, recs)
+	defer rec.Release()
+
+	if err := c.insert(ctx, rec, batch); err != nil {
+		return err
+	}
+	for _, b := range batch {
+		c.next[b.p] = b.recs[len(b.recs)-1].Offset + 1
+	}
+	c.mu.Lock()
+	for _, b := range batch {
+		c.committed[b.p] = c.next[b.p]
+	}
+	c.stats.Events += uint64(len(recs))
+	c.stats.Batches++
+	c.notify()
+	c.mu.Unlock()
+
+	if err := c.step(stepCommitted); err != nil {
+		return err
+	}
+	// Trim is advisory: a failure leaves records that the stored offsets skip anyway, and the
+	// next trim of the partition covers them.
+	for _, b := range batch {
+		if err := c.log.Trim(ctx, b.p, c.next[b.p]); err != nil && ctx.Err() == nil {
+			c.logger.Warn("analytics consumer: trim", "partition", b.p, "err", err)
+		}
+	}
+	return c.step(stepTrimmed)
+}
+
+// insert is the transaction: the Arrow batch into RecentTable and the partitions' new next
+// offsets into OffsetsTable, committed together or not at all.
+func (c *Consumer) insert(ctx context.Context, rec arrow.RecordBatch, batch []partBatch) (err error) {
+	rr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+	if err != nil {
+		return err
+	}
+	defer rr.Release()
+
+	tx, err := c.conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			tx.Rollback()
+		}
+	}()
+
+	var release func()
+	err = c.conn.Raw(func(dc any) error {
+		ar, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
+		if err != nil {
+			return err
+		}
+		release, err = ar.RegisterView(rr, viewName)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("register arrow view: %w", err)
+	}
+	defer release()
+	// Only ever SELECT * from an Arrow view, once (DEPENDENCIES.md: a projection of some
+	// columns can read the wrong column).
+	res, err := tx.ExecContext(ctx, "INSERT INTO "+RecentTable+" SELECT * FROM "+viewName)
+	if err != nil {
+		return fmt.Errorf("insert events: %w", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n != rec.NumRows() {
+		return fmt.Errorf("insert events: %d rows inserted of %d", n, rec.NumRows())
+	}
+	if _, err := tx.ExecContext(ctx, "DROP VIEW "+viewName); err != nil {
+		return fmt.Errorf("drop arrow view: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, offsetsUpsert(batch)); err != nil {
+		return fmt.Errorf("store offsets: %w", err)
+	}
+	if err := c.step(stepInserted); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	committed = true
+	return nil
+}
+
+// offsetsUpsert is one statement setting every batch partition's next offset (integers only,
+// written out: no parameters to bind).
+func offsetsUpsert(batch []partBatch) string {
+	var sb strings.Builder
+	sb.WriteString("INSERT OR REPLACE INTO " + OffsetsTable + " VALUES ")
+	for i, b := range batch {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("(")
+		sb.WriteString(strconv.Itoa(b.p))
+		sb.WriteString(", ")
+		sb.WriteString(strconv.FormatUint(b.recs[len(b.recs)-1].Offset+1, 10))
+		sb.WriteString(")")
+	}
+	return sb.String()
+}
+
+// stopped reports whether both goroutines have returned.
+func (c *Consumer) stopped() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,443 @@
+package analytics
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"flipbook/ingest"
+)
+
+func TestSchemaMatchesArrowAndIsIdempotent(t *testing.T) {
+	dir := t.TempDir()
+	db := openTestDB(t, dir)
+	db.Close()
+	db = openTestDB(t, dir) // second open: nothing to create, nothing fails
+	defer db.Close()
+
+	for _, table := range []string{RecentTable, SortedTable, EventsView} {
+		rows, err := db.Query().Query(`SELECT column_name, data_type, is_nullable FROM information_schema.columns
+			WHERE table_name = ? ORDER BY ordinal_position`, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := 0
+		for rows.Next() {
+			var name, typ, nullable string
+			if err := rows.Scan(&name, &typ, &nullable); err != nil {
+				t.Fatal(err)
+			}
+			if table == SortedTable && i == len(eventColumns) && name == "run" {
+				i++
+				continue
+			}
+			if i >= len(eventColumns) {
+				t.Fatalf("%s has more columns than eventColumns: %s", table, name)
+			}
+			c := eventColumns[i]
+			f := eventSchema.Field(i)
+			if name != c.name || f.Name != c.name {
+				t.Fatalf("%s column %d: table %s, eventColumns %s, arrow %s", table, i, name, c.name, f.Name)
+			}
+			if !strings.HasPrefix(c.sqlType, typ) {
+				t.Errorf("%s column %s: table type %s, declared %s", table, name, typ, c.sqlType)
+			}
+			if table != EventsView && (nullable == "YES") != f.Nullable {
+				t.Errorf("%s column %s: nullable %s in table, %v in arrow", table, name, nullable, f.Nullable)
+			}
+			i++
+		}
+		rows.Close()
+		want := len(eventColumns)
+		if table == SortedTable {
+			want++
+		}
+		if i != want {
+			t.Fatalf("%s has %d columns, want %d", table, i, want)
+		}
+	}
+	for _, v := range []string{AuditView, InteractionView} {
+		if _, err := db.Query().Exec(`SELECT count(*) FROM ` + v); err != nil {
+			t.Errorf("view %s: %v", v, err)
+		}
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.Close()
+	log := newMemLog(4)
+	paris, _ := time.LoadLocation("Europe/Paris")
+	if paris == nil {
+		paris = time.FixedZone("CET", 3600)
+	}
+	at := time.Date(2026, 3, 1, 10, 30, 15, 123456000, paris) // 09:30:15.123456 UTC
+	recv := time.Date(2026, 3, 1, 9, 30, 16, 0, time.UTC)
+	events := []ingest.Event{
+		{ // everything set
+			Workspace: 7, Mode: 't', BookID: "bookA", SessionID: "sess-1", Type: ingest.LeadFormSubmitted,
+			ViewerID: 42, ViewerEmail: "ada@example.com", TrackedLinkID: 9, SourceHost: "blog.example.org",
+			SourceType: "embed", PageNumber: 3, ActiveMs: 5200, URL: "https://x.example/a?b=c",
+			ExitReason: "closed", Reason: "r", Metadata: `{"name":"Ada","tags":["a","b"]}`,
+			Country: "FR", Region: "IDF", City: "Paris", OccurredAt: at, ReceivedAt: recv,
+		},
+		{ // nothing optional: NULLs; no client time: occurred_at is the server time
+			Workspace: 8, Mode: 'l', BookID: "bookB", SessionID: "sess-2", Type: ingest.SessionStarted,
+			SourceType: "direct", ReceivedAt: recv,
+		},
+		{ // access event, invalid UTF-8 is repaired rather than blocking the batch
+			Workspace: 7, Mode: 'l', BookID: "bookA", SessionID: "sess-3", Type: ingest.AccessRejected,
+			ViewerEmail: "bad\xffmail@example.com", SourceType: "direct", Reason: "not on the list",
+			OccurredAt: recv, ReceivedAt: recv,
+		},
+	}
+	if err := log.Append(context.Background(), events); err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	c := startConsumer(t, db, log, withAllocator(mem))
+	if err := c.WaitFor(waitCtx(t, 10*time.Second), log.ends()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mem.AssertSize(t, 0) // every Arrow buffer released
+
+	type row struct {
+		id, ws                          int64
+		mode, book, sess, typ           string
+		viewer                          sql.NullInt64
+		email                           string
+		link                            sql.NullInt64
+		srcType                         string
+		host                            sql.NullString
+		page                            sql.NullInt32
+		ms                              sql.NullInt64
+		url, exit, reason               string
+		meta, country, region, city     sql.NullString
+		lat, lon                        sql.NullFloat64
+		occurred, created               time.Time
+		metaName                        sql.NullString
+		auditSource                     sql.NullString
+		auditSourceEventID              sql.NullInt64
+		interactionRow                  bool
+		occurredEpochUS, createdEpochUS int64
+	}
+	rows, err := db.Query().Query(`SELECT e.*, json_extract_string(e.metadata, '$.name'),
+		a.source, a.source_event_id, i.id IS NOT NULL, epoch_us(e.occurred_at), epoch_us(e.created_at)
+		FROM ` + EventsView + ` e
+		LEFT JOIN ` + AuditView + ` a ON a.id = e.id
+		LEFT JOIN ` + InteractionView + ` i ON i.id = e.id
+		ORDER BY e.workspace, e.session_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.id, &r.ws, &r.mode, &r.book, &r.sess, &r.typ, &r.viewer, &r.email, &r.link,
+			&r.srcType, &r.host, &r.page, &r.ms, &r.url, &r.exit, &r.reason, &r.meta, &r.country, &r.region,
+			&r.city, &r.lat, &r.lon, &r.occurred, &r.created, &r.metaName, &r.auditSource,
+			&r.auditSourceEventID, &r.interactionRow, &r.occurredEpochUS, &r.createdEpochUS); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d rows", len(got))
+	}
+	full, access, bare := got[0], got[1], got[2]
+	if full.sess != "sess-1" || access.sess != "sess-3" || bare.sess != "sess-2" {
+		t.Fatalf("unexpected order: %s %s %s", full.sess, access.sess, bare.sess)
+	}
+	p7 := ingest.PartitionOf(7, 4)
+	want := row{
+		id: ingest.Record{Partition: p7, Offset: 0}.ID(), ws: 7, mode: "t", book: "bookA", sess: "sess-1",
+		typ: "lead_form_submitted", viewer: sql.NullInt64{Int64: 42, Valid: true}, email: "ada@example.com",
+		link: sql.NullInt64{Int64: 9, Valid: true}, srcType: "embed",
+		host: sql.NullString{String: "blog.example.org", Valid: true}, page: sql.NullInt32{Int32: 3, Valid: true},
+		ms: sql.NullInt64{Int64: 5200, Valid: true}, url: "https://x.example/a?b=c", exit: "closed", reason: "r",
+		meta:    sql.NullString{String: `{"name":"Ada","tags":["a","b"]}`, Valid: true},
+		country: sql.NullString{String: "FR", Valid: true}, region: sql.NullString{String: "IDF", Valid: true},
+		city: sql.NullString{String: "Paris", Valid: true}, occurred: at.UTC(), created: recv,
+		metaName: sql.NullString{String: "Ada", Valid: true}, auditSource: sql.NullString{String: "interaction", Valid: true},
+		auditSourceEventID: sql.NullInt64{Int64: ingest.Record{Partition: p7, Offset: 0}.ID(), Valid: true},
+		interactionRow:     true, occurredEpochUS: at.UnixMicro(), createdEpochUS: recv.UnixMicro(),
+	}
+	if full != want {
+		t.Errorf("full event:\n got %+v\nwant %+v", full, want)
+	}
+	if full.occurred.Location() != time.UTC {
+		t.Errorf("occurred_at scanned in %v, want UTC", full.occurred.Location())
+	}
+	p8 := ingest.PartitionOf(8, 4)
+	wantBare := row{
+		id: ingest.Record{Partition: p8, Offset: 0}.ID(), ws: 8, mode: "l", book: "bookB", sess: "sess-2",
+		typ: "session_started", srcType: "direct", occurred: recv, created: recv, interactionRow: true,
+		occurredEpochUS: recv.UnixMicro(), createdEpochUS: recv.UnixMicro(),
+	}
+	if bare != wantBare {
+		t.Errorf("bare event:\n got %+v\nwant %+v", bare, wantBare)
+	}
+	if access.email != "bad\uFFFDmail@example.com" || access.typ != "access_rejected" ||
+		access.auditSource.String != "access" || access.interactionRow || access.reason != "not on the list" ||
+		access.id != (ingest.Record{Partition: p7, Offset: 1}.ID()) {
+		t.Errorf("access event: %+v", access)
+	}
+}
+
+func TestExactlyOnceAcrossCrashes(t *testing.T) {
+	dir := t.TempDir()
+	log := newMemLog(8)
+	rng := rand.New(rand.NewPCG(1, 2))
+	at := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	steps := []string{stepRead, stepInserted, stepCommitted, stepTrimmed, stepCompacted, stepMerged}
+	crashes := map[string]int{}
+	appended := 0
+	for round := 0; round < 24; round++ {
+		// New events arrive while the consumer runs; some before it starts.
+		n := rng.IntN(3000) + 1
+		if err := log.Append(context.Background(), genEvents(rng, n, 20, at)); err != nil {
+			t.Fatal(err)
+		}
+		appended += n
+		db := openTestDB(t, dir)
+		crashStep := steps[round%len(steps)]
+		crashAfter := rng.IntN(4) // batches that pass before the crash
+		// Compaction runs often and concurrently with the appends: runs of a few hundred rows,
+		// merged three at a time.
+		compactRows := int64(rng.IntN(1500) + 200)
+		c, err := NewConsumer(context.Background(), db, log, WithMaxBatch(rng.IntN(700)+50),
+			WithCompaction(compactRows, 3), withCompactEvery(2*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		seen := 0
+		c.hook = func(step string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if step != crashStep {
+				return nil
+			}
+			if seen == crashAfter {
+				return errors.New("crash")
+			}
+			seen++
+			return nil
+		}
+		c.Start()
+		more := genEvents(rng, rng.IntN(1500), 20, at)
+		if err := log.Append(context.Background(), more); err != nil {
+			t.Fatal(err)
+		}
+		appended += len(more)
+		// Either it crashes, or it catches up and is stopped mid-stream. A crash in the
+		// compactor may need a few compaction rounds to come.
+		err = c.WaitFor(waitCtx(t, 20*time.Second), log.ends())
+		if err == nil && (crashStep == stepCompacted || crashStep == stepMerged) {
+			waitCompacted(t, db, c, compactRows, 3)
+		}
+		cerr := c.Close()
+		if cerr != nil {
+			if !errors.Is(cerr, errHookStop) {
+				t.Fatalf("round %d: %v", round, cerr)
+			}
+			crashes[crashStep]++
+		} else if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if round%3 == 0 {
+			// Stored rows are exactly a prefix of each partition: no duplicate so far.
+			ids := storedIDs(t, db)
+			if len(slices.Compact(slices.Clone(ids))) != len(ids) {
+				t.Fatalf("round %d: duplicate ids", round)
+			}
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Last run, no crash: everything, once.
+	db := openTestDB(t, dir)
+	defer db.Close()
+	c := startConsumer(t, db, log, WithCompaction(500, 3), withCompactEvery(2*time.Millisecond))
+	if err := c.WaitFor(waitCtx(t, 20*time.Second), log.ends()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyOnce(t, db, log.ids())
+	checkRuns(t, db)
+	if len(log.ids()) != appended {
+		t.Fatalf("log holds %d, appended %d", len(log.ids()), appended)
+	}
+	for _, s := range steps {
+		if crashes[s] == 0 {
+			t.Errorf("no crash at step %s", s)
+		}
+	}
+	stored, err := db.Offsets(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, n := range log.ends() {
+		if n > 0 && stored[p] != n {
+			t.Errorf("partition %d: stored offset %d, log end %d", p, stored[p], n)
+		}
+	}
+	t.Logf("%d events, crashes per step %v", appended, crashes)
+}
+
+func TestReplayedRecordsNotStoredTwice(t *testing.T) {
+	dir := t.TempDir()
+	db := openTestDB(t, dir)
+	log := newMemLog(2)
+	rng := rand.New(rand.NewPCG(3, 4))
+	at := time.Now().UTC()
+	log.Append(context.Background(), genEvents(rng, 500, 4, at))
+	c := startConsumer(t, db, log)
+	if err := c.WaitFor(waitCtx(t, 10*time.Second), log.ends()); err != nil {
+		t.Fatal(err)
+	}
+	// The log hands back already committed records in front of new ones.
+	log.setReplay(300)
+	log.Append(context.Background(), genEvents(rng, 200, 4, at))
+	c.Wake()
+	if err := c.WaitFor(waitCtx(t, 10*time.Second), log.ends()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Stats().Skipped == 0 {
+		t.Fatal("replay was not exercised")
+	}
+	checkExactlyOnce(t, db, log.ids())
+	db.Close()
+
+	// The same after a restart: a replay on the first read of a fresh consumer.
+	db = openTestDB(t, dir)
+	defer db.Close()
+	log.setReplay(1000)
+	log.Append(context.Background(), genEvents(rng, 100, 4, at))
+	c = startConsumer(t, db, log)
+	if err := c.WaitFor(waitCtx(t, 10*time.Second), log.ends()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Stats().Skipped == 0 {
+		t.Fatal("replay after restart was not exercised")
+	}
+	checkExactlyOnce(t, db, log.ids())
+}
+
+func TestVisibleWithinTwoSeconds(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.Close()
+	log := newMemLog(4)
+	c := startConsumer(t, db, log)
+	defer c.Close()
+	// Let the consumer go idle (its pause grows to the maximum) before each append.
+	rng := rand.New(rand.NewPCG(5, 6))
+	var worst time.Duration
+	for i := 0; i < 10; i++ {
+		if err := c.WaitCaughtUp(waitCtx(t, 5*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitCaughtUp(waitCtx(t, 5*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		e := genEvents(rng, 1, 3, time.Now().UTC())
+		e[0].SessionID = "visible-" + string(rune('a'+i))
+		start := time.Now()
+		if err := log.Append(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+		ctx := waitCtx(t, 2*time.Second)
+		for {
+			var n int
+			if err := db.Query().QueryRowContext(ctx, `SELECT count(*) FROM `+EventsView+` WHERE session_id = ?`,
+				e[0].SessionID).Scan(&n); err != nil {
+				t.Fatalf("event %d not visible within 2 s: %v", i, err)
+			}
+			if n == 1 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("event %d not visible within 2 s", i)
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+		worst = max(worst, time.Since(start))
+	}
+	t.Logf("worst time from append to visible (idle consumer, no Wake): %v", worst)
+}
+
+func TestReadErrorsAreRetried(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.Close()
+	log := newMemLog(2)
+	log.Append(context.Background(), genEvents(rand.New(rand.NewPCG(7, 8)), 100, 3, time.Now()))
+	log.setReadErr(errors.New("disk on fire"))
+	c := startConsumer(t, db, log)
+	defer c.Close()
+	ctx := waitCtx(t, 10*time.Second)
+	for c.Stats().Errors == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no error counted")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	log.setReadErr(nil)
+	if err := c.WaitFor(ctx, log.ends()); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); !strings.Contains(s.LastError, "disk on fire") || s.Events != 100 {
+		t.Fatalf("stats %+v", s)
+	}
+	checkExactlyOnce(t, db, log.ids())
+}
+
+func TestOneConsumerPerDatabase(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.Close()
+	log := newMemLog(1)
+	c := startConsumer(t, db, log)
+	if _, err := NewConsumer(context.Background(), db, log); err == nil {
+		t.Fatal("second consumer accepted")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c2 := startConsumer(t, db, log) // the connection is free again
+	if err := c2.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRefusesTooManyPartitions(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.Close()
+	if _, err := NewConsumer(context.Background(), db, newMemLog(ingest.MaxPartitions+1)); err == nil {
+		t.Fatal("accepted more partitions than Record.ID can tell apart")
+	}
+}

@@ -1,0 +1,249 @@
+// Package analytics is the DuckDB side of reader events: the schema, the consumer that appends
+// Arrow batches read from the event log (ingest.Log) together with the log offsets they came
+// from, and the handle the analytics queries and CSV exports run on.
+//
+// Connections (docs/ARCHITECTURE.md, "Analytics store"): one connection appends, owned by the
+// Consumer's goroutine; every query uses the pool behind DB.Query.
+package analytics
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/duckdb/duckdb-go/v2"
+
+	"flipbook/ingest"
+)
+
+// SchemaVersion is the version of the tables created by Open. A database written by a newer
+// version is refused rather than misread.
+const SchemaVersion = 1
+
+// Tables and views (docs/ARCHITECTURE.md, "Analytics store").
+//
+// Every reader event, interaction and access events alike, is one row of the same shape (one
+// append per batch, and the audit log, which mixes both, is one ordered scan). Rows live in
+// one of two tables: RecentTable, where the consumer appends in arrival order, and SortedTable,
+// runs of rows sorted by (book_id, occurred_at) that the compactor moves them into, so a query
+// for one book reads a few row groups per run (DuckDB's min/max zone maps) instead of every
+// book's rows. A row is in exactly one of the two at any snapshot. Queries use the views.
+const (
+	RecentTable  = "events_recent"
+	SortedTable  = "events_sorted" // the event columns, then run
+	RunsTable    = "event_runs"    // run, level, rows, created_at: the runs of SortedTable
+	OffsetsTable = "consumer_offsets"
+
+	// EventsView is every stored event (both tables).
+	EventsView = "events"
+	// InteractionView is the interaction events (spec §2.8): EventsView without access events.
+	InteractionView = "interaction_events"
+	// AuditView is the audit log (spec §2.8): access events and audited interaction events,
+	// with source ("access" or "interaction") and source_event_id.
+	AuditView = "audit_events"
+)
+
+// AuditTypes are the event types of the audit log (spec §2.8): the access gate's events plus
+// the interaction events an owner audits.
+var AuditTypes = []string{ingest.AccessRequested, ingest.AccessGranted, ingest.AccessRejected,
+	ingest.DocumentDownloaded, ingest.LinkClicked, ingest.LeadFormSubmitted, ingest.FormWidgetOpened,
+	ingest.CheckoutWidgetOpened}
+
+// DB is an opened analytics database: one DuckDB instance with a query pool and one
+// connection reserved for appends.
+type DB struct {
+	path      string
+	sql       *sql.DB
+	appending atomic.Bool // a Consumer holds the appending connection
+}
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	threads     int
+	memoryLimit string
+	maxConns    int
+}
+
+// Defaults of Open. DuckDB itself defaults to every core and 80% of RAM; the service shares the
+// machine with Pebble and the HTTP front end, so the memory limit is named here.
+const (
+	DefaultMemoryLimit = "2GB"
+	// DefaultMaxQueryConns bounds concurrent analytics queries (each DuckDB query already uses
+	// every thread; more connections only queue inside DuckDB).
+	DefaultMaxQueryConns = 8
+)
+
+// WithThreads sets DuckDB's worker threads (0: one per core).
+func WithThreads(n int) Option { return func(o *options) { o.threads = n } }
+
+// WithMemoryLimit sets DuckDB's memory limit, e.g. "1GB" ("" keeps DuckDB's default).
+func WithMemoryLimit(s string) Option { return func(o *options) { o.memoryLimit = s } }
+
+// WithMaxQueryConns bounds the query pool (the appending connection is not counted).
+func WithMaxQueryConns(n int) Option { return func(o *options) { o.maxConns = n } }
+
+// Open opens (creating if needed) the DuckDB database at path, e.g. <data>/analytics.duckdb,
+// and creates the schema. It fails if another process has the file open.
+func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
+	o := options{memoryLimit: DefaultMemoryLimit, maxConns: DefaultMaxQueryConns}
+	for _, f := range opts {
+		f(&o)
+	}
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("analytics: unusable database path %q", path)
+	}
+	q := url.Values{}
+	if o.threads > 0 {
+		q.Set("threads", strconv.Itoa(o.threads))
+	}
+	if o.memoryLimit != "" {
+		q.Set("memory_limit", o.memoryLimit)
+	}
+	dsn := path
+	if len(q) > 0 {
+		dsn += "?" + q.Encode()
+	}
+	conn, err := duckdb.NewConnector(dsn, nil)
+	if err != nil {
+		return nil, fmt.Errorf("analytics: open %s: %w", path, err)
+	}
+	db := sql.OpenDB(conn) // closes the connector when it is closed
+	if o.maxConns > 0 {
+		db.SetMaxOpenConns(o.maxConns + 2) // +2: the appending and the compacting connections
+	}
+	db.SetMaxIdleConns(o.maxConns + 2)
+	d := &DB{path: path, sql: db}
+	if err := d.createSchema(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Query is the handle analytics queries and exports use (read the views). Its connections
+// never write events: the appending and the compacting connections are the Consumer's.
+func (d *DB) Query() *sql.DB { return d.sql }
+
+// Path is the database file.
+func (d *DB) Path() string { return d.path }
+
+// Close closes every connection and the database. Close the Consumer first.
+func (d *DB) Close() error { return d.sql.Close() }
+
+// acquireAppender hands out the appending connection, once at a time (the Consumer takes it,
+// and its compacting connection with it).
+func (d *DB) acquireAppender(ctx context.Context) (*sql.Conn, error) {
+	if !d.appending.CompareAndSwap(false, true) {
+		return nil, errors.New("analytics: the appending connection is already in use (one Consumer per database)")
+	}
+	c, err := d.sql.Conn(ctx)
+	if err != nil {
+		d.appending.Store(false)
+		return nil, err
+	}
+	return c, nil
+}
+
+func (d *DB) releaseAppender(c *sql.Conn) error {
+	err := c.Close()
+	d.appending.Store(false)
+	return err
+}
+
+// schemaDDL is the schema, idempotent. Column order of both event tables is the order of
+// eventColumns (arrow.go): the consumer inserts with SELECT *, so the two must agree, and a test
+// checks it.
+func schemaDDL() []string {
+	var defs, names []string
+	for _, c := range eventColumns {
+		defs = append(defs, "\t"+c.name+" "+c.sqlType)
+		names = append(names, c.name)
+	}
+	cols := strings.Join(names, ", ")
+	in := func(types []string) string { return "('" + strings.Join(types, "', '") + "')" }
+	return []string{
+		`CREATE TABLE IF NOT EXISTS schema_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)`,
+		"CREATE TABLE IF NOT EXISTS " + RecentTable + " (\n" + strings.Join(defs, ",\n") + "\n)",
+		"CREATE TABLE IF NOT EXISTS " + SortedTable + " (\n" + strings.Join(defs, ",\n") + ",\n\trun BIGINT NOT NULL\n)",
+		`CREATE TABLE IF NOT EXISTS ` + RunsTable + ` (run BIGINT PRIMARY KEY, level INTEGER NOT NULL,
+	rows BIGINT NOT NULL, created_at TIMESTAMP NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS ` + OffsetsTable + ` ("partition" INTEGER PRIMARY KEY, next_offset UBIGINT NOT NULL)`,
+		`CREATE OR REPLACE VIEW ` + EventsView + ` AS
+	SELECT ` + cols + ` FROM ` + SortedTable + `
+	UNION ALL
+	SELECT ` + cols + ` FROM ` + RecentTable,
+		`CREATE OR REPLACE VIEW ` + InteractionView + ` AS SELECT * FROM ` + EventsView +
+			` WHERE event_type IN ` + in(ingest.InteractionTypes),
+		`CREATE OR REPLACE VIEW ` + AuditView + ` AS SELECT
+	id, workspace, mode, book_id, session_id, event_type,
+	CASE WHEN starts_with(event_type, 'access_') THEN 'access' ELSE 'interaction' END AS source,
+	id AS source_event_id, viewer_id, viewer_email, tracked_link_id, page_number, active_ms,
+	reason, metadata, occurred_at, created_at
+FROM ` + EventsView + ` WHERE event_type IN ` + in(AuditTypes),
+	}
+}
+
+func (d *DB) createSchema(ctx context.Context) error {
+	c, err := d.sql.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("analytics: schema: %w", err)
+	}
+	defer c.Close()
+	var v sql.NullString
+	err = c.QueryRowContext(ctx, `SELECT value FROM schema_meta WHERE key = 'version'`).Scan(&v)
+	if err == nil {
+		n, _ := strconv.Atoi(v.String)
+		if n > SchemaVersion {
+			return fmt.Errorf("analytics: %s has schema version %d, this build knows %d", d.path, n, SchemaVersion)
+		}
+	}
+	tx, err := c.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("analytics: schema: %w", err)
+	}
+	defer tx.Rollback()
+	for _, s := range schemaDDL() {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("analytics: schema: %w\n%s", err, s)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO schema_meta VALUES ('version', ?)`,
+		strconv.Itoa(SchemaVersion)); err != nil {
+		return fmt.Errorf("analytics: schema: %w", err)
+	}
+	return tx.Commit()
+}
+
+// Offsets returns the stored next offset of every partition that has one.
+func (d *DB) Offsets(ctx context.Context) (map[int]uint64, error) {
+	return loadOffsets(ctx, d.sql)
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func loadOffsets(ctx context.Context, q querier) (map[int]uint64, error) {
+	rows, err := q.QueryContext(ctx, `SELECT "partition", next_offset FROM `+OffsetsTable)
+	if err != nil {
+		return nil, fmt.Errorf("analytics: load offsets: %w", err)
+	}
+	defer rows.Close()
+	out := map[int]uint64{}
+	for rows.Next() {
+		var p int
+		var next uint64
+		if err := rows.Scan(&p, &next); err != nil {
+			return nil, fmt.Errorf("analytics: load offsets: %w", err)
+		}
+		out[p] = next
+	}
+	return out, rows.Err()
+}

@@ -2,7 +2,7 @@
 GO ?= go
 # pebblegozstd: Pebble's pure-Go zstd instead of compiling the cgo one (saves a minute per cold build).
 # duckdb_arrow: duckdb-go's Arrow support, through which the consumer appends event batches.
-export GOFLAGS ?= -tags=pebblegozstd,duckdb_arrow
+export GOFLAGS := -tags=pebblegozstd,duckdb_arrow -buildvcs=false
 BIN := bin/flipbook
 GOFILES = $(shell find . -name '*.go' -not -path './data/*' -not -path './bin/*')
 

@@ -141,6 +141,10 @@ func BenchmarkRawArrowInsert(b *testing.B) {
 			if _, err := conn.ExecContext(context.Background(), "INSERT INTO "+RecentTable+" SELECT * FROM bench_batch"); err != nil {
 				b.Fatal(err)
 			}
+			// RegisterView makes a persistent view: never leave one behind.
+			if _, err := conn.ExecContext(context.Background(), "DROP VIEW bench_batch"); err != nil {
+				b.Fatal(err)
+			}
 			release()
 			rr.Release()
 			rec.Release()

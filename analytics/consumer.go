@@ -461,8 +461,10 @@ func (c *Consumer) step(s string) error {
 	return nil
 }
 
-// viewName is the Arrow view of the batch being inserted (a temporary view of the appending
-// connection, replaced by each batch and dropped in the same transaction).
+// viewName is the Arrow view of the batch being inserted. duckdb-go's RegisterView makes a
+// persistent view in the main schema (DuckDB's arrow_scan, temporary=false), pointing at
+// memory that is freed after the batch: it is created and dropped inside the batch's
+// transaction, so it is never committed.
 const viewName = "ingest_batch"
 
 // store writes one batch and its offsets in one transaction, then trims the log.

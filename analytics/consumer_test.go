@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -397,7 +399,7 @@ func TestReadErrorsAreRetried(t *testing.T) {
 	log := newMemLog(2)
 	log.Append(context.Background(), genEvents(rand.New(rand.NewPCG(7, 8)), 100, 3, time.Now()))
 	log.setReadErr(errors.New("disk on fire"))
-	c := startConsumer(t, db, log)
+	c := startConsumer(t, db, log, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	defer c.Close()
 	ctx := waitCtx(t, 10*time.Second)
 	for c.Stats().Errors == 0 {

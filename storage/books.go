@@ -384,18 +384,5 @@ func (s *Store) ListBooks(t Tenant, q BookQuery) (*BookPage, error) {
 
 // CountBooks counts a tenant's books with a status, stopping at max (0 = no cap).
 func (s *Store) CountBooks(t Tenant, status string, max int) (int, error) {
-	prefix := bookIndexPrefix(t, status, SortCreated)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
-	n := 0
-	for it.First(); it.Valid(); it.Next() {
-		n++
-		if max > 0 && n >= max {
-			break
-		}
-	}
-	return n, it.Error()
+	return s.countPrefix(bookIndexPrefix(t, status, SortCreated), max)
 }

@@ -411,8 +411,8 @@ func (s *System) convertFile(ctx context.Context, u *storage.Upload, i int) (rea
 	return "", len(out), nil
 }
 
-// storeParallel is how many page files are moved into the blob store at once: the work is
-// waiting on fsync, not CPU, so it overlaps well.
+// storeParallel is how many page files are moved (hashed and renamed) into the blob store at
+// once.
 const storeParallel = 8
 
 // storePages moves rendered page files into the book's folder.
@@ -429,7 +429,7 @@ func (s *System) storePages(ctx context.Context, rid string, pages []convert.Pag
 		wg.Add(1)
 		go func(n int, p convert.Page) {
 			defer func() { <-sem; wg.Done() }()
-			name, err := s.Store.Blobs.PutFile(rid, p.Path, "jpg")
+			name, err := s.Store.Blobs.MoveFile(rid, p.Path, "jpg")
 			if err != nil {
 				select {
 				case errs <- err:
@@ -448,6 +448,10 @@ func (s *System) storePages(ctx context.Context, rid string, pages []convert.Pag
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	// One flush makes every moved page durable before the book's record points at them.
+	if err := s.Store.Blobs.Sync(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -99,7 +99,7 @@ func Rest(ctx context.Context, opts RestOptions, out io.Writer) (*Report, error)
 		r.SetRequestURI("/api/v1/books/" + bigIDs[rand.IntN(len(bigIDs))])
 		auth(r, bigKey)
 	})
-	rep.line(out, fmt.Sprintf("GET /books/{book} (%dk)   ", opts.Books/1000), getSt)
+	rep.line(out, fmt.Sprintf("GET /books/{book} (%s)   ", count(opts.Books)), getSt)
 	if opts.SkipList {
 		return rep, nil
 	}
@@ -107,12 +107,12 @@ func Rest(ctx context.Context, opts RestOptions, out io.Writer) (*Report, error)
 		r.SetRequestURI("/api/v1/books?limit=50")
 		auth(r, bigKey)
 	})
-	rep.line(out, fmt.Sprintf("GET /books?limit=50 (%dk) ", opts.Books/1000), listBig)
+	rep.line(out, fmt.Sprintf("GET /books?limit=50 (%s) ", count(opts.Books)), listBig)
 	listSmall := load(cfg.Addr, func(w, n int, r *fasthttp.Request) {
 		r.SetRequestURI("/api/v1/books?limit=50")
 		auth(r, smallKey)
 	})
-	rep.line(out, fmt.Sprintf("GET /books?limit=50 (%dk)   ", opts.SmallBooks/1000), listSmall)
+	rep.line(out, fmt.Sprintf("GET /books?limit=50 (%s)   ", count(opts.SmallBooks)), listSmall)
 
 	for _, st := range []Stats{bareSt, getSt, listBig, listSmall} {
 		if st.Errors > 0 || st.Requests == 0 {
@@ -120,7 +120,7 @@ func Rest(ctx context.Context, opts RestOptions, out io.Writer) (*Report, error)
 		}
 	}
 	rep.check(out, "GET /books/{book} req/s vs bare handler", getSt.RPS()/bareSt.RPS(), ">=", TargetGetVsBare)
-	rep.check(out, fmt.Sprintf("list p99 %dk books vs %dk books", opts.Books/1000, opts.SmallBooks/1000),
+	rep.check(out, fmt.Sprintf("list p99 %s books vs %s books", count(opts.Books), count(opts.SmallBooks)),
 		float64(listBig.P99)/float64(listSmall.P99), "<=", TargetListP99Grow)
 	return rep, nil
 }
@@ -186,4 +186,12 @@ func fetch(addr, path, key string) []byte {
 		return []byte(`{"error":"` + err.Error() + `"}`)
 	}
 	return append([]byte(nil), resp.Body()...)
+}
+
+// count writes a book count briefly: 100k, 1k, 500.
+func count(n int) string {
+	if n >= 1000 && n%1000 == 0 {
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
 }

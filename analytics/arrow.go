@@ -47,10 +47,9 @@ func (c column) arrowType() arrow.DataType {
 	}
 }
 
-func nonZero64(v int64) (int64, bool)      { return v, v != 0 }
-func nonEmpty(s string) (string, bool)     { return s, s != "" }
-func always(s string) (string, bool)       { return s, true }
-func never(*ingest.Record) (float64, bool) { return 0, false }
+func nonZero64(v int64) (int64, bool)  { return v, v != 0 }
+func nonEmpty(s string) (string, bool) { return s, s != "" }
+func always(s string) (string, bool)   { return s, true }
 
 // eventColumns: NULL rules (spec §2.8 "integer|null"): viewer_id, tracked_link_id, page_number
 // and active_ms are NULL when the event has none (0); source_host, metadata and the geo
@@ -77,8 +76,8 @@ var eventColumns = []column{
 	{name: "country", sqlType: "VARCHAR", str: func(r *ingest.Record) (string, bool) { return nonEmpty(r.Event.Country) }},
 	{name: "region", sqlType: "VARCHAR", str: func(r *ingest.Record) (string, bool) { return nonEmpty(r.Event.Region) }},
 	{name: "city", sqlType: "VARCHAR", str: func(r *ingest.Record) (string, bool) { return nonEmpty(r.Event.City) }},
-	{name: "latitude", sqlType: "DOUBLE", f64: never},
-	{name: "longitude", sqlType: "DOUBLE", f64: never},
+	{name: "latitude", sqlType: "DOUBLE", f64: func(r *ingest.Record) (float64, bool) { return r.Event.Latitude, r.Event.HasLatLong }},
+	{name: "longitude", sqlType: "DOUBLE", f64: func(r *ingest.Record) (float64, bool) { return r.Event.Longitude, r.Event.HasLatLong }},
 	{name: "occurred_at", sqlType: "TIMESTAMP NOT NULL", ts: func(r *ingest.Record) time.Time {
 		if r.Event.OccurredAt.IsZero() {
 			return r.Event.ReceivedAt
@@ -86,7 +85,20 @@ var eventColumns = []column{
 		return r.Event.OccurredAt
 	}},
 	{name: "created_at", sqlType: "TIMESTAMP NOT NULL", ts: func(r *ingest.Record) time.Time { return r.Event.ReceivedAt }},
+	// Columns added after schema version 1 come last and are nullable (db.go adds them to
+	// older databases with ALTER TABLE).
+	{name: "book_pages", sqlType: "INTEGER", i32: func(r *ingest.Record) (int32, bool) { return r.Event.BookPages, r.Event.BookPages > 0 }},
 }
+
+// columnList is the event columns' names, comma-separated, in eventColumns order: inserts name
+// their columns, so a table whose columns were added in another order is still filled right.
+var columnList = func() string {
+	names := make([]string, len(eventColumns))
+	for i, c := range eventColumns {
+		names[i] = c.name
+	}
+	return strings.Join(names, ", ")
+}()
 
 // modeString is the tenant mode as stored: "l" (live) or "t" (test), like the storage keys.
 func modeString(m byte) string {

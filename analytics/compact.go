@@ -159,8 +159,8 @@ func (c *Consumer) compactRecent(stop context.Context) error {
 	start := time.Now()
 	// The transaction's snapshot is the same for all three statements: what it copies is
 	// exactly what it deletes, whatever the consumer commits meanwhile.
-	if err := execN(ctx, tx, n, fmt.Sprintf(`INSERT INTO %s SELECT *, %d FROM %s ORDER BY %s`,
-		SortedTable, run, RecentTable, sortKey)); err != nil {
+	if err := execN(ctx, tx, n, fmt.Sprintf(`INSERT INTO %s (%s, run) SELECT %s, %d FROM %s ORDER BY %s`,
+		SortedTable, columnList, columnList, run, RecentTable, sortKey)); err != nil {
 		return err
 	}
 	if err := stop.Err(); err != nil {
@@ -227,12 +227,8 @@ func (c *Consumer) mergeLevel(stop context.Context, level int) error {
 	}
 	start := time.Now()
 	in := "(" + strings.Join(runs, ", ") + ")"
-	var names []string
-	for _, col := range eventColumns {
-		names = append(names, col.name)
-	}
-	if err := execN(ctx, tx, total, fmt.Sprintf(`INSERT INTO %s SELECT %s, %d FROM %s WHERE run IN %s ORDER BY %s`,
-		SortedTable, strings.Join(names, ", "), run, SortedTable, in, sortKey)); err != nil {
+	if err := execN(ctx, tx, total, fmt.Sprintf(`INSERT INTO %s (%s, run) SELECT %s, %d FROM %s WHERE run IN %s ORDER BY %s`,
+		SortedTable, columnList, columnList, run, SortedTable, in, sortKey)); err != nil {
 		return err
 	}
 	if err := stop.Err(); err != nil {

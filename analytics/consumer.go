@@ -551,7 +551,7 @@ func (c *Consumer) insert(ctx context.Context, rec arrow.RecordBatch, batch []pa
 	defer release()
 	// Only ever SELECT * from an Arrow view, once (DEPENDENCIES.md: a projection of some
 	// columns can read the wrong column).
-	res, err := tx.ExecContext(ctx, "INSERT INTO "+RecentTable+" SELECT * FROM "+viewName)
+	res, err := tx.ExecContext(ctx, "INSERT INTO "+RecentTable+" ("+columnList+") SELECT * FROM "+viewName)
 	if err != nil {
 		return fmt.Errorf("insert events: %w", err)
 	}

@@ -23,7 +23,10 @@ import (
 
 // SchemaVersion is the version of the tables created by Open. A database written by a newer
 // version is refused rather than misread.
-const SchemaVersion = 1
+//
+// Version 2 added book_pages (and fills latitude/longitude); a version 1 database gets the new
+// columns with ALTER TABLE on open, its rows keep NULL there.
+const SchemaVersion = 2
 
 // Tables and views (docs/ARCHITECTURE.md, "Analytics store").
 //
@@ -43,6 +46,10 @@ const (
 	EventsView = "events"
 	// InteractionView is the interaction events (spec §2.8): EventsView without access events.
 	InteractionView = "interaction_events"
+	// SessionView is the view events (spec §2.8): one row per reading session (workspace,
+	// mode, book, session) with its measures, derived from the session's interaction events
+	// (definitions: docs/ANALYTICS.md).
+	SessionView = "view_events"
 	// AuditView is the audit log (spec §2.8): access events and audited interaction events,
 	// with source ("access" or "interaction") and source_event_id.
 	AuditView = "audit_events"
@@ -168,27 +175,90 @@ func schemaDDL() []string {
 	}
 	cols := strings.Join(names, ", ")
 	in := func(types []string) string { return "('" + strings.Join(types, "', '") + "')" }
-	return []string{
+	ddl := []string{
 		`CREATE TABLE IF NOT EXISTS schema_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)`,
 		"CREATE TABLE IF NOT EXISTS " + RecentTable + " (\n" + strings.Join(defs, ",\n") + "\n)",
 		"CREATE TABLE IF NOT EXISTS " + SortedTable + " (\n" + strings.Join(defs, ",\n") + ",\n\trun BIGINT NOT NULL\n)",
 		`CREATE TABLE IF NOT EXISTS ` + RunsTable + ` (run BIGINT PRIMARY KEY, level INTEGER NOT NULL,
 	rows BIGINT NOT NULL, created_at TIMESTAMP NOT NULL)`,
 		`CREATE TABLE IF NOT EXISTS ` + OffsetsTable + ` ("partition" INTEGER PRIMARY KEY, next_offset UBIGINT NOT NULL)`,
-		`CREATE OR REPLACE VIEW ` + EventsView + ` AS
-	SELECT ` + cols + ` FROM ` + SortedTable + `
+	}
+	// Columns added after version 1 (nullable, so existing rows need no value).
+	for _, c := range eventColumns {
+		if c.nullable() {
+			for _, t := range []string{RecentTable, SortedTable} {
+				ddl = append(ddl, "ALTER TABLE "+t+" ADD COLUMN IF NOT EXISTS "+c.name+" "+c.sqlType)
+			}
+		}
+	}
+	return append(ddl,
+		`CREATE OR REPLACE VIEW `+EventsView+` AS
+	SELECT `+cols+` FROM `+SortedTable+`
 	UNION ALL
-	SELECT ` + cols + ` FROM ` + RecentTable,
-		`CREATE OR REPLACE VIEW ` + InteractionView + ` AS SELECT * FROM ` + EventsView +
-			` WHERE event_type IN ` + in(ingest.InteractionTypes),
-		`CREATE OR REPLACE VIEW ` + AuditView + ` AS SELECT
+	SELECT `+cols+` FROM `+RecentTable,
+		`CREATE OR REPLACE VIEW `+InteractionView+` AS SELECT * FROM `+EventsView+
+			` WHERE event_type IN `+in(ingest.InteractionTypes),
+		`CREATE OR REPLACE VIEW `+AuditView+` AS SELECT
 	id, workspace, mode, book_id, session_id, event_type,
 	CASE WHEN starts_with(event_type, 'access_') THEN 'access' ELSE 'interaction' END AS source,
 	id AS source_event_id, viewer_id, viewer_email, tracked_link_id, page_number, active_ms,
 	reason, metadata, occurred_at, created_at
-FROM ` + EventsView + ` WHERE event_type IN ` + in(AuditTypes),
-	}
+FROM `+EventsView+` WHERE event_type IN `+in(AuditTypes),
+		sessionViewDDL,
+	)
 }
+
+// sessionViewDDL defines SessionView; every measure is defined in docs/ANALYTICS.md, "View
+// events", and tested against hand-computed sessions (sessions_test.go). A session's id is the
+// id of its first stored event, so it never changes as the session's later events arrive (a
+// session's events share a log partition: the log is keyed by workspace). A filter on
+// workspace, mode, book_id or session_id is pushed below the grouping, so a query for one
+// book reads only that book's rows.
+const sessionViewDDL = `CREATE OR REPLACE VIEW ` + SessionView + ` AS
+WITH s AS (
+	SELECT workspace, mode, book_id, session_id,
+		min(id) AS id,
+		arg_max(viewer_id, id) FILTER (WHERE viewer_id IS NOT NULL) AS viewer_id,
+		arg_max(viewer_email, id) FILTER (WHERE viewer_email <> '') AS viewer_email,
+		arg_min(source_host, id) FILTER (WHERE source_host IS NOT NULL) AS source_host,
+		arg_min(tracked_link_id, id) FILTER (WHERE tracked_link_id IS NOT NULL) AS tracked_link_id,
+		count(*) FILTER (WHERE event_type = 'session_started') AS starts,
+		count(DISTINCT page_number) FILTER (WHERE event_type = 'page_segment_completed') AS pages_viewed,
+		coalesce(sum(active_ms) FILTER (WHERE event_type = 'page_segment_completed'), 0) AS active_ms,
+		count(*) FILTER (WHERE event_type IN ('link_clicked', 'checkout_redirect_clicked')) AS clicks,
+		max(book_pages) AS book_pages,
+		arg_min(country, id) FILTER (WHERE country IS NOT NULL) AS country,
+		arg_min(region, id) FILTER (WHERE country IS NOT NULL) AS region,
+		arg_min(city, id) FILTER (WHERE country IS NOT NULL) AS city,
+		arg_min(latitude, id) FILTER (WHERE latitude IS NOT NULL) AS latitude,
+		arg_min(longitude, id) FILTER (WHERE latitude IS NOT NULL) AS longitude,
+		min(occurred_at) AS started_at,
+		max(occurred_at) AS last_event_at,
+		min(created_at) AS recorded_at,
+		max(created_at) AS updated_at
+	FROM ` + InteractionView + `
+	GROUP BY workspace, mode, book_id, session_id
+), m AS (
+	SELECT *,
+		CAST((active_ms + 500) // 1000 AS BIGINT) AS duration_seconds,
+		greatest(book_pages, pages_viewed, 1) AS reach_pages
+	FROM s
+), e AS (
+	SELECT *,
+		round(100 * (0.5 * least(1.0, pages_viewed / reach_pages)
+			+ 0.5 * least(1.0, active_ms / (reach_pages * 10000.0))), 2) AS engagement
+	FROM m
+)
+SELECT id, workspace, mode, book_id, session_id, viewer_id, coalesce(viewer_email, '') AS viewer_email,
+	source_host, source_host IS NOT NULL AS from_embedded, tracked_link_id,
+	CAST(greatest(starts, 1) AS BIGINT) AS impressions,
+	CAST(CASE WHEN pages_viewed >= 2 OR active_ms >= 10000 THEN 1 ELSE 0 END AS BIGINT) AS reads,
+	CAST(clicks AS BIGINT) AS clicks, CAST(pages_viewed AS BIGINT) AS pages_viewed,
+	CAST(active_ms AS BIGINT) AS active_ms, duration_seconds,
+	engagement, printf('%.2f', engagement) AS engagement_score, book_pages,
+	country, region, city, latitude, longitude,
+	started_at, last_event_at, recorded_at, updated_at
+FROM e`
 
 func (d *DB) createSchema(ctx context.Context) error {
 	c, err := d.sql.Conn(ctx)

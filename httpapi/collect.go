@@ -105,8 +105,9 @@ func (s *Service) collect(r *Request) (*Result, error) {
 		e := ingest.Event{
 			Workspace: b.Workspace, Mode: byte(b.Mode), BookID: b.RandomID, SessionID: r.Str("session_id"),
 			ViewerID: who.viewer, ViewerEmail: who.email, TrackedLinkID: linkID, SourceHost: host, SourceType: source,
-			OccurredAt: r.Now, ReceivedAt: r.Now,
+			OccurredAt: r.Now, ReceivedAt: r.Now, BookPages: int32(b.PageCount),
 		}
+		r.Geo.apply(&e)
 		e.Type, _ = m["type"].(string)
 		if n, ok := m["page_number"].(int64); ok {
 			e.PageNumber = int32(n)
@@ -204,7 +205,9 @@ func (s *Service) viewerAccess(r *Request) (*Result, error) {
 		}
 	}
 	base := ingest.Event{Workspace: b.Workspace, Mode: byte(b.Mode), BookID: b.RandomID, SessionID: r.Str("session_id"),
-		ViewerID: viewer, ViewerEmail: email, SourceType: "direct", OccurredAt: r.Now, ReceivedAt: r.Now}
+		ViewerID: viewer, ViewerEmail: email, SourceType: "direct", OccurredAt: r.Now, ReceivedAt: r.Now,
+		BookPages: int32(b.PageCount)}
+	r.Geo.apply(&base)
 	req, res := base, base
 	req.Type = ingest.AccessRequested
 	res.Type, res.Reason = ingest.AccessRejected, reason

@@ -102,6 +102,8 @@ type Request struct {
 	Params map[string]any // string, int64, float64, bool, time.Time, map[string]any, []any; nil = JSON null
 	Now    time.Time
 	IP     string // the caller's address (for per-IP limits of public routes)
+	// Geo is the reader's location from trusted edge headers (Config.TrustGeoHeaders), or nil.
+	Geo *geo
 }
 
 // Has reports whether a parameter was given (possibly as null).

@@ -96,6 +96,9 @@ func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *Operation) {
 		return
 	}
 	req.Auth, req.Now, req.IP = p, now, ctx.RemoteIP().String()
+	if s.cfg.TrustGeoHeaders && op.Auth == AuthNone {
+		req.Geo = geoFromHeaders(&ctx.Request.Header)
+	}
 	res, err := op.Handler(req)
 	if err != nil {
 		ae := toAPIError(err)

@@ -62,6 +62,9 @@ type Config struct {
 	// AllowPrivateTargets lets the service fetch URLs that resolve to private, loopback or
 	// link-local addresses (template images; later webhooks). Off by default (SSRF).
 	AllowPrivateTargets bool
+	// TrustGeoHeaders takes readers' locations from the visitor-location headers of an edge in
+	// front of the service (Cloudflare, CloudFront). Off by default: clients could forge them.
+	TrustGeoHeaders bool
 	// MaxUploadBytes is the largest file POST /books accepts (422 above it).
 	MaxUploadBytes int
 	// Conversion: batches converted at once (0 = number of cores), page image size.

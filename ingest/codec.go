@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -15,15 +16,18 @@ import (
 // 212 vs 1002 ns per typical event) and takes 98 instead of 235 bytes.
 // Layout, all integers varints (signed: zig-zag), strings length-prefixed:
 //
-//	version byte (1)
+//	version byte (2)
 //	Workspace, Mode byte, BookID, SessionID, Type,
 //	ViewerID, ViewerEmail, TrackedLinkID, SourceHost, SourceType, PageNumber, ActiveMs,
 //	URL, ExitReason, Reason, Metadata, Country, Region, City,
 //	OccurredAt, ReceivedAt (each: Unix seconds, nanoseconds)
+//	version 2 adds: BookPages, then a byte 0/1 (HasLatLong), then when 1 Latitude and
+//	Longitude (IEEE 754 bits, 8 bytes little-endian each)
 //
 // Times decode in UTC (the instant is preserved, the location and monotonic reading are not).
-// A new field means a new version byte; decodeEvent keeps reading every older version.
-const codecVersion = 1
+// A new field means a new version byte; decodeEvent keeps reading every older version
+// (version 1 events decode with BookPages 0 and no coordinates).
+const codecVersion = 2
 
 // errCorrupt is returned for a value that is not a valid encoded event.
 var errCorrupt = errors.New("ingest: corrupt event encoding")
@@ -52,7 +56,13 @@ func appendEvent(b []byte, e *Event) []byte {
 	b = appendString(b, e.City)
 	b = appendTime(b, e.OccurredAt)
 	b = appendTime(b, e.ReceivedAt)
-	return b
+	b = binary.AppendVarint(b, int64(e.BookPages))
+	if !e.HasLatLong {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(e.Latitude))
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(e.Longitude))
 }
 
 func appendString(b []byte, s string) []byte {
@@ -68,11 +78,12 @@ func appendTime(b []byte, t time.Time) []byte {
 // decodeEvent decodes an encoded event. The strings of the result do not alias v (they
 // share one copy of it), so v may be reused afterwards.
 func decodeEvent(v []byte, e *Event) error {
-	if len(v) == 0 || v[0] != codecVersion {
-		if len(v) == 0 {
-			return errCorrupt
-		}
-		return fmt.Errorf("%w: unknown version %d", errCorrupt, v[0])
+	if len(v) == 0 {
+		return errCorrupt
+	}
+	version := v[0]
+	if version < 1 || version > codecVersion {
+		return fmt.Errorf("%w: unknown version %d", errCorrupt, version)
 	}
 	d := decoder{s: string(v), i: 1} // one allocation for every string of the event
 	*e = Event{
@@ -97,6 +108,18 @@ func decodeEvent(v []byte, e *Event) error {
 		City:          d.string(),
 		OccurredAt:    d.time(),
 		ReceivedAt:    d.time(),
+	}
+	if version >= 2 {
+		e.BookPages = int32(d.varint())
+		switch d.byte() {
+		case 0:
+		case 1:
+			e.HasLatLong = true
+			e.Latitude = d.float64()
+			e.Longitude = d.float64()
+		default:
+			d.bad = true
+		}
 	}
 	if d.bad || d.i != len(d.s) {
 		return errCorrupt
@@ -149,6 +172,19 @@ func (d *decoder) byte() byte {
 	c := d.s[d.i]
 	d.i++
 	return c
+}
+
+func (d *decoder) float64() float64 {
+	if len(d.s)-d.i < 8 {
+		d.bad = true
+		return 0
+	}
+	var u uint64
+	for k := 7; k >= 0; k-- {
+		u = u<<8 | uint64(d.s[d.i+k])
+	}
+	d.i += 8
+	return math.Float64frombits(u)
 }
 
 func (d *decoder) string() string {

@@ -14,7 +14,8 @@ func fullEvent() Event {
 		Type: LeadFormSubmitted, ViewerID: 42, ViewerEmail: "reader@example.com", TrackedLinkID: -7,
 		SourceHost: "blog.example.org", SourceType: "embed", PageNumber: 12, ActiveMs: 5200,
 		URL: "https://example.com/x?y=ü", ExitReason: "closed", Reason: "domain", Metadata: `{"name":"Ada"}`,
-		Country: "DE", Region: "BE", City: "Berlin",
+		Country: "DE", Region: "BE", City: "Berlin", BookPages: 240,
+		HasLatLong: true, Latitude: 52.52, Longitude: -13.405,
 		OccurredAt: time.Date(2026, 11, 22, 10, 11, 12, 123456789, time.FixedZone("x", 3600)),
 		ReceivedAt: time.Date(1969, 1, 2, 3, 4, 5, 6, time.UTC),
 	}
@@ -41,6 +42,21 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 }
 
+// A version 1 event (written before BookPages and coordinates existed) still decodes.
+func TestCodecReadsVersion1(t *testing.T) {
+	e := fullEvent()
+	b := appendEvent(nil, &e)
+	tail := 2 + 1 + 16 // BookPages 240 (2-byte varint), flag, two float64
+	v1 := append([]byte{1}, b[1:len(b)-tail]...)
+	var got Event
+	require.NoError(t, decodeEvent(v1, &got))
+	require.Equal(t, e.City, got.City)
+	require.True(t, e.ReceivedAt.Equal(got.ReceivedAt))
+	require.Zero(t, got.BookPages)
+	require.False(t, got.HasLatLong)
+	require.Error(t, decodeEvent(append([]byte{1}, b[1:]...), &got), "v1 with v2 fields trailing")
+}
+
 func TestCodecRejectsCorrupt(t *testing.T) {
 	e := fullEvent()
 	b := appendEvent(nil, &e)
@@ -51,6 +67,9 @@ func TestCodecRejectsCorrupt(t *testing.T) {
 	require.Error(t, decodeEvent(append(append([]byte(nil), b...), 0), &got), "trailing byte")
 	bad := append([]byte(nil), b...)
 	bad[0] = 99
+	require.ErrorIs(t, decodeEvent(bad, &got), errCorrupt)
+	bad = append([]byte(nil), b...)
+	bad[len(bad)-17] = 2 // the coordinates flag
 	require.ErrorIs(t, decodeEvent(bad, &got), errCorrupt)
 }
 

@@ -38,22 +38,29 @@ type Event struct {
 	SessionID string `json:"session"`
 	Type      string `json:"type"`
 	// ViewerID is the identified reader (email gate or lead form), 0 for anonymous traffic.
-	ViewerID      int64     `json:"viewer,omitempty"`
-	ViewerEmail   string    `json:"email,omitempty"`
-	TrackedLinkID int64     `json:"link,omitempty"`
-	SourceHost    string    `json:"host,omitempty"` // embedding site, when embedded
-	SourceType    string    `json:"source"`         // "direct", "embed" or "tracked_link"
-	PageNumber    int32     `json:"page,omitempty"`
-	ActiveMs      int64     `json:"ms,omitempty"`
-	URL           string    `json:"url,omitempty"`    // link_clicked
-	ExitReason    string    `json:"exit,omitempty"`   // session_ended
-	Reason        string    `json:"reason,omitempty"` // access events: why granted or rejected
-	Metadata      string    `json:"meta,omitempty"`   // JSON object (lead form fields, ...), "" when none
-	Country       string    `json:"country,omitempty"`
-	Region        string    `json:"region,omitempty"`
-	City          string    `json:"city,omitempty"`
-	OccurredAt    time.Time `json:"at"`       // client time (or server time when not given)
-	ReceivedAt    time.Time `json:"received"` // server time
+	ViewerID      int64  `json:"viewer,omitempty"`
+	ViewerEmail   string `json:"email,omitempty"`
+	TrackedLinkID int64  `json:"link,omitempty"`
+	SourceHost    string `json:"host,omitempty"` // embedding site, when embedded
+	SourceType    string `json:"source"`         // "direct", "embed" or "tracked_link"
+	PageNumber    int32  `json:"page,omitempty"`
+	ActiveMs      int64  `json:"ms,omitempty"`
+	URL           string `json:"url,omitempty"`    // link_clicked
+	ExitReason    string `json:"exit,omitempty"`   // session_ended
+	Reason        string `json:"reason,omitempty"` // access events: why granted or rejected
+	Metadata      string `json:"meta,omitempty"`   // JSON object (lead form fields, ...), "" when none
+	// BookPages is the book's page count when the event was collected (the denominator of
+	// a session's reach; 0 when unknown).
+	BookPages int32  `json:"pages,omitempty"`
+	Country   string `json:"country,omitempty"`
+	Region    string `json:"region,omitempty"`
+	City      string `json:"city,omitempty"`
+	// HasLatLong says Latitude and Longitude are known (0,0 is a place too).
+	HasLatLong bool      `json:"hasll,omitempty"`
+	Latitude   float64   `json:"lat,omitempty"`
+	Longitude  float64   `json:"lon,omitempty"`
+	OccurredAt time.Time `json:"at"`       // client time (or server time when not given)
+	ReceivedAt time.Time `json:"received"` // server time
 }
 
 // Record is an event read back from the log with its position.

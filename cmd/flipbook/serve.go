@@ -65,6 +65,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	workers := num("conversion-workers", 0, "batches converted at once and renderer processes at once (0 = number of cores)")
 	longEdge := num("page-long-edge", 1600, "page image size: pixels of the longer side")
 	private := str("allow-private-targets", "false", "allow fetching URLs on private, loopback and link-local addresses (template images)")
+	geoHdr := str("trust-geo-headers", "false", "take readers' locations from an edge's visitor-location headers (Cloudflare, CloudFront)")
 	idle := str("book-idle", actors.DefaultBookIdle.String(), "how long an idle book actor lives")
 	grace := str("shutdown-timeout", "30s", "how long shutdown waits for in-flight requests")
 	if err := fs.Parse(args); err != nil {
@@ -82,6 +83,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if err != nil {
 		return nil, fmt.Errorf("--allow-private-targets: %w", err)
 	}
+	trustGeo, err := strconv.ParseBool(*geoHdr)
+	if err != nil {
+		return nil, fmt.Errorf("--trust-geo-headers: %w", err)
+	}
 	shutdown, err := time.ParseDuration(*grace)
 	if err != nil {
 		return nil, fmt.Errorf("--shutdown-timeout: %w", err)
@@ -91,7 +96,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		RateWorkspace: *rws, RateEndpoint: *rep, RateUnauthenticated: *run,
 		MaxBodyBytes: *maxBody, BookIdle: bookIdle, AllowPrivateTargets: allowPrivate,
 		MaxUploadBytes: *maxUpload, ConversionWorkers: *workers, PageLongEdge: *longEdge,
-		RateCollect: *rcol, KafkaBrokers: splitList(*kafka), KafkaTopic: *topic,
+		RateCollect: *rcol, KafkaBrokers: splitList(*kafka), KafkaTopic: *topic, TrustGeoHeaders: trustGeo,
 	}}, nil
 }
 

@@ -90,6 +90,10 @@ func (w *workspace) Receive(c *actor.Context) {
 		c.Respond(result(w.createTrackedLink(m)))
 	case *ViewerFor:
 		c.Respond(result(w.viewerFor(m.Email)))
+	case *SaveBrand:
+		c.Respond(result(w.saveBrand(m)))
+	case *ToggleTakeOver:
+		c.Respond(result(w.toggleTakeOver(m)))
 	case bookMsg:
 		w.route(c, m)
 	case *bookIdle:

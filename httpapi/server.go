@@ -336,6 +336,9 @@ func (s *Service) housekeeping() {
 // writing the files of a new book and its record).
 func (s *Service) sweepOrphanFiles() {
 	n, err := s.Store.Blobs.Sweep(func(rid string) bool {
+		if storage.IsBrandFolder(rid) {
+			return true
+		}
 		ok, err := s.Store.BookExists(rid)
 		return err != nil || ok
 	})

@@ -114,6 +114,22 @@ func (s *Service) operations() []*Operation {
 			Params:  []Param{pStr("book", InPath, 64).req(), {Name: "embedDomain", In: InPath, Kind: KInt, Required: true, Min: f64(1)}},
 			Handler: s.deleteEmbedDomain},
 
+		// Brand (spec §4.6)
+		{ID: "brand.get", Method: "GET", Path: "/brand", Tool: "brand_get", Scope: "brand:read", ReadOnly: true,
+			Summary: "The workspace's brand (null when it has none).", Handler: s.getBrand},
+		{ID: "brand.create", Method: "POST", Path: "/brand", Tool: "brand_create", Scope: "brand:write", Write: true,
+			Multipart: true, MaxBody: MaxLogoBytes + 1<<20,
+			Summary: "Create the workspace's brand: company name, contact, colours, social accounts and a logo (multipart file part `file`).",
+			Params:  brandParams(false), Handler: s.createBrand},
+		{ID: "brand.update", Method: "PUT", Path: "/brand", Tool: "brand_update", Scope: "brand:write", Write: true,
+			Multipart: true, MaxBody: MaxLogoBytes + 1<<20,
+			Summary: "Update the brand: fields sent are set (an empty value clears one), others are kept.",
+			Params:  brandParams(true), Handler: s.updateBrand},
+		{ID: "brand.toggle_take_over", Method: "POST", Path: "/toggle-take-over-branding", Tool: "brand_toggle_take_over_branding",
+			Scope: "brand:write", Write: true,
+			Summary: "Flip take-over branding: public flipbook pages show the brand instead of the service's.",
+			Handler: s.toggleTakeOverBranding},
+
 		// Tracked links (spec §4.9)
 		{ID: "tracked_links.list", Method: "GET", Path: "/books/{book}/tracked-links", Tool: "books_list_tracked_links", Scope: "tracked-links:read", ReadOnly: true,
 			Summary: "A flipbook's tracked links with their slugs and channels.",

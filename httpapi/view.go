@@ -100,14 +100,13 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 		cfg.DocumentURL = "/files/" + b.RandomID + "/" + b.Document
 	}
 	conf, _ := json.Marshal(cfg)
-	brand := ""
-	if ws, err := s.Store.Workspace(b.Workspace); err == nil {
-		brand = ws.Name
-	}
+	brand := s.brandForViewer(b)
 	data := viewer.PageData{
 		Title: b.Name, ConfigJSON: template.JS(conf), TestMode: b.Mode == storage.ModeTest,
 		Expired: billingExpired(b, now), Processing: b.PageImagesStatus == storage.PagesProcessing,
-		Failed: b.PageImagesStatus == storage.PagesFailed, Brand: brand,
+		Failed: b.PageImagesStatus == storage.PagesFailed, Brand: brand.name,
+		TakeOver: brand.takeOver, BrandLogo: brand.logo, BrandURL: brand.website, BrandColor: brand.color,
+		MadeWith: b.Extra.MadeWithBadgeEnabled && !brand.takeOver,
 	}
 	if b.Settings.Background != nil && safeCSSColor(*b.Settings.Background) {
 		data.Background = *b.Settings.Background

@@ -185,3 +185,14 @@ func (b *Blobs) Sweep(keep func(rid string) bool) (int, error) {
 	}
 	return n, nil
 }
+
+// Remove deletes one file of a folder (a missing file is not an error).
+func (b *Blobs) Remove(folder, name string) error {
+	if !ValidName(folder) || !ValidName(name) {
+		return fmt.Errorf("storage: bad file %q/%q", folder, name)
+	}
+	if err := os.Remove(filepath.Join(b.dir, folder, name)); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
+}

@@ -22,6 +22,7 @@ import (
 //	t/<tenant>/bi/<filter>/<sort>/<k>  book index: filter is "*" or a status, sort one of c,u,n,s
 //	t/<tenant>/idem/<key>              stored idempotent response
 //	t/<tenant>/sub/, bsub/, emb/, embh/, tl/  access lists, embed domains, tracked links (access.go)
+//	t/<tenant>/brand                   Brand (brand.go)
 //	g/tlslug/<slug>                    a tracked link by its public slug
 //	t/<tenant>/upload/<batch id>       Upload (conversion batch)
 //	t/<tenant>/upact/<batch id>        present while the batch is queued or processing

@@ -26,5 +26,11 @@ type PageData struct {
 	Expired    bool
 	Processing bool
 	Failed     bool
-	Brand      string
+	Brand      string // the workspace's name, or the brand's company name under take-over branding
+	// Take-over branding (docs/VIEWER.md): the brand's logo, website and primary colour.
+	TakeOver   bool
+	BrandLogo  string
+	BrandURL   string
+	BrandColor string
+	MadeWith   bool // show the "made with" badge
 }

@@ -1,0 +1,260 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"regexp"
+
+	"flipbook/actors"
+	"flipbook/storage"
+)
+
+// Brand (spec §2.4, §4.6): one per workspace and mode. Writes take multipart/form-data (the
+// logo is a file part) or JSON; decisions in docs/DECISIONS.md, "Brand".
+
+// MaxLogoBytes is the largest logo accepted (the spec's "max 2048", in kilobytes).
+const MaxLogoBytes = 2048 << 10
+
+// logoTypes are the accepted logo formats, by content, with their file extension. SVG is not
+// accepted: it can carry scripts and is served from the service's own origin.
+var logoTypes = map[string]string{"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
+
+var hexColor = regexp.MustCompile(`^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
+
+func brandParams(update bool) []Param {
+	company := pStr("company_name", InBody, 255).minLen(1)
+	if !update {
+		company = company.req()
+	}
+	ps := []Param{
+		company,
+		pStr("about_brand", InBody, 5000),
+		pStr("contact_number", InBody, 64),
+		pStr("facebook", InBody, 255),
+		pStr("google_analytics", InBody, 64).desc("Google Analytics measurement id, e.g. G-XXXXXXX"),
+		pStr("instagram", InBody, 255),
+		pStr("linkedin", InBody, 255),
+		pStr("pinterest", InBody, 255),
+		pStr("primary_color", InBody, 7).desc("CSS hex colour, #rgb or #rrggbb"),
+		pStr("secondary_color", InBody, 7).desc("CSS hex colour, #rgb or #rrggbb"),
+		pStr("tertiary_color", InBody, 7).desc("CSS hex colour, #rgb or #rrggbb"),
+		pStr("twitter", InBody, 255),
+		pStr("youtube", InBody, 255),
+		pStr("website_url", InBody, 2048).format("uri"),
+		{Name: "file", In: InBody, Kind: KFile, MaxItems: 1, Desc: "logo: PNG, JPEG, GIF or WebP, at most 2048 KB"},
+	}
+	if update {
+		ps = append([]Param{{Name: "id", In: InBody, Kind: KInt, Required: true, Min: f64(1)}}, ps...)
+	}
+	return ps
+}
+
+type brandColorJSON struct {
+	ID        int64   `json:"id"`
+	BrandID   int64   `json:"brand_id"`
+	Primary   *string `json:"primary_color"`
+	Secondary *string `json:"secondary_color"`
+	Tertiary  *string `json:"tertiary_color"`
+	CreatedAt *string `json:"created_at"`
+	UpdatedAt *string `json:"updated_at"`
+}
+
+type brandSocialJSON struct {
+	ID        int64   `json:"id"`
+	BrandID   int64   `json:"brand_id"`
+	Twitter   *string `json:"twitter"`
+	Linkedin  *string `json:"linkedin"`
+	Facebook  *string `json:"facebook"`
+	Youtube   *string `json:"youtube"`
+	Instagram *string `json:"instagram"`
+	Pinterest *string `json:"pinterest"`
+	CreatedAt *string `json:"created_at"`
+	UpdatedAt *string `json:"updated_at"`
+}
+
+type brandJSON struct {
+	ID               int64           `json:"id"`
+	WorkspaceID      int64           `json:"workspace_id"`
+	CompanyName      *string         `json:"company_name"`
+	Logo             *string         `json:"logo"`
+	ContactNumber    *string         `json:"contact_number"`
+	WebsiteURL       *string         `json:"website_url"`
+	GoogleAnalytics  *string         `json:"google_analytics"`
+	AboutBrand       *string         `json:"about_brand"`
+	TakeOverBranding bool            `json:"take_over_branding"`
+	BrandColor       brandColorJSON  `json:"brand_color"`
+	BrandSocialMedia brandSocialJSON `json:"brand_social_media"`
+	Workspace        workspaceJSON   `json:"workspace"`
+	CreatedAt        *string         `json:"created_at"`
+	UpdatedAt        *string         `json:"updated_at"`
+}
+
+// logoURL is the public URL of a brand's logo, or nil.
+func (s *Service) logoURL(b *storage.Brand) *string {
+	if b.Logo == "" {
+		return nil
+	}
+	u := s.cfg.PublicURL + "/files/" + storage.BrandFolder(b.Tenant()) + "/" + b.Logo
+	return &u
+}
+
+func (s *Service) brandJSON(b *storage.Brand, ws *storage.Workspace) brandJSON {
+	c, so := b.Color, b.Social
+	return brandJSON{
+		ID: b.ID, WorkspaceID: b.Workspace, CompanyName: b.CompanyName, Logo: s.logoURL(b),
+		ContactNumber: b.ContactNumber, WebsiteURL: b.WebsiteURL, GoogleAnalytics: b.GoogleAnalytics,
+		AboutBrand: b.AboutBrand, TakeOverBranding: b.TakeOverBranding,
+		BrandColor: brandColorJSON{ID: c.ID, BrandID: b.ID, Primary: c.Primary, Secondary: c.Secondary,
+			Tertiary: c.Tertiary, CreatedAt: fmtTime(c.CreatedAt), UpdatedAt: fmtTime(c.UpdatedAt)},
+		BrandSocialMedia: brandSocialJSON{ID: so.ID, BrandID: b.ID, Twitter: so.Twitter, Linkedin: so.Linkedin,
+			Facebook: so.Facebook, Youtube: so.Youtube, Instagram: so.Instagram, Pinterest: so.Pinterest,
+			CreatedAt: fmtTime(so.CreatedAt), UpdatedAt: fmtTime(so.UpdatedAt)},
+		Workspace: wsJSON(ws), CreatedAt: fmtTime(b.CreatedAt), UpdatedAt: fmtTime(b.UpdatedAt),
+	}
+}
+
+func brandMeta(ws *storage.Workspace) map[string]any {
+	return map[string]any{"plan": ws.Plan, "take_over_branding_available": actors.Plans[ws.Plan].TakeOverBrand}
+}
+
+func (s *Service) getBrand(r *Request) (*Result, error) {
+	b, err := s.Store.Brand(r.Auth.Tenant)
+	if errors.Is(err, storage.ErrNotFound) {
+		return &Result{Data: map[string]any{"brand": nil}, Meta: brandMeta(r.Auth.Workspace)}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Data: map[string]any{"brand": s.brandJSON(b, r.Auth.Workspace)}, Meta: brandMeta(r.Auth.Workspace)}, nil
+}
+
+func (s *Service) createBrand(r *Request) (*Result, error) { return s.saveBrand(r, true) }
+func (s *Service) updateBrand(r *Request) (*Result, error) { return s.saveBrand(r, false) }
+
+func (s *Service) saveBrand(r *Request, create bool) (*Result, error) {
+	m := &actors.SaveBrand{Create: create, Fields: map[actors.BrandField]*string{}}
+	m.ID, _ = r.Int("id")
+	v := Validation{}
+	for _, f := range actors.BrandFields {
+		if !r.Has(string(f)) {
+			continue
+		}
+		val := r.Str(string(f))
+		if val == "" { // sent empty (or null): cleared
+			m.Fields[f] = nil
+			continue
+		}
+		switch f {
+		case actors.BrandPrimaryColor, actors.BrandSecondaryColor, actors.BrandTertiaryColor:
+			if !hexColor.MatchString(val) {
+				v.Add(string(f), "must be a hex colour such as #1a2b3c")
+			}
+		}
+		m.Fields[f] = &val
+	}
+	var logo []byte
+	var ext string
+	if fs, ok := r.Params["file"].([]*multipart.FileHeader); ok && len(fs) == 1 {
+		var msg string
+		logo, ext, msg = readLogo(fs[0])
+		if msg != "" {
+			v.Add("file", msg)
+		}
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	t := r.Auth.Tenant
+	if logo != nil {
+		name, err := s.Store.Blobs.Put(storage.BrandFolder(t), logo, ext)
+		if err != nil {
+			return nil, err
+		}
+		m.Logo = name
+	}
+	saved, err := s.Actors.SaveBrand(t, m)
+	if err != nil {
+		return nil, notFoundAs(err, "brand")
+	}
+	if saved.OldLogo != "" {
+		if err := s.Store.Blobs.Remove(storage.BrandFolder(t), saved.OldLogo); err != nil {
+			s.log.Warn("remove replaced logo", "err", err)
+		}
+	}
+	data := map[string]any{"brand": s.brandJSON(saved.Brand, r.Auth.Workspace)}
+	if create {
+		return &Result{Status: 201, Data: data}, nil
+	}
+	return &Result{Data: data, Meta: brandMeta(r.Auth.Workspace)}, nil
+}
+
+// readLogo reads and checks an uploaded logo: its content decides its type, whatever its name
+// or part header says. It returns a message for the field when the file is not acceptable.
+func readLogo(fh *multipart.FileHeader) ([]byte, string, string) {
+	if fh.Size > MaxLogoBytes {
+		return nil, "", "must not be larger than 2048 kilobytes"
+	}
+	f, err := fh.Open()
+	if err != nil {
+		return nil, "", "could not be read"
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxLogoBytes+1))
+	if err != nil {
+		return nil, "", "could not be read"
+	}
+	if len(data) > MaxLogoBytes {
+		return nil, "", "must not be larger than 2048 kilobytes"
+	}
+	ext, ok := logoTypes[http.DetectContentType(data)]
+	if !ok || len(data) == 0 {
+		return nil, "", "must be a PNG, JPEG, GIF or WebP image"
+	}
+	return data, ext, ""
+}
+
+func (s *Service) toggleTakeOverBranding(r *Request) (*Result, error) {
+	b, err := s.Actors.ToggleTakeOver(r.Auth.Tenant, r.Auth.Workspace.Plan)
+	if err != nil {
+		return nil, notFoundAs(err, "brand")
+	}
+	return &Result{Data: map[string]any{"brand": s.brandJSON(b, r.Auth.Workspace)}}, nil
+}
+
+// viewerBrand is what the viewer shows of the book's workspace: its brand when take-over
+// branding is on (and the plan still has it), else the workspace's name.
+type viewerBrand struct {
+	takeOver bool
+	name     string
+	logo     string
+	website  string
+	color    string
+}
+
+func (s *Service) brandForViewer(b *storage.Book) viewerBrand {
+	ws, err := s.Store.Workspace(b.Workspace)
+	if err != nil {
+		return viewerBrand{}
+	}
+	out := viewerBrand{name: ws.Name}
+	br, err := s.Store.Brand(b.Tenant())
+	if err != nil || !br.TakeOverBranding || !actors.Plans[ws.Plan].TakeOverBrand {
+		return out
+	}
+	out.takeOver = true
+	if br.CompanyName != nil {
+		out.name = *br.CompanyName
+	}
+	if u := s.logoURL(br); u != nil {
+		out.logo = *u
+	}
+	if br.WebsiteURL != nil {
+		out.website = *br.WebsiteURL
+	}
+	if br.Color.Primary != nil && hexColor.MatchString(*br.Color.Primary) {
+		out.color = *br.Color.Primary
+	}
+	return out
+}

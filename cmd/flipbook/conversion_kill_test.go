@@ -191,9 +191,9 @@ func TestKillDuringConversion(t *testing.T) {
 	})
 
 	first := startChild(t, args...)
-	keys := keyRE.FindAllString(first.stdout.String(), -1)
-	require.NotEmpty(t, keys, "the first start prints an API key:\n%s", first.stdout.String())
-	key := keys[0]
+	var key string // printed after the address startChild waited for
+	waitFor(t, 10*time.Second, func() bool { key = keyRE.FindString(first.stdout.String()); return key != "" },
+		"the first start prints an API key")
 
 	up := uploadPDF(t, first.base, key, "big.pdf", bigPDF(t, pages))
 	require.Equal(t, 202, up.status, "%s", up.raw)

@@ -152,6 +152,7 @@ func (s *Service) operations() []*Operation {
 		{ID: "me", Method: "GET", Path: "/me", Tool: "identity_get", ReadOnly: true,
 			Summary: "The authenticated workspace, its plan features and the key's scopes.", Handler: s.me},
 	}
+	ops = append(ops, s.analyticsOperations()...)
 	for _, op := range ops {
 		op.Base = APIBase
 	}

@@ -1,0 +1,496 @@
+package httpapi
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bytedance/sonic"
+
+	"flipbook/actors"
+	"flipbook/analytics"
+	"flipbook/ingest"
+	"flipbook/storage"
+)
+
+// Analytics operations (spec §4.4): SQL over the DuckDB views (analytics/db.go), one book of
+// the caller's tenant at a time (reader journey: every book of the tenant). Measures are defined
+// in docs/ANALYTICS.md.
+
+// Analytics list limits.
+const (
+	DefaultAnalyticsLimit = 100
+	MaxAnalyticsLimit     = 500
+	// analyticsTimeout bounds one analytics query.
+	analyticsTimeout = 30 * time.Second
+)
+
+// Parameter constructors shared by the analytics operations and the exports.
+func pBookID() Param        { return pStr("book_id", InQuery, 64).req() }
+func pDate() Param          { return pStr("date", InQuery, 22).desc("YYYY-MM-DD or YYYY-MM-DD..YYYY-MM-DD (UTC days, inclusive)") }
+func pTrackedLinkID() Param { return pInt("tracked_link_id", InQuery, 1, 1<<53) }
+func pViewerID() Param      { return pInt("viewer_id", InQuery, 1, 1<<53) }
+func pSessionID() Param     { return pStr("session_id", InQuery, 255) }
+func pPageNumber() Param    { return pInt("page_number", InQuery, 1, 100000) }
+func pLimit() Param         { return pInt("limit", InQuery, 1, MaxAnalyticsLimit) }
+func pCursor() Param        { return pStr("cursor", InQuery, 512) }
+
+// parseDate reads the date parameter (DESIGN §11): one UTC day or an inclusive range of days.
+// It returns [from, to).
+func parseDate(s string) (time.Time, time.Time, error) {
+	if s == "" {
+		return time.Time{}, time.Time{}, nil
+	}
+	a, b, isRange := strings.Cut(s, "..")
+	from, err := time.Parse(time.DateOnly, a)
+	if err != nil {
+		return time.Time{}, time.Time{}, fieldError("date", "must be YYYY-MM-DD or YYYY-MM-DD..YYYY-MM-DD")
+	}
+	to := from
+	if isRange {
+		if to, err = time.Parse(time.DateOnly, b); err != nil {
+			return time.Time{}, time.Time{}, fieldError("date", "must be YYYY-MM-DD or YYYY-MM-DD..YYYY-MM-DD")
+		}
+		if to.Before(from) {
+			return time.Time{}, time.Time{}, fieldError("date", "the range ends before it starts")
+		}
+	}
+	return from, to.AddDate(0, 0, 1), nil
+}
+
+// analyticsFilter builds the filter of a request: the caller's tenant, the book (404 when it is
+// not the tenant's) and every filter parameter the operation declares.
+func (s *Service) analyticsFilter(r *Request, needBook bool) (analytics.Filter, *storage.Book, error) {
+	t := r.Auth.Tenant
+	f := analytics.Filter{Workspace: t.Workspace, Mode: string(byte(t.Mode))}
+	var b *storage.Book
+	if needBook {
+		var err error
+		b, err = s.Store.GetBook(t, r.Str("book_id"))
+		if err != nil {
+			return f, nil, notFoundAs(storageNotFound(err), "book")
+		}
+		f.BookID = b.RandomID
+	}
+	var err error
+	if f.From, f.To, err = parseDate(r.Str("date")); err != nil {
+		return f, nil, err
+	}
+	f.ViewerID, _ = r.Int("viewer_id")
+	f.TrackedLinkID, _ = r.Int("tracked_link_id")
+	if n, ok := r.Int("page_number"); ok {
+		f.PageNumber = int32(n)
+	}
+	f.SessionID = r.Str("session_id")
+	f.SourceHost = strings.ToLower(r.Str("source_host"))
+	if et := r.Str("event_type"); et != "" {
+		f.EventTypes = []string{et}
+	}
+	return f, b, nil
+}
+
+// storageNotFound maps the store's not-found to the actors' one (what notFoundAs knows).
+func storageNotFound(err error) error {
+	if err == storage.ErrNotFound {
+		return actors.ErrNotFound
+	}
+	return err
+}
+
+func analyticsLimit(r *Request) int {
+	if n, ok := r.Int("limit"); ok {
+		return int(n)
+	}
+	return DefaultAnalyticsLimit
+}
+
+// keyset is a position in a list ordered by (time, id): the cursor's payload.
+type keyset struct {
+	at time.Time
+	id int64
+}
+
+func (k keyset) bytes() []byte {
+	b := binary.BigEndian.AppendUint64(nil, uint64(k.at.UnixMicro()))
+	return binary.BigEndian.AppendUint64(b, uint64(k.id))
+}
+
+func keysetFrom(b []byte) (keyset, bool) {
+	if len(b) != 16 {
+		return keyset{}, false
+	}
+	return keyset{at: time.UnixMicro(int64(binary.BigEndian.Uint64(b))).UTC(), id: int64(binary.BigEndian.Uint64(b[8:]))}, true
+}
+
+// filterBinding is what a cursor is bound to: the operation and every filter.
+func filterBinding(op string, f analytics.Filter) string {
+	return fmt.Sprintf("%s|%d|%s|%s|%d|%d|%d|%s|%d|%s|%s|%s", op, f.Workspace, f.Mode, f.BookID,
+		f.From.Unix(), f.To.Unix(), f.ViewerID, f.SessionID, f.TrackedLinkID, f.SourceHost,
+		strings.Join(f.EventTypes, ","), fmt.Sprint(f.PageNumber))
+}
+
+// pageQuery runs a keyset-paginated query: rows ordered by (timeCol, id) in dir ("ASC" or
+// "DESC"), or by id alone when byID, limit+1 fetched to know whether another page follows.
+// The date filter applies to timeCol. scan reads one row and returns its keyset position.
+func (s *Service) pageQuery(r *Request, op, from, cols, timeCol string, byID bool, dir string, f analytics.Filter,
+	scan func(*sql.Rows) (keyset, error)) (*listMeta, error) {
+	where, args := f.Where(timeCol)
+	binding := filterBinding(op, f)
+	if c := r.Str("cursor"); c != "" {
+		payload, err := s.cursors.decode(binding, c)
+		k, ok := keysetFrom(payload)
+		if err != nil || !ok {
+			return nil, fieldError("cursor", "is not a cursor issued for this query; use meta.next_cursor of the previous page with the same filters")
+		}
+		cmp := "<"
+		if dir == "ASC" {
+			cmp = ">"
+		}
+		if byID {
+			where += " AND id " + cmp + " ?"
+			args = append(args, k.id)
+		} else {
+			where += fmt.Sprintf(" AND (%[1]s %[2]s ? OR (%[1]s = ? AND id %[2]s ?))", timeCol, cmp)
+			args = append(args, k.at, k.at, k.id)
+		}
+	}
+	limit := analyticsLimit(r)
+	order := fmt.Sprintf("%s %s, id %s", timeCol, dir, dir)
+	if byID {
+		order = "id " + dir
+	}
+	q := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT %d", cols, from, where, order, limit+1)
+	ctx, cancel := context.WithTimeout(context.Background(), analyticsTimeout)
+	defer cancel()
+	rows, err := s.Analytics.Query().QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("analytics %s: %w", op, err)
+	}
+	defer rows.Close()
+	meta := &listMeta{Limit: limit}
+	n := 0
+	var last keyset
+	for rows.Next() {
+		if n == limit {
+			meta.HasMore = true
+			break
+		}
+		if last, err = scan(rows); err != nil {
+			return nil, fmt.Errorf("analytics %s: %w", op, err)
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("analytics %s: %w", op, err)
+	}
+	if meta.HasMore {
+		c := s.cursors.encode(binding, last.bytes())
+		meta.NextCursor = &c
+	}
+	return meta, nil
+}
+
+func nullInt(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	return &v.Int64
+}
+
+func nullStr(v sql.NullString) *string {
+	if !v.Valid {
+		return nil
+	}
+	return &v.String
+}
+
+func nullFloat(v sql.NullFloat64) *float64 {
+	if !v.Valid {
+		return nil
+	}
+	return &v.Float64
+}
+
+func seconds(ms sql.NullInt64) *float64 {
+	if !ms.Valid {
+		return nil
+	}
+	v := float64(ms.Int64) / 1000
+	return &v
+}
+
+// formFields renders stored metadata (a JSON object) as the array of spec §2.8's interaction
+// event: [{"name", "value"}] sorted by name; null when there is none.
+func formFields(meta sql.NullString) []map[string]any {
+	if !meta.Valid {
+		return nil
+	}
+	var m map[string]any
+	if err := sonic.UnmarshalString(meta.String, &m); err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := make([]map[string]any, len(names))
+	for i, k := range names {
+		out[i] = map[string]any{"name": k, "value": m[k]}
+	}
+	return out
+}
+
+// interactionEventJSON is spec §2.8's interaction event.
+type interactionEventJSON struct {
+	ID            int64            `json:"id"`
+	BookID        string           `json:"book_id"`
+	ViewerID      *int64           `json:"viewer_id"`
+	ViewerEmail   string           `json:"viewer_email"`
+	TrackedLinkID *int64           `json:"tracked_link_id"`
+	SessionID     string           `json:"session_id"`
+	EventType     string           `json:"event_type"`
+	PageNumber    *int64           `json:"page_number"`
+	ActiveMs      *int64           `json:"active_ms"`
+	ActiveSeconds *float64         `json:"active_seconds"`
+	ExitReason    string           `json:"exit_reason"`
+	SourceType    string           `json:"source_type"`
+	SourceHost    *string          `json:"source_host"`
+	Country       *string          `json:"country"`
+	Region        *string          `json:"region"`
+	City          *string          `json:"city"`
+	Latitude      *float64         `json:"latitude"`
+	Longitude     *float64         `json:"longitude"`
+	Metadata      []map[string]any `json:"metadata"`
+	URL           string           `json:"url"`
+	OccurredAt    *string          `json:"occurred_at"`
+	CreatedAt     *string          `json:"created_at"`
+}
+
+const interactionCols = `id, book_id, viewer_id, viewer_email, tracked_link_id, session_id, event_type,
+	page_number, active_ms, exit_reason, source_type, source_host, country, region, city, latitude,
+	longitude, metadata, url, occurred_at, created_at`
+
+func scanInteraction(rows *sql.Rows) (interactionEventJSON, keyset, error) {
+	var e interactionEventJSON
+	var viewer, link, page, ms sql.NullInt64
+	var host, country, region, city, meta sql.NullString
+	var lat, lon sql.NullFloat64
+	var occurred, created time.Time
+	err := rows.Scan(&e.ID, &e.BookID, &viewer, &e.ViewerEmail, &link, &e.SessionID, &e.EventType, &page, &ms,
+		&e.ExitReason, &e.SourceType, &host, &country, &region, &city, &lat, &lon, &meta, &e.URL, &occurred, &created)
+	if err != nil {
+		return e, keyset{}, err
+	}
+	e.ViewerID, e.TrackedLinkID, e.PageNumber, e.ActiveMs = nullInt(viewer), nullInt(link), nullInt(page), nullInt(ms)
+	e.ActiveSeconds = seconds(ms)
+	e.SourceHost, e.Country, e.Region, e.City = nullStr(host), nullStr(country), nullStr(region), nullStr(city)
+	e.Latitude, e.Longitude = nullFloat(lat), nullFloat(lon)
+	e.Metadata = formFields(meta)
+	e.OccurredAt, e.CreatedAt = fmtTime(occurred), fmtTime(created)
+	return e, keyset{at: occurred, id: e.ID}, nil
+}
+
+// listInteractionEvents is GET /analytics/interaction-events: newest first (occurred_at, then
+// id, descending).
+func (s *Service) listInteractionEvents(r *Request) (*Result, error) {
+	f, _, err := s.analyticsFilter(r, true)
+	if err != nil {
+		return nil, err
+	}
+	data := []interactionEventJSON{}
+	meta, err := s.pageQuery(r, "interaction-events", analytics.InteractionView, interactionCols, "occurred_at", false, "DESC", f,
+		func(rows *sql.Rows) (keyset, error) {
+			e, k, err := scanInteraction(rows)
+			data = append(data, e)
+			return k, err
+		})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Data: data, Meta: meta}, nil
+}
+
+// auditEventJSON is spec §2.8's audit log event.
+type auditEventJSON struct {
+	ID            string   `json:"id"`
+	Source        string   `json:"source"`
+	SourceEventID int64    `json:"source_event_id"`
+	BookID        string   `json:"book_id"`
+	ViewerID      *int64   `json:"viewer_id"`
+	ViewerEmail   string   `json:"viewer_email"`
+	EventType     string   `json:"event_type"`
+	PageNumber    *int64   `json:"page_number"`
+	ActiveMs      *int64   `json:"active_ms"`
+	ActiveSeconds *float64 `json:"active_seconds"`
+	Reason        string   `json:"reason"`
+	Metadata      any      `json:"metadata"`
+	OccurredAt    *string  `json:"occurred_at"`
+}
+
+const auditCols = `id, source, source_event_id, book_id, viewer_id, viewer_email, event_type, page_number,
+	active_ms, reason, metadata, occurred_at`
+
+func scanAudit(rows *sql.Rows) (auditEventJSON, keyset, error) {
+	var e auditEventJSON
+	var id int64
+	var viewer, page, ms sql.NullInt64
+	var meta sql.NullString
+	var occurred time.Time
+	if err := rows.Scan(&id, &e.Source, &e.SourceEventID, &e.BookID, &viewer, &e.ViewerEmail, &e.EventType, &page,
+		&ms, &e.Reason, &meta, &occurred); err != nil {
+		return e, keyset{}, err
+	}
+	e.ID = fmt.Sprintf("%s-%d", e.Source, id)
+	e.ViewerID, e.PageNumber, e.ActiveMs, e.ActiveSeconds = nullInt(viewer), nullInt(page), nullInt(ms), seconds(ms)
+	if meta.Valid {
+		var v any
+		if sonic.UnmarshalString(meta.String, &v) == nil {
+			e.Metadata = v
+		}
+	}
+	e.OccurredAt = fmtTime(occurred)
+	return e, keyset{at: occurred, id: id}, nil
+}
+
+// listAuditLog is GET /analytics/audit-log: chronological (occurred_at, then id, ascending).
+func (s *Service) listAuditLog(r *Request) (*Result, error) {
+	f, _, err := s.analyticsFilter(r, true)
+	if err != nil {
+		return nil, err
+	}
+	data := []auditEventJSON{}
+	meta, err := s.pageQuery(r, "audit-log", analytics.AuditView, auditCols, "occurred_at", false, "ASC", f,
+		func(rows *sql.Rows) (keyset, error) {
+			e, k, err := scanAudit(rows)
+			data = append(data, e)
+			return k, err
+		})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Data: data, Meta: meta}, nil
+}
+
+// trackedLinkRef is the tracked link nested in a view event.
+type trackedLinkRef struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+	Slug string `json:"slug"`
+}
+
+// viewEventJSON is spec §2.8's view event.
+type viewEventJSON struct {
+	ID              int64           `json:"id"`
+	BookID          string          `json:"book_id"`
+	BookTitle       string          `json:"book_title"`
+	ViewerID        *int64          `json:"viewer_id"`
+	ViewerEmail     string          `json:"viewer_email"`
+	SourceHost      *string         `json:"source_host"`
+	FromEmbedded    bool            `json:"from_embedded"`
+	Impressions     int64           `json:"impressions"`
+	Reads           int64           `json:"reads"`
+	Clicks          int64           `json:"clicks"`
+	PagesViewed     int64           `json:"pages_viewed"`
+	DurationSeconds int64           `json:"duration_seconds"`
+	EngagementScore string          `json:"engagement_score"`
+	Country         *string         `json:"country"`
+	Region          *string         `json:"region"`
+	City            *string         `json:"city"`
+	Latitude        *float64        `json:"latitude"`
+	Longitude       *float64        `json:"longitude"`
+	TrackedLink     *trackedLinkRef `json:"tracked_link"`
+	SessionID       string          `json:"session_id"`
+	RecordedAt      *string         `json:"recorded_at"`
+	UpdatedAt       *string         `json:"updated_at"`
+}
+
+const viewEventCols = `id, book_id, viewer_id, viewer_email, source_host, from_embedded, impressions, reads,
+	clicks, pages_viewed, duration_seconds, engagement_score, country, region, city, latitude, longitude,
+	tracked_link_id, session_id, recorded_at, updated_at`
+
+// linkRefs returns a lookup of a book's tracked links by id.
+func (s *Service) linkRefs(b *storage.Book) func(sql.NullInt64) *trackedLinkRef {
+	var byID map[int64]*trackedLinkRef
+	return func(id sql.NullInt64) *trackedLinkRef {
+		if !id.Valid {
+			return nil
+		}
+		if byID == nil {
+			byID = map[int64]*trackedLinkRef{}
+			if list, err := s.Store.TrackedLinks(b.Tenant(), b.RandomID); err == nil {
+				for _, l := range list {
+					byID[l.ID] = &trackedLinkRef{ID: l.ID, Name: l.Name, Slug: l.Slug}
+				}
+			}
+		}
+		if ref, ok := byID[id.Int64]; ok {
+			return ref
+		}
+		return &trackedLinkRef{ID: id.Int64}
+	}
+}
+
+// listViewEvents is GET /analytics/book-view-events: one record per reading session, newest
+// session first (by id: a session's id is its first event's, so the order never changes).
+func (s *Service) listViewEvents(r *Request) (*Result, error) {
+	f, b, err := s.analyticsFilter(r, true)
+	if err != nil {
+		return nil, err
+	}
+	link := s.linkRefs(b)
+	data := []viewEventJSON{}
+	// The date applies to the session's start.
+	meta, err := s.pageQuery(r, "book-view-events", analytics.SessionView, viewEventCols, "started_at", true, "DESC", f,
+		func(rows *sql.Rows) (keyset, error) {
+			var e viewEventJSON
+			var viewer, linkID sql.NullInt64
+			var host, country, region, city sql.NullString
+			var lat, lon sql.NullFloat64
+			var recorded, updated time.Time
+			if err := rows.Scan(&e.ID, &e.BookID, &viewer, &e.ViewerEmail, &host, &e.FromEmbedded, &e.Impressions,
+				&e.Reads, &e.Clicks, &e.PagesViewed, &e.DurationSeconds, &e.EngagementScore, &country, &region, &city,
+				&lat, &lon, &linkID, &e.SessionID, &recorded, &updated); err != nil {
+				return keyset{}, err
+			}
+			e.BookTitle = b.Name
+			e.ViewerID, e.SourceHost = nullInt(viewer), nullStr(host)
+			e.Country, e.Region, e.City, e.Latitude, e.Longitude = nullStr(country), nullStr(region), nullStr(city), nullFloat(lat), nullFloat(lon)
+			e.TrackedLink = link(linkID)
+			e.RecordedAt, e.UpdatedAt = fmtTime(recorded), fmtTime(updated)
+			data = append(data, e)
+			return keyset{id: e.ID}, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Data: data, Meta: meta}, nil
+}
+
+// analyticsOperations are the operations of spec §4.4.
+func (s *Service) analyticsOperations() []*Operation {
+	op := func(id, path, tool, summary string, params []Param, h func(*Request) (*Result, error)) *Operation {
+		return &Operation{ID: "analytics." + id, Method: "GET", Path: "/analytics/" + path, Tool: tool,
+			Scope: "analytics:read", Plan: actors.PlanCompany, ReadOnly: true, Summary: summary, Params: params, Handler: h}
+	}
+	return []*Operation{
+		op("book_view_events", "book-view-events", "analytics_list_book_view_events",
+			"View events of a flipbook: one per reading session with its measures, newest first.",
+			[]Param{pBookID(), pDate(), pLimit(), pCursor(), pStr("source_host", InQuery, 255), pViewerID(), pTrackedLinkID()},
+			s.listViewEvents),
+		op("interaction_events", "interaction-events", "analytics_list_interaction_events",
+			"Raw interaction events of a flipbook, newest first.",
+			[]Param{pBookID(), pViewerID(), pEnum("event_type", InQuery, ingest.InteractionTypes...), pPageNumber(),
+				pSessionID(), pDate(), pTrackedLinkID(), pLimit(), pCursor()},
+			s.listInteractionEvents),
+		op("audit_log", "audit-log", "analytics_list_audit_log",
+			"The flipbook's audit log (access attempts, downloads, clicks, forms), oldest first.",
+			[]Param{pBookID(), pViewerID(), pEnum("event_type", InQuery, analytics.AuditTypes...), pDate(), pTrackedLinkID(),
+				pLimit(), pCursor()},
+			s.listAuditLog),
+	}
+}

@@ -30,8 +30,10 @@ const (
 )
 
 // Parameter constructors shared by the analytics operations and the exports.
-func pBookID() Param        { return pStr("book_id", InQuery, 64).req() }
-func pDate() Param          { return pStr("date", InQuery, 22).desc("YYYY-MM-DD or YYYY-MM-DD..YYYY-MM-DD (UTC days, inclusive)") }
+func pBookID() Param { return pStr("book_id", InQuery, 64).req() }
+func pDate() Param {
+	return pStr("date", InQuery, 22).desc("YYYY-MM-DD or YYYY-MM-DD..YYYY-MM-DD (UTC days, inclusive)")
+}
 func pTrackedLinkID() Param { return pInt("tracked_link_id", InQuery, 1, 1<<53) }
 func pViewerID() Param      { return pInt("viewer_id", InQuery, 1, 1<<53) }
 func pSessionID() Param     { return pStr("session_id", InQuery, 255) }

@@ -118,7 +118,10 @@ func TestIdempotencyConflictWhileInFlight(t *testing.T) {
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	body := konvaBody("slow", "", 0)
-	imgs := make([]any, 120)
+	// Slow enough that the second request arrives while the first is in flight (it waits for
+	// the first to be registered), light enough to finish well within the client's timeout on
+	// a loaded 2-core machine under -race.
+	imgs := make([]any, 60)
 	big := pngBase64(700, 900)
 	for i := range imgs {
 		imgs[i] = big

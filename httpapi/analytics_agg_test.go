@@ -3,11 +3,8 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,9 +14,6 @@ import (
 
 	"flipbook/analytics"
 )
-
-// go test -tags pebblegozstd,duckdb_arrow -run TestAnalyticsAggregates ./httpapi/ -update
-var updateGolden = flag.Bool("update", false, "rewrite the golden files of testdata/")
 
 // aggFixture is the fixed event set of the aggregate tests, posted through the email gate and
 // /collect. Times are offsets in seconds from base (01:00 UTC yesterday, so every event but
@@ -220,8 +214,8 @@ func (fx *aggFixture) nameOf(n int64, key string) string {
 	return ""
 }
 
-// golden compares a normalized response with testdata/analytics/<name>.golden.json (-update
-// rewrites it).
+// golden compares a normalized response with testdata/analytics/<name>.golden.json
+// (golden_test.go; -update rewrites it).
 func (fx *aggFixture) golden(t *testing.T, name string, body map[string]any) {
 	t.Helper()
 	var buf bytes.Buffer
@@ -229,16 +223,7 @@ func (fx *aggFixture) golden(t *testing.T, name string, body map[string]any) {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	require.NoError(t, enc.Encode(fx.normalize(body, "")))
-	got := buf.Bytes()
-	path := filepath.Join("testdata", "analytics", name+".golden.json")
-	if *updateGolden {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "missing golden file: run with -update")
-	require.Equal(t, string(want), string(got), "golden %s", name)
+	checkGolden(t, "analytics/"+name+".golden.json", buf.Bytes())
 }
 
 // rowsBy indexes a list by one field.
@@ -614,4 +599,28 @@ func TestAnalyticsReadersPagination(t *testing.T) {
 			ids[r["id"].(string)] = true
 		}
 	}
+
+	// A session that starts anonymous and passes the email gate midway belongs to the viewer,
+	// all of it (as its view event does).
+	tok := h.do(t, "POST", "/view/"+fx.bookA+"/access", "", map[string]any{"email": "ann@example.com", "session_id": "S9"})
+	require.Equal(t, 200, tok.Status)
+	anon := collectBody(fx.bookA, map[string]any{"type": "page_segment_completed", "page_number": 1, "active_ms": 700, "occurred_at": fx.at(700)})
+	anon["session_id"] = "S9"
+	require.Equal(t, 202, h.do(t, "POST", "/collect", "", anon).Status)
+	known := collectBody(fx.bookA, map[string]any{"type": "page_segment_completed", "page_number": 3, "active_ms": 300, "occurred_at": fx.at(701)})
+	known["session_id"], known["reader_token"] = "S9", tok.data()["reader_token"]
+	require.Equal(t, 202, h.do(t, "POST", "/collect", "", known).Status)
+	h.logged(t)
+	s9 := fx.get(t, "readers?book_id="+fx.bookA+"&session_id=S9")["data"].([]any)
+	require.Len(t, s9, 1)
+	require.Equal(t, []any{"viewer-" + itoa(fx.ann), 1.0, 2.0, 1000.0}, fields(s9[0].(map[string]any), "id", "sessions", "pages_viewed", "total_active_ms"))
+	for _, p := range fx.get(t, "reader-pages?book_id="+fx.bookA+"&session_id=S9")["data"].([]any) {
+		require.Equal(t, float64(fx.ann), p.(map[string]any)["viewer_id"])
+	}
+	for _, v := range h.walk(t, fx.key, "/api/v1/analytics/book-view-events?book_id="+fx.bookA, 500) {
+		if v["session_id"] == "S9" {
+			require.Equal(t, float64(fx.ann), v["viewer_id"])
+		}
+	}
+	require.Len(t, fx.get(t, "readers?book_id="+fx.bookA+"&include_anonymous=true&session_id=S9")["data"], 1, "no anonymous half")
 }

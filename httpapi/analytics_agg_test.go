@@ -484,10 +484,14 @@ func TestAnalyticsAggregates(t *testing.T) {
 				require.Equal(t, 404, h.do(t, "GET", p, other, nil).Status, "another workspace's book: %s", op)
 			}
 		}
-		// Another workspace sees nothing of Ann's journey.
-		j := h.do(t, "GET", "/api/v1/analytics/reader-journey?viewer_id="+itoa(fx.ann), other, nil)
-		require.Equal(t, 200, j.Status)
-		require.Empty(t, j.data()["books"])
+		// Another workspace, and the test-mode sandbox of this one, see nothing of Ann's journey.
+		sandbox := h.key(t, fx.ws, "test", "*")
+		for _, k := range []string{other, sandbox} {
+			j := h.do(t, "GET", "/api/v1/analytics/reader-journey?viewer_id="+itoa(fx.ann), k, nil)
+			require.Equal(t, 200, j.Status)
+			require.Empty(t, j.data()["books"])
+		}
+		require.Equal(t, 404, h.do(t, "GET", "/api/v1/analytics/readers?book_id="+A, sandbox, nil).Status)
 
 		q := "/api/v1/analytics/readers?book_id=" + A
 		first := fx.get(t, "readers?book_id="+A+"&limit=1")

@@ -107,7 +107,8 @@ type readerScope struct {
 //	     whether anonymous readers count, apply here
 //
 // A session's reader depends on the session's events, not on the viewer or page filter, so
-// every operation attributes a session to the same reader.
+// every operation attributes a session to the same reader. The queries are meant for one book
+// (f.BookID set): that is what keeps them to a range of the sorted table.
 func readerCTE(f Filter, sc readerScope) (string, []any) {
 	base := f
 	base.ViewerID, base.PageNumber, base.EventTypes = 0, 0, nil
@@ -136,16 +137,16 @@ func readerCTE(f Filter, sc readerScope) (string, []any) {
 		coalesce(active_ms, 0) AS ms, url, occurred_at, book_pages
 	FROM ` + InteractionView + ` WHERE ` + where + `
 ), sess AS (
-	SELECT session_id,
+	SELECT book_id, session_id,
 		arg_max(viewer_id, id) FILTER (WHERE viewer_id IS NOT NULL) AS sviewer,
 		arg_max(viewer_email, id) FILTER (WHERE viewer_id IS NOT NULL AND viewer_email <> '') AS semail
-	FROM ev GROUP BY session_id
+	FROM ev GROUP BY book_id, session_id
 ), rev AS (
 	SELECT ev.id, ev.book_id, ev.session_id, ev.event_type, s.sviewer AS viewer_id,
 		coalesce(s.semail, '') AS viewer_email, ev.page_number, ev.ms, ev.url, ev.occurred_at, ev.book_pages,
 		CASE WHEN s.sviewer IS NULL THEN 'session-' || ev.session_id
 			ELSE 'viewer-' || CAST(s.sviewer AS VARCHAR) END AS reader
-	FROM ev JOIN sess s USING (session_id)
+	FROM ev JOIN sess s USING (book_id, session_id)
 	` + revWhere + `
 )
 `, args

@@ -287,6 +287,9 @@ func idColumn(rec arrow.RecordBatch) int {
 // open runs the query of the next window or keyset batch.
 func (e *ExportRows) open() bool {
 	where, args := e.where, append([]any(nil), e.args...)
+	// Order and keyset name the view's columns qualified: the select list may alias an
+	// expression to a column's name (the audit log's "id"), and ORDER BY prefers aliases.
+	col := func(c string) string { return e.q.From + "." + c }
 	var order string
 	dir := "ASC"
 	if e.q.Desc {
@@ -298,11 +301,11 @@ func (e *ExportRows) open() bool {
 			if e.q.Desc {
 				cmp = "<"
 			}
-			where += " AND id " + cmp + " ?"
+			where += " AND " + col("id") + " " + cmp + " ?"
 			args = append(args, e.lastID)
 		}
 		e.inWin = 0
-		order = fmt.Sprintf("id %s LIMIT %d", dir, e.q.Window)
+		order = fmt.Sprintf("%s %s LIMIT %d", col("id"), dir, e.q.Window)
 	} else {
 		// Window i of len(bounds)+1 in time order: [bounds[i-1], bounds[i]).
 		i := e.win
@@ -310,15 +313,15 @@ func (e *ExportRows) open() bool {
 			i = len(e.bounds) - e.win
 		}
 		if i > 0 {
-			where += " AND " + e.q.TimeCol + " >= ?"
+			where += " AND " + col(e.q.TimeCol) + " >= ?"
 			args = append(args, e.bounds[i-1])
 		}
 		if i < len(e.bounds) {
-			where += " AND " + e.q.TimeCol + " < ?"
+			where += " AND " + col(e.q.TimeCol) + " < ?"
 			args = append(args, e.bounds[i])
 		}
 		e.win++
-		order = fmt.Sprintf("%[1]s %[2]s, id %[2]s", e.q.TimeCol, dir)
+		order = fmt.Sprintf("%[1]s %[3]s, %[2]s %[3]s", col(e.q.TimeCol), col("id"), dir)
 	}
 	query := "SELECT " + e.q.Columns + " FROM " + e.q.From + " WHERE " + where + " ORDER BY " + order
 	err := e.conn.Raw(func(dc any) error {

@@ -142,8 +142,16 @@ func (d *DB) ExportStats() ExportStats {
 	return ExportStats{Running: s.running.Load(), Started: s.started.Load(), Queries: s.queries.Load(), Rows: s.rows.Load()}
 }
 
-// ExportRows iterates over the rows of an export, one Arrow record batch at a time. It is used
-// by one goroutine at a time; Close must be called.
+// DefaultExportPrefetch is how many record batches an export reads ahead of its consumer, on
+// its own goroutine: DuckDB computes the next window and converts batches to Arrow while the
+// consumer formats and writes the previous ones.
+const DefaultExportPrefetch = 4
+
+// ExportRows iterates over the rows of an export, one Arrow record batch at a time. Next,
+// Record, Err and Close are called by one goroutine at a time; Close must be called.
+//
+// A reader goroutine, started by the first Next, runs the queries and reads the batches up to
+// DefaultExportPrefetch ahead; it alone uses the connection until it ends.
 type ExportRows struct {
 	d      *DB
 	q      ExportQuery
@@ -151,14 +159,30 @@ type ExportRows struct {
 	where  string
 	args   []any
 	bounds []time.Time // window cut points, ascending (time windows)
-	win    int         // windows: the next window to query (counting in read order)
-	lastID int64       // keyset: the last id read
-	inWin  int         // keyset: rows of the current batch so far
+
+	// The reader's state.
+	win    int   // windows: the next window to query (counting in read order)
+	lastID int64 // keyset: the last id read
+	inWin  int   // keyset: rows of the current batch so far
 	rr     array.RecordReader
-	rec    arrow.RecordBatch
+	cur    arrow.RecordBatch
 	done   bool
-	err    error
-	closed bool
+	rerr   error
+
+	// The consumer's state.
+	out      chan exportBatch
+	stop     chan struct{}
+	reader   sync.WaitGroup
+	started  bool
+	finished bool
+	rec      arrow.RecordBatch // retained until the next Next or Close
+	err      error
+	closed   bool
+}
+
+type exportBatch struct {
+	rec arrow.RecordBatch
+	err error
 }
 
 // Export starts an export: it takes a query connection (waiting at most as long as ctx allows;
@@ -175,7 +199,7 @@ func (d *DB) Export(ctx context.Context, q ExportQuery) (*ExportRows, error) {
 		d.exp.end()
 		return nil, fmt.Errorf("analytics: export: %w", err)
 	}
-	e := &ExportRows{d: d, q: q, conn: conn}
+	e := &ExportRows{d: d, q: q, conn: conn, out: make(chan exportBatch, DefaultExportPrefetch), stop: make(chan struct{})}
 	e.where, e.args = q.Filter.Where(q.TimeCol)
 	if !q.ByID {
 		if err := e.planWindows(); err != nil {
@@ -221,11 +245,75 @@ func (e *ExportRows) planWindows() error {
 // Next advances to the next record batch (never empty); false at the end or on an error (Err).
 // The previous batch is released.
 func (e *ExportRows) Next() bool {
-	e.rec = nil
+	if e.rec != nil {
+		e.rec.Release()
+		e.rec = nil
+	}
+	if e.finished || e.closed {
+		return false
+	}
+	select {
+	case <-e.d.exp.closing: // the database is closing: stop now, batches read ahead included
+		e.err, e.finished = ErrClosed, true
+		return false
+	default:
+	}
+	if !e.started {
+		e.started = true
+		e.reader.Add(1)
+		go e.readAhead()
+	}
+	b, ok := <-e.out
+	switch {
+	case !ok:
+		e.finished = true
+		return false
+	case b.err != nil:
+		e.err, e.finished = b.err, true
+		return false
+	}
+	e.rec = b.rec
+	return true
+}
+
+// readAhead is the reader goroutine: it reads batches and hands them over (retained) until the
+// end, an error or Close.
+func (e *ExportRows) readAhead() {
+	defer e.reader.Done()
+	defer close(e.out)
+	defer e.release()
+	for e.read() {
+		rec := e.cur
+		rec.Retain() // the record reader releases its reference at its next batch
+		select {
+		case e.out <- exportBatch{rec: rec}:
+		case <-e.stop:
+			rec.Release()
+			return
+		case <-e.d.exp.closing:
+			rec.Release()
+			return
+		}
+	}
+	if e.rerr != nil {
+		select {
+		case e.out <- exportBatch{err: e.rerr}:
+		case <-e.stop:
+		}
+	}
+}
+
+// read reads the next batch into e.cur, querying windows as needed; false at the end, on an
+// error (e.rerr) or when the export is stopped.
+func (e *ExportRows) read() bool {
+	e.cur = nil
 	for !e.done {
 		select {
 		case <-e.d.exp.closing:
 			e.fail(ErrClosed)
+			return false
+		case <-e.stop:
+			e.done = true
 			return false
 		default:
 		}
@@ -242,7 +330,7 @@ func (e *ExportRows) Next() bool {
 			if rec.NumRows() == 0 {
 				continue
 			}
-			e.rec = rec
+			e.cur = rec
 			e.d.exp.stats.rows.Add(rec.NumRows())
 			if e.q.ByID {
 				e.inWin += int(rec.NumRows())
@@ -347,24 +435,38 @@ func (e *ExportRows) Record() arrow.RecordBatch { return e.rec }
 func (e *ExportRows) Err() error { return e.err }
 
 func (e *ExportRows) fail(err error) {
-	e.err, e.done = err, true
+	e.rerr, e.done = err, true
 	e.release()
 }
 
+// release drops the current window's result (the reader's, or Close's once the reader ended).
 func (e *ExportRows) release() {
 	if e.rr != nil {
 		e.conn.Raw(func(any) error { e.rr.Release(); return nil })
-		e.rr, e.rec = nil, nil
+		e.rr, e.cur = nil, nil
 	}
 }
 
-// Close drops what is left of the export and returns its connection. It may be called more
-// than once.
+// Close stops the reader (a query in flight finishes first), drops what is left of the export
+// and returns its connection. It may be called more than once.
 func (e *ExportRows) Close() error {
 	if e.closed {
 		return nil
 	}
-	e.closed, e.done = true, true
+	e.closed = true
+	if e.rec != nil {
+		e.rec.Release()
+		e.rec = nil
+	}
+	if e.started {
+		close(e.stop)
+		for b := range e.out {
+			if b.rec != nil {
+				b.rec.Release()
+			}
+		}
+		e.reader.Wait()
+	}
 	e.release()
 	err := e.conn.Close()
 	e.d.exp.end()

@@ -118,6 +118,33 @@ func appendTimestamp(dst []byte, t time.Time) []byte {
 	return append(dst, 'Z')
 }
 
+// timeCache writes microsecond timestamps as TimeFormat, formatting the date and time of day
+// only when the second changes (an export's rows are in time order, so most rows share the
+// second of the row before).
+type timeCache struct {
+	sec    int64
+	prefix []byte // "YYYY-MM-DDTHH:MM:SS." of sec
+}
+
+func (c *timeCache) append(dst []byte, us int64) []byte {
+	sec, frac := us/1e6, us%1e6
+	if frac < 0 {
+		sec, frac = sec-1, frac+1e6
+	}
+	if c.prefix == nil || sec != c.sec {
+		t := time.Unix(sec, 0).UTC()
+		if y := t.Year(); y < 0 || y > 9999 {
+			return appendTimestamp(dst, time.UnixMicro(us))
+		}
+		c.sec = sec
+		c.prefix = appendTimestamp(c.prefix[:0], t)
+		c.prefix = c.prefix[:len(c.prefix)-len("000000Z")]
+	}
+	dst = append(dst, c.prefix...)
+	dst = appendDigits(dst, int(frac), 6)
+	return append(dst, 'Z')
+}
+
 // appendDigits appends v (≥ 0) zero-padded to width digits.
 func appendDigits(dst []byte, v, width int) []byte {
 	var b [8]byte
@@ -167,11 +194,20 @@ func bindByType(a arrow.Array) (cellFunc, error) {
 		}, nil
 	case *array.Timestamp:
 		unit := x.DataType().(*arrow.TimestampType).Unit
+		if unit != arrow.Microsecond { // DuckDB's TIMESTAMP is microseconds
+			return func(dst []byte, i int) []byte {
+				if x.IsNull(i) {
+					return dst
+				}
+				return appendTimestamp(dst, x.Value(i).ToTime(unit))
+			}, nil
+		}
+		var tc timeCache
 		return func(dst []byte, i int) []byte {
 			if x.IsNull(i) {
 				return dst
 			}
-			return appendTimestamp(dst, x.Value(i).ToTime(unit))
+			return tc.append(dst, int64(x.Value(i)))
 		}, nil
 	case *array.Null:
 		return func(dst []byte, _ int) []byte { return dst }, nil

@@ -414,13 +414,14 @@ func viewEventColumn(name string, row map[string]any) (any, bool) {
 	return link[field], true
 }
 
-// bigExport is a book with n synthetic interaction events (straight into DuckDB).
-func bigExport(t testing.TB, h *harness, n int) (key, rid string) {
-	key, ws := h.workspaceKey(t, "company", "live", "*")
+// bigExport is a book with n synthetic interaction events (straight into DuckDB) in a new
+// company workspace: its key, the book and the workspace id.
+func bigExport(t testing.TB, h *harness, n int) (key, rid string, ws int64) {
+	key, ws = h.workspaceKey(t, "company", "live", "*")
 	rid = h.konva(t, key, "big", "publish")
 	require.NoError(t, h.svc.Analytics.InsertSynthetic(analytics.Synthetic{Workspace: ws, BookID: rid, Events: n,
 		Start: time.Now().UTC().Add(-24 * time.Hour), Step: 50 * time.Microsecond}))
-	return key, rid
+	return key, rid, ws
 }
 
 // rawGet sends a GET on a fresh connection and reads the response head and the start of the
@@ -460,7 +461,7 @@ func within(t *testing.T, d time.Duration, what string, f func()) {
 func TestExportClientDisconnect(t *testing.T) {
 	const total = 400_000
 	h := newHarness(t, nil)
-	key, rid := bigExport(t, h, total)
+	key, rid, _ := bigExport(t, h, total)
 	path := "/api/v1/exports/books/" + rid + "/interaction-events"
 	db := h.svc.Analytics
 	before := db.ExportStats()
@@ -493,7 +494,7 @@ func TestExportClientDisconnect(t *testing.T) {
 // aborted, its connection returned, DuckDB closed, and the service starts again in-process.
 func TestExportShutdownStalledClient(t *testing.T) {
 	h := newHarness(t, nil)
-	key, rid := bigExport(t, h, 400_000)
+	key, rid, _ := bigExport(t, h, 400_000)
 	c, _ := rawGet(t, h, "/api/v1/exports/books/"+rid+"/interaction-events", key, 4096)
 	defer c.Close()
 	db := h.svc.Analytics

@@ -479,7 +479,7 @@ func (s *Service) analyticsOperations() []*Operation {
 		return &Operation{ID: "analytics." + id, Method: "GET", Path: "/analytics/" + path, Tool: tool,
 			Scope: "analytics:read", Plan: actors.PlanCompany, ReadOnly: true, Summary: summary, Params: params, Handler: h}
 	}
-	return []*Operation{
+	return append([]*Operation{
 		op("book_view_events", "book-view-events", "analytics_list_book_view_events",
 			"View events of a flipbook: one per reading session with its measures, newest first.",
 			[]Param{pBookID(), pDate(), pLimit(), pCursor(), pStr("source_host", InQuery, 255), pViewerID(), pTrackedLinkID()},
@@ -494,5 +494,5 @@ func (s *Service) analyticsOperations() []*Operation {
 			[]Param{pBookID(), pViewerID(), pEnum("event_type", InQuery, analytics.AuditTypes...), pDate(), pTrackedLinkID(),
 				pLimit(), pCursor()},
 			s.listAuditLog),
-	}
+	}, s.analyticsAggregateOperations(op)...)
 }

@@ -5,12 +5,9 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -22,8 +19,6 @@ import (
 
 	"flipbook/analytics"
 )
-
-var updateGolden = flag.Bool("update", false, "rewrite testdata/exports/*.golden.csv from the exports' header rows")
 
 // csvExport is a downloaded export.
 type csvExport struct {
@@ -109,19 +104,12 @@ func requireSameRows(t *testing.T, e *csvExport, want []map[string]any, col func
 	}
 }
 
-// golden checks an export's header row against testdata/exports/<name>.golden.csv.
+// golden checks an export's header row against testdata/exports/<name>.golden.csv (-update
+// rewrites it: golden_test.go).
 func golden(t *testing.T, name string, e *csvExport) {
 	t.Helper()
-	path := filepath.Join("testdata", "exports", name+".golden.csv")
 	line, _, _ := bytes.Cut(e.resp.Body, []byte("\r\n"))
-	got := append(line, '\r', '\n')
-	if *updateGolden {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run with -update to create it")
-	require.Equal(t, string(want), string(got), "header of %s (docs/API.md lists it; -update rewrites the file)", name)
+	checkGolden(t, "exports/"+name+".golden.csv", append(line, '\r', '\n'))
 }
 
 // Values that need quoting: commas, quotes, newlines, UTF-8.

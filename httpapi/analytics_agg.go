@@ -1,0 +1,309 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"strconv"
+
+	"flipbook/analytics"
+	"flipbook/storage"
+)
+
+// The aggregate analytics operations of spec §4.4: page performance, book flow, readers,
+// reader pages, reading session pages and reader journey. The SQL is in analytics/aggregates.go
+// (shared with the CSV exports); every measure is defined in docs/ANALYTICS.md.
+
+// analyticsCtx bounds one analytics query. The context is only cancelled once the query is
+// done (docs/DEPENDENCIES.md: a DuckDB query cancelled midway can keep the file open).
+func analyticsCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), analyticsTimeout)
+}
+
+// pagePerformance is GET /analytics/page-performance: one page summary per page of the book.
+func (s *Service) pagePerformance(r *Request) (*Result, error) {
+	f, b, err := s.analyticsFilter(r, true)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := analyticsCtx()
+	defer cancel()
+	data := []analytics.PageSummary{}
+	err = analytics.PagePerformance(ctx, s.Analytics.Query(), f, b.PageCount, func(p analytics.PageSummary) error {
+		data = append(data, p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Data: data}, nil
+}
+
+// bookFlow is GET /analytics/book-flow.
+func (s *Service) bookFlow(r *Request) (*Result, error) {
+	f, b, err := s.analyticsFilter(r, true)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := analyticsCtx()
+	defer cancel()
+	flow, err := analytics.GetBookFlow(ctx, s.Analytics.Query(), f, b.PageCount)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Data: flow}, nil
+}
+
+// readerPages is GET /analytics/reader-pages: per reader and page, identified readers only
+// unless include_anonymous is set or session_id names a session.
+func (s *Service) readerPages(r *Request) (*Result, error) {
+	f, _, err := s.analyticsFilter(r, true)
+	if err != nil {
+		return nil, err
+	}
+	anon, _ := r.Params["include_anonymous"].(bool)
+	ctx, cancel := analyticsCtx()
+	defer cancel()
+	data := []analytics.ReaderPage{}
+	err = analytics.ReaderPages(ctx, s.Analytics.Query(), f, anon, func(p analytics.ReaderPage) error {
+		data = append(data, p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Data: data}, nil
+}
+
+// readersCursor is the payload of a readers cursor: the walk's snapshot (an event id), the
+// sort value and the key of the last row.
+func readersCursor(snapshot int64, pos analytics.ReaderPosition) []byte {
+	b := binary.BigEndian.AppendUint64(nil, uint64(snapshot))
+	b = binary.BigEndian.AppendUint64(b, uint64(pos.Value))
+	return append(b, pos.Key...)
+}
+
+func readersCursorFrom(b []byte) (int64, analytics.ReaderPosition, bool) {
+	if len(b) < 17 {
+		return 0, analytics.ReaderPosition{}, false
+	}
+	return int64(binary.BigEndian.Uint64(b)), analytics.ReaderPosition{Value: int64(binary.BigEndian.Uint64(b[8:])),
+		Key: string(b[16:])}, true
+}
+
+// listReaders is GET /analytics/readers: one summary per reader, cursor paginated. A walk reads
+// one snapshot of the events (the cursor carries it), so it returns every reader once.
+func (s *Service) listReaders(r *Request) (*Result, error) {
+	f, _, err := s.analyticsFilter(r, true)
+	if err != nil {
+		return nil, err
+	}
+	o := analytics.ReadersQuery{Sort: analytics.SortRecent, Limit: analyticsLimit(r) + 1}
+	if v := r.Str("sort"); v != "" {
+		o.Sort = v
+	}
+	o.IncludeAnonymous, _ = r.Params["include_anonymous"].(bool)
+	binding := filterBinding("readers|"+o.Sort+"|"+strconv.FormatBool(o.IncludeAnonymous), f)
+	if c := r.Str("cursor"); c != "" {
+		payload, err := s.cursors.decode(binding, c)
+		snap, pos, ok := readersCursorFrom(payload)
+		if err != nil || !ok {
+			return nil, fieldError("cursor", "is not a cursor issued for this query; use meta.next_cursor of the previous page with the same filters and sort")
+		}
+		o.Snapshot, o.After = snap, &pos
+	}
+	ctx, cancel := analyticsCtx()
+	defer cancel()
+	data := []analytics.ReaderSummary{}
+	snapshot, err := analytics.Readers(ctx, s.Analytics.Query(), f, o, func(row analytics.ReaderSummary) error {
+		data = append(data, row)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	meta := &listMeta{Limit: o.Limit - 1}
+	if len(data) > meta.Limit {
+		data = data[:meta.Limit]
+		last := data[len(data)-1]
+		c := s.cursors.encode(binding, readersCursor(snapshot, analytics.ReaderPosition{Value: last.SortValue, Key: last.ID}))
+		meta.HasMore, meta.NextCursor = true, &c
+	}
+	return &Result{Data: data, Meta: meta}, nil
+}
+
+// readingSessionPages is GET /analytics/reading-session-pages: the pages of one reading
+// session (data) and its view event (meta).
+func (s *Service) readingSessionPages(r *Request) (*Result, error) {
+	f, b, err := s.analyticsFilter(r, true)
+	if err != nil {
+		return nil, err
+	}
+	id, _ := r.Int("view_event_id")
+	ctx, cancel := analyticsCtx()
+	defer cancel()
+	v, err := analytics.GetViewEvent(ctx, s.Analytics.Query(), f, id)
+	if errors.Is(err, analytics.ErrNotFound) {
+		return nil, errNotFound("view event")
+	}
+	if err != nil {
+		return nil, err
+	}
+	data := []analytics.SessionPage{}
+	err = analytics.SessionPages(ctx, s.Analytics.Query(), f, v, func(p analytics.SessionPage) error {
+		data = append(data, p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	meta := viewEventJSON{ID: v.ID, BookID: v.BookID, BookTitle: b.Name, ViewerID: nullInt(v.ViewerID),
+		ViewerEmail: v.ViewerEmail, SourceHost: nullStr(v.SourceHost), FromEmbedded: v.FromEmbedded,
+		Impressions: v.Impressions, Reads: v.Reads, Clicks: v.Clicks, PagesViewed: v.PagesViewed,
+		DurationSeconds: v.DurationSeconds, EngagementScore: v.EngagementScore, Country: nullStr(v.Country),
+		Region: nullStr(v.Region), City: nullStr(v.City), Latitude: nullFloat(v.Latitude),
+		Longitude: nullFloat(v.Longitude), TrackedLink: s.linkRefs(b)(v.TrackedLinkID), SessionID: v.SessionID,
+		RecordedAt: fmtTime(v.RecordedAt), UpdatedAt: fmtTime(v.UpdatedAt)}
+	return &Result{Data: data, Meta: meta}, nil
+}
+
+// Reader journey (spec §2.8): every leaf value is a string.
+type journeyJSON struct {
+	Viewer     journeyViewerJSON     `json:"viewer"`
+	Aggregates journeyAggregatesJSON `json:"aggregates"`
+	Books      []journeyBookJSON     `json:"books"`
+	Timeline   []journeyVisitJSON    `json:"timeline"`
+}
+
+type journeyViewerJSON struct {
+	ID    string `json:"id"`
+	Email string `json:"email"`
+}
+
+type journeyAggregatesJSON struct {
+	TotalBooks             string `json:"total_books"`
+	TotalPagesViewed       string `json:"total_pages_viewed"`
+	TotalDurationSeconds   string `json:"total_duration_seconds"`
+	OverallEngagementScore string `json:"overall_engagement_score"`
+	TotalVisits            string `json:"total_visits"`
+}
+
+type journeyBookJSON struct {
+	BookID          string `json:"book_id"`
+	Title           string `json:"title"`
+	Visits          string `json:"visits"`
+	PagesViewed     string `json:"pages_viewed"`
+	DurationSeconds string `json:"duration_seconds"`
+	EngagementScore string `json:"engagement_score"`
+	LastVisit       string `json:"last_visit"`
+}
+
+type journeyVisitJSON struct {
+	ViewEventID     string `json:"view_event_id"`
+	BookID          string `json:"book_id"`
+	Title           string `json:"title"`
+	SessionID       string `json:"session_id"`
+	StartedAt       string `json:"started_at"`
+	EndedAt         string `json:"ended_at"`
+	PagesViewed     string `json:"pages_viewed"`
+	DurationSeconds string `json:"duration_seconds"`
+	EngagementScore string `json:"engagement_score"`
+}
+
+func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// durationSeconds is milliseconds as whole seconds, rounded half up, as a string.
+func durationSeconds(ms int64) string { return itoa64((ms + 500) / 1000) }
+
+// readerJourney is GET /analytics/reader-journey: one identified reader (viewer_id) or one
+// anonymous session (session_id) across every book of the workspace.
+func (s *Service) readerJourney(r *Request) (*Result, error) {
+	_, hasViewer := r.Int("viewer_id")
+	if hasViewer == (r.Str("session_id") != "") {
+		v := Validation{}
+		v.Add("viewer_id", "give exactly one of viewer_id and session_id")
+		v.Add("session_id", "give exactly one of viewer_id and session_id")
+		return nil, v.Err()
+	}
+	f, _, err := s.analyticsFilter(r, false)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := analyticsCtx()
+	defer cancel()
+	j, err := analytics.ReaderJourney(ctx, s.Analytics.Query(), f)
+	if err != nil {
+		return nil, err
+	}
+	titles := map[string]string{}
+	title := func(rid string) string {
+		t, ok := titles[rid]
+		if !ok {
+			// A book deleted since keeps its activity, with an empty title.
+			if b, err := s.Store.GetBook(r.Auth.Tenant, rid); err == nil {
+				t = b.Name
+			} else if !errors.Is(err, storage.ErrNotFound) {
+				s.log.Warn("reader journey: book title", "book", rid, "err", err)
+			}
+			titles[rid] = t
+		}
+		return t
+	}
+	out := journeyJSON{Books: []journeyBookJSON{}, Timeline: []journeyVisitJSON{}}
+	if j.ViewerID != 0 {
+		out.Viewer = journeyViewerJSON{ID: itoa64(j.ViewerID), Email: j.ViewerEmail}
+	}
+	var pages int64
+	for _, b := range j.Books {
+		pages += b.PagesViewed
+		out.Books = append(out.Books, journeyBookJSON{BookID: b.BookID, Title: title(b.BookID), Visits: itoa64(b.Visits),
+			PagesViewed: itoa64(b.PagesViewed), DurationSeconds: durationSeconds(b.ActiveMs),
+			EngagementScore: analytics.Score(b.Engagement), LastVisit: *fmtTime(b.LastVisit)})
+	}
+	for _, v := range j.Visits {
+		out.Timeline = append(out.Timeline, journeyVisitJSON{ViewEventID: itoa64(v.ViewEventID), BookID: v.BookID,
+			Title: title(v.BookID), SessionID: v.SessionID, StartedAt: *fmtTime(v.StartedAt), EndedAt: *fmtTime(v.EndedAt),
+			PagesViewed: itoa64(v.PagesViewed), DurationSeconds: durationSeconds(v.ActiveMs),
+			EngagementScore: analytics.Score(v.Engagement)})
+	}
+	out.Aggregates = journeyAggregatesJSON{TotalBooks: itoa64(int64(len(j.Books))), TotalPagesViewed: itoa64(pages),
+		TotalDurationSeconds: durationSeconds(j.TotalActiveMs), OverallEngagementScore: analytics.Score(j.OverallEngagement()),
+		TotalVisits: itoa64(j.TotalVisits)}
+	return &Result{Data: out}, nil
+}
+
+// analyticsAggregateOperations are the aggregate operations of spec §4.4 (registered by
+// analyticsOperations).
+func (s *Service) analyticsAggregateOperations(op func(id, path, tool, summary string, params []Param, h func(*Request) (*Result, error)) *Operation) []*Operation {
+	pAnon := func() Param {
+		return pBool("include_anonymous", InQuery).desc("also readers without an address (anonymous sessions); default false")
+	}
+	return []*Operation{
+		op("page_performance", "page-performance", "analytics_list_page_performance",
+			"Per-page engagement of a flipbook: unique readers, active time (total, per reader, per segment, median) and segments, one row per page.",
+			[]Param{pBookID(), pDate(), pTrackedLinkID()},
+			s.pagePerformance),
+		op("book_flow", "book-flow", "analytics_get_book_flow",
+			"How readers move through a flipbook: page-to-page transitions, reach rate and drop-off per page, download and link-click totals.",
+			[]Param{pBookID(), pDate(), pTrackedLinkID()},
+			s.bookFlow),
+		op("readers", "readers", "analytics_list_readers",
+			"One summary per reader of a flipbook (sessions, time spent, pages, downloads, link clicks, engagement); identified readers unless include_anonymous.",
+			[]Param{pBookID(), pViewerID(), pSessionID(), pAnon(), pDate(),
+				pEnum("sort", InQuery, analytics.SortRecent, analytics.SortEngagement).desc("recent (default): latest activity first; engagement: highest score first"),
+				pTrackedLinkID(), pLimit(), pCursor()},
+			s.listReaders),
+		op("reader_pages", "reader-pages", "analytics_list_reader_pages",
+			"Per-reader, per-page engagement of a flipbook (identified readers unless include_anonymous or session_id).",
+			[]Param{pBookID(), pViewerID(), pSessionID(), pDate(), pTrackedLinkID(), pPageNumber(), pAnon()},
+			s.readerPages),
+		op("reading_session_pages", "reading-session-pages", "analytics_list_reading_session_pages",
+			"Per-page breakdown of one reading session (data) with its view event (meta).",
+			[]Param{pBookID(), pInt("view_event_id", InQuery, 1, 1<<62).req().desc("the id of a view event (book-view-events)")},
+			s.readingSessionPages),
+		op("reader_journey", "reader-journey", "analytics_get_reader_journey",
+			"One reader's (viewer_id) or one anonymous session's (session_id) activity across every flipbook of the workspace: totals, per book, and a timeline of visits. Exactly one of viewer_id and session_id.",
+			[]Param{pViewerID(), pSessionID(), pDate()},
+			s.readerJourney),
+	}
+}

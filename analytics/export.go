@@ -472,3 +472,29 @@ func (e *ExportRows) Close() error {
 	e.d.exp.end()
 	return err
 }
+
+// ExportGuard accounts for an export that runs its own queries on the query pool (the
+// aggregate exports call the functions of aggregates.go): it counts against the limit of
+// running exports, Close of the database waits until Done, and Closing tells the export to
+// stop.
+type ExportGuard struct {
+	d    *DB
+	once sync.Once
+}
+
+// GuardExport registers an export; ErrExportsBusy or ErrClosed when it may not start.
+func (d *DB) GuardExport() (*ExportGuard, error) {
+	if err := d.exp.begin(); err != nil {
+		return nil, err
+	}
+	return &ExportGuard{d: d}, nil
+}
+
+// Closing is closed when the database begins to close.
+func (g *ExportGuard) Closing() <-chan struct{} { return g.d.exp.closing }
+
+// Rows counts rows handed out (ExportStats).
+func (g *ExportGuard) Rows(n int) { g.d.exp.stats.rows.Add(int64(n)) }
+
+// Done ends the export (once its queries are finished).
+func (g *ExportGuard) Done() { g.once.Do(g.d.exp.end) }

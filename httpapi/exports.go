@@ -57,8 +57,7 @@ func (s *Service) runExport(r *Request, b *storage.Book, f analytics.Filter, d e
 	rows, err := s.Analytics.Export(ctx, analytics.ExportQuery{From: d.from, Columns: selectList(d.cols), Filter: f,
 		TimeCol: d.timeCol, Desc: d.desc, ByID: d.byID})
 	if errors.Is(err, analytics.ErrExportsBusy) {
-		return nil, &Error{Status: 503, Type: TypeUnavailable, RetryAfter: 5,
-			Message: fmt.Sprintf("%d exports are running, the most at once; retry shortly", analytics.DefaultMaxExports)}
+		return nil, errExportsBusy()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("export %s: %w", d.name, err)
@@ -210,7 +209,7 @@ func (s *Service) exportOperations() []*Operation {
 			ReadOnly: true, Summary: summary, Params: append([]Param{pStr("book", InPath, 64).req()}, params...), Handler: h}
 	}
 	company := actors.PlanCompany
-	return []*Operation{
+	return append([]*Operation{
 		op("analytics", "/exports/analytics/{book}", "exports_download_book_analytics_csv", company,
 			"CSV of a flipbook's analytics: its view events (source view_events, the default; one row per reading session) or its interaction events.",
 			[]Param{pEnum("source", InQuery, ExportSources...).desc("view_events (default) or interaction_events"),
@@ -233,7 +232,7 @@ func (s *Service) exportOperations() []*Operation {
 			"CSV of a flipbook's lead form submissions with the form's fields, oldest first.",
 			[]Param{pViewerID(), pSessionID(), pDate(), pTrackedLinkID()},
 			s.exportLeads),
-	}
+	}, s.aggregateExportOperations(op)...)
 }
 
 func (s *Service) exportInteractionEvents(r *Request) (*Result, error) {

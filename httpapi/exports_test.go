@@ -307,6 +307,60 @@ func TestExports(t *testing.T) {
 		}
 	})
 
+	// The aggregate exports: the rows of the unpaginated operations, and of the readers list
+	// walked fully.
+	list := func(t *testing.T, path string) []map[string]any {
+		r := h.do(t, "GET", path, key, nil)
+		require.Equal(t, 200, r.Status, "%s", r.Body)
+		var out []map[string]any
+		for _, row := range r.list() {
+			out = append(out, row.(map[string]any))
+		}
+		return out
+	}
+	t.Run("page-performance", func(t *testing.T) {
+		e := h.export(t, key, books+"/page-performance")
+		golden(t, "page-performance", e)
+		require.Contains(t, e.resp.Header.Get("Content-Disposition"), rid+"-page-performance-"+today+".csv")
+		want := list(t, "/api/v1/analytics/page-performance?book_id="+rid)
+		require.Len(t, want, 2, "one row per page")
+		requireSameRows(t, e, want, nil)
+		for _, q := range []string{"date=" + fx.old, "tracked_link_id=" + fx.link, "date=2020-01-01"} {
+			requireSameRows(t, h.export(t, key, books+"/page-performance?"+q),
+				list(t, "/api/v1/analytics/page-performance?book_id="+rid+"&"+q), nil)
+		}
+	})
+
+	t.Run("reader-pages", func(t *testing.T) {
+		e := h.export(t, key, books+"/reader-pages")
+		golden(t, "reader-pages", e)
+		want := list(t, "/api/v1/analytics/reader-pages?book_id="+rid)
+		require.Len(t, want, 2, "Ann's two pages")
+		requireSameRows(t, e, want, nil)
+		for _, q := range []string{"include_anonymous=true", "session_id=s-anon", "viewer_id=" + itoa(int64(fx.viewer)),
+			"page_number=1&include_anonymous=true", "date=" + fx.old + "&include_anonymous=true", "tracked_link_id=" + fx.link} {
+			requireSameRows(t, h.export(t, key, books+"/reader-pages?"+q),
+				list(t, "/api/v1/analytics/reader-pages?book_id="+rid+"&"+q), nil)
+		}
+	})
+
+	t.Run("readers", func(t *testing.T) {
+		e := h.export(t, key, books+"/readers")
+		golden(t, "readers", e)
+		want := h.walk(t, key, "/api/v1/analytics/readers?book_id="+rid, 500)
+		require.Len(t, want, 1, "Ann")
+		requireSameRows(t, e, want, nil)
+		// Keyset batches of two readers over one snapshot walk every reader once.
+		defer func(n int) { readersExportBatch = n }(readersExportBatch)
+		readersExportBatch = 2
+		for _, q := range []string{"include_anonymous=true", "include_anonymous=true&sort=engagement", "session_id=s-old",
+			"viewer_id=" + itoa(int64(fx.viewer)), "include_anonymous=true&date=" + fx.day, "tracked_link_id=" + fx.link + "&include_anonymous=true"} {
+			want := h.walk(t, key, "/api/v1/analytics/readers?book_id="+rid+"&"+q, 1)
+			requireSameRows(t, h.export(t, key, books+"/readers?"+q), want, nil)
+		}
+		require.Len(t, h.export(t, key, books+"/readers?include_anonymous=true").rows, 3)
+	})
+
 	t.Run("empty", func(t *testing.T) {
 		e := h.export(t, key, books+"/interaction-events?date=2020-01-01")
 		require.Empty(t, e.rows)
@@ -315,7 +369,8 @@ func TestExports(t *testing.T) {
 
 	t.Run("gates", func(t *testing.T) {
 		all := []string{"/api/v1/exports/analytics/" + rid, books + "/access-audit", books + "/audit-log",
-			books + "/interaction-events", books + "/leads"}
+			books + "/interaction-events", books + "/leads", books + "/page-performance", books + "/reader-pages",
+			books + "/readers"}
 		pro, proWS := h.workspaceKey(t, "pro", "live", "*")
 		proBook := h.konva(t, pro, "pro book", "publish")
 		exportsOnly := h.key(t, fx.ws, "live", "exports:read")
@@ -355,6 +410,10 @@ func TestExports(t *testing.T) {
 			{"session too long", "GET", books + "/interaction-events?session_id=" + long(256), nil, 422, "session_id"},
 			{"bad source", "GET", "/api/v1/exports/analytics/{book}?source=readers", nil, 422, "source"},
 			{"link not int", "GET", "/api/v1/exports/analytics/{book}?tracked_link_id=x", nil, 422, "tracked_link_id"},
+			{"anonymous not bool", "GET", books + "/readers?include_anonymous=maybe", nil, 422, "include_anonymous"},
+			{"bad sort", "GET", books + "/readers?sort=name", nil, 422, "sort"},
+			{"reader pages page 0", "GET", books + "/reader-pages?page_number=0", nil, 422, "page_number"},
+			{"page performance date", "GET", books + "/page-performance?date=2026-13-01", nil, 422, "date"},
 			{"ok", "GET", books + "/interaction-events?date=2026-01-01..2026-01-31&page_number=1", nil, 200, ""},
 		})
 	})
@@ -502,4 +561,25 @@ func TestExportShutdownStalledClient(t *testing.T) {
 	require.Zero(t, db.ExportStats().Running)
 	within(t, 60*time.Second, "start", func() { h.start(t) })
 	require.Equal(t, 200, h.do(t, "GET", "/api/v1/exports/books/"+rid+"/leads", key, nil).Status)
+}
+
+// TestExportAggregateDisconnect: the same for an aggregate export (readers, on the producer
+// goroutine): the client's disconnect ends the query's row callbacks long before the first of
+// the two keyset batches (67,667 readers) is through.
+func TestExportAggregateDisconnect(t *testing.T) {
+	h := newHarness(t, nil)
+	key, rid, _ := bigExport(t, h, 800_000)
+	db := h.svc.Analytics
+	before := db.ExportStats()
+	c, _ := rawGet(t, h, "/api/v1/exports/books/"+rid+"/readers?include_anonymous=true", key, 16<<10)
+	require.NoError(t, c.Close())
+	eventually(t, 20*time.Second, func() bool { return db.ExportStats().Running == 0 }, "the export ended")
+	rows := db.ExportStats().Rows - before.Rows
+	t.Logf("%d readers written of 67,667", rows)
+	require.Less(t, rows, int64(readersExportBatch), "the export stopped within its first batch")
+
+	r := h.do(t, "GET", "/api/v1/exports/books/"+rid+"/readers?session_id=syn-7", key, nil)
+	require.Equal(t, 200, r.Status)
+	require.Equal(t, 2, bytes.Count(r.Body, []byte("\r\n")), "header + one anonymous reader")
+	within(t, 60*time.Second, "restart", func() { h.restart(t) })
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
 
@@ -69,6 +70,7 @@ type DB struct {
 	path      string
 	sql       *sql.DB
 	appending atomic.Bool // a Consumer holds the appending connection
+	exp       exportState // running exports (export.go)
 }
 
 // Option configures Open.
@@ -78,6 +80,7 @@ type options struct {
 	threads     int
 	memoryLimit string
 	maxConns    int
+	maxExports  int
 }
 
 // Defaults of Open. DuckDB itself defaults to every core and 80% of RAM; the service shares the
@@ -98,10 +101,13 @@ func WithMemoryLimit(s string) Option { return func(o *options) { o.memoryLimit 
 // WithMaxQueryConns bounds the query pool (the appending connection is not counted).
 func WithMaxQueryConns(n int) Option { return func(o *options) { o.maxConns = n } }
 
+// WithMaxExports bounds the exports running at once (default DefaultMaxExports).
+func WithMaxExports(n int) Option { return func(o *options) { o.maxExports = n } }
+
 // Open opens (creating if needed) the DuckDB database at path, e.g. <data>/analytics.duckdb,
 // and creates the schema. It fails if another process has the file open.
 func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
-	o := options{memoryLimit: DefaultMemoryLimit, maxConns: DefaultMaxQueryConns}
+	o := options{memoryLimit: DefaultMemoryLimit, maxConns: DefaultMaxQueryConns, maxExports: DefaultMaxExports}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -129,6 +135,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	}
 	db.SetMaxIdleConns(o.maxConns + 2)
 	d := &DB{path: path, sql: db}
+	d.exp.init(o.maxExports)
 	if err := d.createSchema(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -143,8 +150,18 @@ func (d *DB) Query() *sql.DB { return d.sql }
 // Path is the database file.
 func (d *DB) Path() string { return d.path }
 
-// Close closes every connection and the database. Close the Consumer first.
-func (d *DB) Close() error { return d.sql.Close() }
+// Close closes every connection and the database. Close the Consumer first. Running exports
+// stop at their next batch; Close waits (up to exportCloseWait) until they have let go of their
+// connections.
+func (d *DB) Close() error {
+	if !d.exp.shutdown(exportCloseWait) {
+		return errors.Join(errors.New("analytics: close: exports still hold connections"), d.sql.Close())
+	}
+	return d.sql.Close()
+}
+
+// exportCloseWait bounds how long Close waits for running exports.
+const exportCloseWait = 10 * time.Second
 
 // acquireAppender hands out the appending connection, once at a time (the Consumer takes it,
 // and its compacting connection with it).

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"io"
 	"time"
 
 	"flipbook/storage"
@@ -115,11 +116,27 @@ func (r *Request) Str(name string) string { s, _ := r.Params[name].(string); ret
 // Int returns an integer parameter and whether it was given.
 func (r *Request) Int(name string) (int64, bool) { v, ok := r.Params[name].(int64); return v, ok }
 
-// Result is a handler's success: status, data and optional meta, rendered as {data, meta}.
+// Result is a handler's success: status, data and optional meta, rendered as {data, meta};
+// or, with Stream, a body written as it is produced (the CSV exports).
 type Result struct {
 	Status int
 	Data   any
 	Meta   any
+	// Stream, when set, is the body instead of the envelope, sent with ContentType and, when
+	// Filename is set, Content-Disposition: attachment.
+	Stream      Stream
+	ContentType string
+	Filename    string
+}
+
+// Stream is a body written as it is produced. The REST pipeline hands it to fasthttp, which
+// calls WriteTo with the connection's chunked writer after the handler returned (so it must not
+// use anything of the request but what it copied); an error from that writer means the client
+// went away, and WriteTo must then stop and return it. Close is called exactly once, whether
+// or not WriteTo ran, and releases what the stream holds.
+type Stream interface {
+	io.WriterTo
+	io.Closer
 }
 
 // Helpers for concise table entries.

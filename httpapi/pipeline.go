@@ -109,6 +109,10 @@ func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *Operation) {
 		s.writeError(ctx, ae)
 		return
 	}
+	if res.Stream != nil {
+		s.renderStream(ctx, op, res)
+		return
+	}
 	if res.Status == 0 {
 		res.Status = 200
 	}

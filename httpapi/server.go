@@ -106,6 +106,7 @@ type Service struct {
 	// Analytics is the DuckDB store the consumer fills and analytics queries read.
 	Analytics *analytics.DB
 	inflight  inflight
+	streams   streamSet
 	auth      authCache
 	cursors   cursors
 	adminHash []byte
@@ -262,6 +263,11 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	err := s.srv.ShutdownWithContext(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.log.Warn("shutdown: in-flight requests did not finish in time")
+	}
+	// Streams (exports) still running are cut off: they hold analytics connections, which must
+	// be returned before DuckDB closes.
+	if !s.streams.abort(10 * time.Second) {
+		s.log.Warn("shutdown: streamed responses did not stop in time")
 	}
 	s.shutdownState()
 	return s.closeErr

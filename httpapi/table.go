@@ -153,6 +153,7 @@ func (s *Service) operations() []*Operation {
 			Summary: "The authenticated workspace, its plan features and the key's scopes.", Handler: s.me},
 	}
 	ops = append(ops, s.analyticsOperations()...)
+	ops = append(ops, s.exportOperations()...)
 	for _, op := range ops {
 		op.Base = APIBase
 	}

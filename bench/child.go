@@ -31,6 +31,12 @@ var (
 // startChild starts `<this executable> serve` on a free port with data in dir and returns once
 // it has printed its address and first-start key.
 func startChild(ctx context.Context, dir string, extra ...string) (*child, error) {
+	return startChildOn(ctx, dir, true, extra...)
+}
+
+// startChildOn is startChild; without needKey it does not wait for a first-start key (a data
+// directory that already has workspaces prints none).
+func startChildOn(ctx context.Context, dir string, needKey bool, extra ...string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -57,7 +63,7 @@ func startChild(ctx context.Context, dir string, extra ...string) (*child, error
 		close(lines)
 	}()
 	deadline := time.After(60 * time.Second)
-	for c.base == "" || c.key == "" {
+	for c.base == "" || (needKey && c.key == "") {
 		select {
 		case l, ok := <-lines:
 			if !ok {

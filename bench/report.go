@@ -46,7 +46,7 @@ func (r *Report) checkValue(out io.Writer, what string, got float64, op string, 
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, convert (or all)")
+	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, convert, analytics (or all)")
 	duration := fs.Duration("duration", 10*time.Second, "measured time per load")
 	warmup := fs.Duration("warmup", 2*time.Second, "warm-up time per load")
 	conns := fs.Int("conns", 32, "concurrent connections")
@@ -56,6 +56,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	pages := fs.Int("pages", 200, "convert: pages of the speed test PDF")
 	bigPages := fs.Int("big-pages", 1000, "convert: pages of the memory test PDF")
 	runs := fs.Int("runs", 3, "convert: timed conversions per side (best kept)")
+	anBooks := fs.Int("analytics-books", 1000, "analytics: books sharing the events")
+	anEvents := fs.Int("analytics-events", 10_000_000, "analytics: interaction events across the books")
+	anExport := fs.Int("export-rows", 1_000_000, "analytics: events of the book exported as CSV")
+	anCalls := fs.Int("calls", 200, "analytics: timed calls per operation and side")
 	strict := fs.Bool("strict", false, "exit non-zero when a target is missed")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -75,7 +79,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var missed []string
 	list := strings.Split(*scenarios, ",")
 	if *scenarios == "all" {
-		list = []string{"rest", "convert"}
+		list = []string{"rest", "convert", "analytics"}
 	}
 	for _, sc := range list {
 		var rep *Report
@@ -85,6 +89,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout, "== scenario rest ==")
 			rep, err = Rest(ctx, RestOptions{Books: *books, SmallBooks: *small, Conns: *conns,
 				Warmup: *warmup, Duration: *duration, SkipList: *skipList}, stdout)
+		case "analytics":
+			fmt.Fprintln(stdout, "== scenario analytics ==")
+			rep, err = Analytics(ctx, AnalyticsOptions{Books: *anBooks, Events: *anEvents, ExportRows: *anExport, Calls: *anCalls}, stdout)
 		case "convert":
 			fmt.Fprintln(stdout, "== scenario convert ==")
 			rep, err = Convert(ctx, ConvertOptions{Pages: *pages, BigPages: *bigPages, LongEdge: 1600, Runs: *runs}, stdout)

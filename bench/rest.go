@@ -60,11 +60,11 @@ func Rest(ctx context.Context, opts RestOptions, out io.Writer) (*Report, error)
 
 	fmt.Fprintf(out, "rest: seeding %d + %d books...\n", opts.Books, opts.SmallBooks)
 	t0 := time.Now()
-	bigKey, bigIDs, err := seedWorkspace(svc, "bench-large", opts.Books)
+	bigKey, _, bigIDs, err := seedWorkspace(svc, "bench-large", opts.Books)
 	if err != nil {
 		return nil, err
 	}
-	smallKey, _, err := seedWorkspace(svc, "bench-small", opts.SmallBooks)
+	smallKey, _, _, err := seedWorkspace(svc, "bench-small", opts.SmallBooks)
 	if err != nil {
 		return nil, err
 	}
@@ -127,14 +127,14 @@ func Rest(ctx context.Context, opts RestOptions, out io.Writer) (*Report, error)
 
 // seedWorkspace creates a workspace with a key and n books written straight to the store in
 // large batches (the API path is what is measured, not the seeding).
-func seedWorkspace(svc *httpapi.Service, name string, n int) (key string, ids []string, err error) {
+func seedWorkspace(svc *httpapi.Service, name string, n int) (key string, ws int64, ids []string, err error) {
 	w, err := svc.Actors.CreateWorkspace(name, actors.PlanEnterprise)
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	k, err := svc.Actors.CreateKey(w.ID, "bench", []string{"*"}, storage.ModeLive)
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	t := storage.Tenant{Workspace: w.ID, Mode: storage.ModeLive}
 	base := time.Now().Add(-time.Duration(n) * time.Second).UTC()
@@ -143,7 +143,7 @@ func seedWorkspace(svc *httpapi.Service, name string, n int) (key string, ids []
 	for i := 0; i < n; i++ {
 		id, err := svc.Store.NextID("book")
 		if err != nil {
-			return "", nil, err
+			return "", 0, nil, err
 		}
 		at := base.Add(time.Duration(i) * time.Second)
 		desc := "A benchmark flipbook with a description of ordinary length."
@@ -163,17 +163,17 @@ func seedWorkspace(svc *httpapi.Service, name string, n int) (key string, ids []
 		}
 		if err := batch.PutBook(nil, b); err != nil {
 			batch.Close()
-			return "", nil, err
+			return "", 0, nil, err
 		}
 		ids = append(ids, b.RandomID)
 		if (i+1)%2000 == 0 {
 			if err := batch.Commit(); err != nil {
-				return "", nil, err
+				return "", 0, nil, err
 			}
 			batch = svc.Store.NewBatch()
 		}
 	}
-	return k.Secret, ids, batch.Commit()
+	return k.Secret, w.ID, ids, batch.Commit()
 }
 
 func fetch(addr, path, key string) []byte {

@@ -265,3 +265,46 @@ func TestEventsReachDuckDB(t *testing.T) {
 	require.EqualValues(t, 6500, total)
 	require.Less(t, time.Since(start), 2*time.Second, "visible within 2 s of the 202")
 }
+
+// TestAdminIngestStatus: GET /admin/v1/ingest reports per partition where the log ends and
+// what DuckDB holds; once the consumer caught up, every acknowledged event is stored and the lag
+// is 0.
+func TestAdminIngestStatus(t *testing.T) {
+	h := newHarness(t, nil)
+	require.Equal(t, 401, h.do(t, "GET", "/admin/v1/ingest", "", nil).Status)
+	key, ws := h.workspaceKey(t, "company", "live", "*")
+	require.Equal(t, 401, h.do(t, "GET", "/admin/v1/ingest", key, nil).Status, "an API key is not the admin token")
+
+	r := h.adminDo(t, "GET", "/ingest", nil)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	require.Equal(t, "embedded", r.data()["log"])
+	parts := r.data()["partitions"].([]any)
+	require.Len(t, parts, ingest.DefaultPartitions)
+	require.EqualValues(t, 0, r.data()["log_end"])
+
+	rid := h.konva(t, key, "read me", "publish")
+	for i := 0; i < 3; i++ {
+		require.Equal(t, 202, h.do(t, "POST", "/collect", "", collectBody(rid,
+			map[string]any{"type": "session_started", "page_number": 1},
+			map[string]any{"type": "page_segment_completed", "page_number": 2, "active_ms": 5200})).Status)
+	}
+	// Right after the 202s the log holds the 6 events; DuckDB holds them at the latest 2 s later.
+	r = h.adminDo(t, "GET", "/ingest", nil)
+	require.EqualValues(t, 6, r.data()["log_end"])
+	p := ingest.PartitionOf(ws, ingest.DefaultPartitions)
+	require.EqualValues(t, 6, r.data()["partitions"].([]any)[p].(map[string]any)["log_end"])
+	deadline := time.Now().Add(2 * time.Second)
+	for r.data()["lag"].(float64) != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		r = h.adminDo(t, "GET", "/ingest", nil)
+	}
+	d := r.data()
+	require.EqualValues(t, 0, d["lag"], "%s", r.Body)
+	require.EqualValues(t, 6, d["stored"])
+	part := d["partitions"].([]any)[p].(map[string]any)
+	require.Equal(t, map[string]any{"partition": float64(p), "log_end": float64(6), "stored": float64(6), "lag": float64(0)}, part)
+	c := d["consumer"].(map[string]any)
+	require.EqualValues(t, 6, c["events"])
+	require.EqualValues(t, 0, c["errors"])
+	require.Len(t, h.logged(t), 6, "what the report counts as stored is queryable")
+}

@@ -446,6 +446,18 @@ func (l *PebbleLog) Next(p int) uint64 {
 	return l.durable[p].Load()
 }
 
+// EndOffsets returns Next of every partition (see EndOffsets).
+func (l *PebbleLog) EndOffsets(ctx context.Context) ([]uint64, error) {
+	if l.isDone.Load() {
+		return nil, ErrClosed
+	}
+	out := make([]uint64, l.parts)
+	for p := range out {
+		out[p] = l.durable[p].Load()
+	}
+	return out, ctx.Err()
+}
+
 // PebbleLogStats counts group commits since the log was opened.
 type PebbleLogStats struct {
 	Commits uint64 // synced batches
@@ -472,6 +484,8 @@ func (l *PebbleLog) Close() error {
 }
 
 var (
-	_ Log = (*PebbleLog)(nil)
-	_ Log = (*KafkaLog)(nil)
+	_ Log        = (*PebbleLog)(nil)
+	_ Log        = (*KafkaLog)(nil)
+	_ EndOffsets = (*PebbleLog)(nil)
+	_ EndOffsets = (*KafkaLog)(nil)
 )

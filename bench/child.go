@@ -31,6 +31,11 @@ var (
 // startChild starts `<this executable> serve` on a free port with data in dir and returns once
 // it has printed its address and first-start key.
 func startChild(ctx context.Context, dir string, extra ...string) (*child, error) {
+	return startChildLog(ctx, dir, io.Discard, extra...)
+}
+
+// startChildLog is startChild with the service's log (its stderr) written to stderr.
+func startChildLog(ctx context.Context, dir string, stderr io.Writer, extra ...string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -39,7 +44,7 @@ func startChild(ctx context.Context, dir string, extra ...string) (*child, error
 		"--rate-limit-workspace", "0", "--rate-limit-endpoint", "0", "--rate-limit-unauthenticated", "0"}, extra...)
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stderr = io.Discard
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

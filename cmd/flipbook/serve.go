@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -25,8 +26,9 @@ func envName(flagName string) string {
 }
 
 type serveFlags struct {
-	cfg      httpapi.Config
-	shutdown time.Duration
+	cfg        httpapi.Config
+	shutdown   time.Duration
+	cpuprofile string
 }
 
 func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer) (*serveFlags, error) {
@@ -67,6 +69,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	private := str("allow-private-targets", "false", "allow fetching URLs on private, loopback and link-local addresses (template images)")
 	idle := str("book-idle", actors.DefaultBookIdle.String(), "how long an idle book actor lives")
 	grace := str("shutdown-timeout", "30s", "how long shutdown waits for in-flight requests")
+	cpuprofile := str("cpuprofile", "", "write a CPU profile of the service to this file, from start to shutdown")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -86,7 +89,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if err != nil {
 		return nil, fmt.Errorf("--shutdown-timeout: %w", err)
 	}
-	return &serveFlags{shutdown: shutdown, cfg: httpapi.Config{
+	return &serveFlags{shutdown: shutdown, cpuprofile: *cpuprofile, cfg: httpapi.Config{
 		Addr: *addr, DataDir: *data, PublicURL: *public, AdminToken: *token,
 		RateWorkspace: *rws, RateEndpoint: *rep, RateUnauthenticated: *run,
 		MaxBodyBytes: *maxBody, BookIdle: bookIdle, AllowPrivateTargets: allowPrivate,
@@ -120,6 +123,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	f, err := parseServeFlags(args, getenv, stderr)
 	if err != nil {
 		return err
+	}
+	if f.cpuprofile != "" {
+		pf, err := os.Create(f.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	cfg := f.cfg
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))

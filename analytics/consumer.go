@@ -23,9 +23,10 @@ import (
 
 // Defaults of the consumer.
 const (
-	// DefaultMaxBatch is the most events one transaction stores. Under load a transaction takes
-	// whatever the log holds up to this; idle, it takes what is there.
-	DefaultMaxBatch = 65536
+	// DefaultMaxBatch is the most events one transaction stores: four row groups. Under load a
+	// transaction takes whatever the log holds up to this, in whole row groups; idle, it takes
+	// what is there.
+	DefaultMaxBatch = 4 * RowGroupSize
 	// DefaultIdleWait is the longest pause between two looks at an idle log; the pause starts at
 	// minIdleWait and doubles. Events are visible to queries at most about this long (plus one
 	// transaction) after they are durable in the log, unless Wake is called.
@@ -396,14 +397,43 @@ type partBatch struct {
 	recs []ingest.Record
 }
 
-// readRound reads each partition from its next offset, up to maxBatch events in all.
+// endsLog is a log that tells without I/O where each partition ends (the embedded log).
+type endsLog interface {
+	Next(p int) uint64
+}
+
+// roundBudget is how many events a round reads: up to maxBatch; when the log can tell how many
+// are waiting and they fill at least one row group, a multiple of RowGroupSize (the rest waits
+// for the next round, which starts at once). Whole row groups are written straight into the
+// file; a partly filled one goes through DuckDB's WAL and is compressed twice (db.go). A log
+// that cannot tell is read up to maxBatch.
+func (c *Consumer) roundBudget() int {
+	el, ok := c.log.(endsLog)
+	if !ok {
+		return c.maxBatch
+	}
+	waiting := 0
+	for p, next := range c.next {
+		if end := el.Next(p); end > next {
+			waiting += int(min(end-next, uint64(c.maxBatch)))
+		}
+	}
+	budget := min(waiting, c.maxBatch)
+	if budget >= RowGroupSize {
+		budget -= budget % RowGroupSize
+	}
+	return budget
+}
+
+// readRound reads each partition from its next offset, up to roundBudget events in all.
 func (c *Consumer) readRound(ctx context.Context, first int) ([]partBatch, int, error) {
 	var out []partBatch
 	total := 0
 	parts := len(c.next)
-	for i := 0; i < parts && total < c.maxBatch; i++ {
+	budget := c.roundBudget()
+	for i := 0; i < parts && total < budget; i++ {
 		p := (first + i) % parts
-		recs, err := c.log.Read(ctx, p, c.next[p], c.maxBatch-total)
+		recs, err := c.log.Read(ctx, p, c.next[p], budget-total)
 		if err != nil {
 			return nil, 0, fmt.Errorf("read partition %d from %d: %w", p, c.next[p], err)
 		}

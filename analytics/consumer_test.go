@@ -443,3 +443,63 @@ func TestRefusesTooManyPartitions(t *testing.T) {
 		t.Fatal("accepted more partitions than Record.ID can tell apart")
 	}
 }
+
+// endsMemLog is a memLog that tells where its partitions end, as the embedded log does.
+type endsMemLog struct{ *memLog }
+
+func (l endsMemLog) Next(p int) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return uint64(len(l.parts[p]))
+}
+
+// TestBatchesAreWholeRowGroups: with a log that tells how much is waiting, a transaction
+// stores whole row groups when there is at least one, the rest in the next; the file's row
+// groups are RowGroupSize rows.
+func TestBatchesAreWholeRowGroups(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.Close()
+	log := endsMemLog{newMemLog(4)}
+	const n = 3*RowGroupSize + 1000
+	if err := log.Append(context.Background(), genEvents(rand.New(rand.NewPCG(7, 8)), n, 9, time.Now().UTC())); err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	c, err := NewConsumer(context.Background(), db, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.hook = func(step string) error {
+		if step == stepCommitted {
+			sizes = append(sizes, int(c.Stats().Events)-sum(sizes))
+		}
+		return nil
+	}
+	c.Start()
+	if err := c.WaitFor(waitCtx(t, 20*time.Second), log.ends()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil { // after this, sizes is the test's
+		t.Fatal(err)
+	}
+	if want := []int{3 * RowGroupSize, 1000}; !slices.Equal(sizes, want) {
+		t.Fatalf("transactions of %v events, want %v", sizes, want)
+	}
+	if _, err := db.Query().Exec("CHECKPOINT"); err != nil {
+		t.Fatal(err)
+	}
+	var groups, biggest int64
+	if err := db.Query().QueryRow(`SELECT count(DISTINCT row_group_id), max(count) FROM pragma_storage_info('`+RecentTable+`')`).Scan(&groups, &biggest); err != nil {
+		t.Fatal(err)
+	}
+	if groups != 4 || biggest != RowGroupSize {
+		t.Fatalf("%d row groups of at most %d rows, want 4 of at most %d", groups, biggest, RowGroupSize)
+	}
+}
+
+func sum(xs []int) (s int) {
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}

@@ -322,10 +322,10 @@ func (r rawResult) String() string {
 	return fmt.Sprintf("%s events/s (%s events in %.2f s)", thousands(r.rate()), thousands(float64(r.events)), r.elapsed.Seconds())
 }
 
-// rawBatch is the raw baseline's batch: one DuckDB row group (122,880 rows), the size at which
-// an insert writes compressed row groups straight to the file instead of through the WAL
-// (measured: ~2x cheaper per row than batches of 65,536).
-const rawBatch = 122_880
+// rawBatch is the raw baseline's batch: whole row groups (the consumer's largest batch), the
+// size at which an insert writes compressed row groups straight to the file instead of through
+// the WAL (analytics.RowGroupSize).
+const rawBatch = analytics.DefaultMaxBatch
 
 // rawAppend appends n events of the sessions' generator straight into a new DuckDB file
 // (opened by analytics.Open, as the service opens its own), in batches of rawBatch: each batch

@@ -180,6 +180,7 @@ func Ingest(ctx context.Context, o IngestOptions, out io.Writer) (*Report, error
 	fmt.Fprintf(out, "  202 -> visible                         p50 %s, p99 %s, max %s (%d batches; %d not visible when the drain ended)\n",
 		ms(res.visP50), ms(res.visP99), ms(res.visMax), res.batches, res.invisible)
 	fmt.Fprintf(out, "  lag at load end %s events, drained in %s\n", thousands(float64(res.lagAtEnd)), res.drain.Round(time.Millisecond))
+	fmt.Fprintf(out, "  service CPU %.2f cores, %.1f µs per stored event\n", res.cores, res.cpuPerEvent)
 	fmt.Fprintf(out, "  service RSS: after warm-up %d MB, %s peak %d MB, %s peak %d MB, max %d MB, end %d MB\n",
 		res.rssWarm>>20, res.refLabel, res.rssRef>>20, res.finalLabel, res.rssFinal>>20, res.rssMax>>20, res.rssEnd>>20)
 	fmt.Fprintf(out, "  compaction: %s\n", res.compaction)
@@ -435,6 +436,7 @@ type ingestPoll struct {
 type rssSample struct {
 	at  int64
 	rss int64
+	cpu time.Duration // the service's CPU time so far
 }
 
 // ingestRun is what the load recorded.
@@ -444,9 +446,11 @@ type ingestRun struct {
 	rss      []rssSample
 	errors   int
 	firstErr error
-	warm     int64 // ns: end of the warm-up
-	loadEnd  int64 // ns: the last request answered
-	drained  int64 // ns: the first poll after loadEnd that saw no lag (0: never)
+	warm     int64         // ns: end of the warm-up
+	loadEnd  int64         // ns: the last request answered
+	cpuWarm  time.Duration // the service's CPU time at the end of the warm-up
+	cpuEnd   time.Duration // and when the load ended
+	drained  int64         // ns: the first poll after loadEnd that saw no lag (0: never)
 }
 
 // ingestLoad runs the sessions against the service until Warmup+Duration passed, polling the
@@ -509,9 +513,9 @@ func ingestLoad(ctx context.Context, c *child, adm *adminClient, books []*ingest
 		t := time.NewTicker(o.RSSEvery)
 		defer t.Stop()
 		for {
-			r := treeRSS(c.cmd.Process.Pid)
+			r, cpu := treeRSS(c.cmd.Process.Pid), procCPU(c.cmd.Process.Pid)
 			mu.Lock()
-			run.rss = append(run.rss, rssSample{at: since(), rss: r})
+			run.rss = append(run.rss, rssSample{at: since(), rss: r, cpu: cpu})
 			mu.Unlock()
 			select {
 			case <-stopPoll:
@@ -528,6 +532,14 @@ func ingestLoad(ctx context.Context, c *child, adm *adminClient, books []*ingest
 		}
 		pollWG.Wait()
 	}()
+
+	warmTimer := time.AfterFunc(o.Warmup, func() {
+		cpu := procCPU(c.cmd.Process.Pid)
+		mu.Lock()
+		run.cpuWarm = cpu
+		mu.Unlock()
+	})
+	defer warmTimer.Stop()
 
 	// Progress lines.
 	progressDone := make(chan struct{})
@@ -628,6 +640,10 @@ func ingestLoad(ctx context.Context, c *child, adm *adminClient, books []*ingest
 	}
 	wg.Wait()
 	run.loadEnd = since()
+	cpuEnd := procCPU(c.cmd.Process.Pid)
+	mu.Lock()
+	run.cpuEnd = cpuEnd
+	mu.Unlock()
 	for w := range perConn {
 		run.batches = append(run.batches, perConn[w]...)
 		run.errors += errs[w]
@@ -657,7 +673,7 @@ func ingestLoad(ctx context.Context, c *child, adm *adminClient, books []*ingest
 	close(stopPoll)
 	pollWG.Wait()
 	mu.Lock()
-	run.rss = append(run.rss, rssSample{at: since(), rss: treeRSS(c.cmd.Process.Pid)})
+	run.rss = append(run.rss, rssSample{at: since(), rss: treeRSS(c.cmd.Process.Pid), cpu: procCPU(c.cmd.Process.Pid)})
 	mu.Unlock()
 	if len(run.polls) == 0 {
 		return nil, errors.New("ingest: no answer from GET /admin/v1/ingest")
@@ -684,6 +700,7 @@ type ingestResult struct {
 	rssFinal, rssMax, rssEnd int64
 	refLabel, finalLabel     string
 	compaction               string
+	cores, cpuPerEvent       float64 // the service's CPU in the window: cores busy, µs per stored event
 }
 
 // analyse computes the figures of the measured window (warm-up end to load end).
@@ -737,6 +754,12 @@ func (r *ingestRun) analyse(o IngestOptions) ingestResult {
 	}
 	if r.drained > 0 {
 		res.drain = time.Duration(r.drained - r.loadEnd)
+	}
+	if cpu := r.cpuEnd - r.cpuWarm; r.cpuWarm > 0 && cpu > 0 {
+		res.cores = cpu.Seconds() / res.window.Seconds()
+		if res.stored > 0 {
+			res.cpuPerEvent = float64(cpu.Microseconds()) / float64(res.stored)
+		}
 	}
 
 	// Visibility: a batch answered at time t is visible once a poll shows its partition's

@@ -93,9 +93,10 @@ type Consumer struct {
 	compactMaxLevel int
 	compactEvery    time.Duration
 
-	conn        *sql.Conn // the appending connection, owned by the run goroutine
-	compactConn *sql.Conn // owned by the compactLoop goroutine
-	next        []uint64  // next offset per partition; only the run goroutine touches it
+	conn        *sql.Conn       // the appending connection, owned by the run goroutine
+	compactConn *sql.Conn       // owned by the compactLoop goroutine
+	next        []uint64        // next offset per partition; only the run goroutine touches it
+	buf         []ingest.Record // the records of a round, reused; only the run goroutine touches it
 
 	wake   chan struct{}
 	cancel context.CancelFunc
@@ -312,13 +313,18 @@ func (c *Consumer) run(ctx context.Context) error {
 		round := c.started
 		c.mu.Unlock()
 
-		batch, n, err := c.readRound(ctx, first)
+		batch, recs, err := c.readRound(ctx, first)
+		n := len(recs)
 		first = (first + 1) % parts
 		if err == nil && n > 0 {
 			// A batch that started is finished even when Close comes meanwhile (it is
 			// short); only the pauses and reads between batches end at Close. DuckDB never
 			// sees a cancelled context (see compactRecent).
-			err = c.store(context.WithoutCancel(ctx), batch)
+			err = c.store(context.WithoutCancel(ctx), batch, recs)
+		}
+		clear(recs) // the buffer stays, the events' strings go
+		if n == 0 && cap(c.buf) > idleBufCap {
+			c.buf = nil // idle: give the buffer back
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -394,8 +400,17 @@ func (c *Consumer) pause(ctx context.Context, d time.Duration) bool {
 // partBatch is what one partition contributes to a transaction.
 type partBatch struct {
 	p    int
-	recs []ingest.Record
+	recs []ingest.Record // a part of the round's records
 }
+
+// appendReader is a log that reads into a caller's buffer (the embedded log): one buffer holds
+// every partition's records of a round, which are then one batch as they are, not copied.
+type appendReader interface {
+	ReadAppend(ctx context.Context, p int, from uint64, max int, dst []ingest.Record) ([]ingest.Record, error)
+}
+
+// idleBufCap is the largest record buffer kept while the log is idle.
+const idleBufCap = 4096
 
 // endsLog is a log that tells without I/O where each partition ends (the embedded log).
 type endsLog interface {
@@ -425,17 +440,31 @@ func (c *Consumer) roundBudget() int {
 	return budget
 }
 
-// readRound reads each partition from its next offset, up to roundBudget events in all.
-func (c *Consumer) readRound(ctx context.Context, first int) ([]partBatch, int, error) {
+// readRound reads each partition from its next offset, up to roundBudget events in all. It
+// returns each partition's part and all the records, in c.buf.
+func (c *Consumer) readRound(ctx context.Context, first int) ([]partBatch, []ingest.Record, error) {
 	var out []partBatch
-	total := 0
 	parts := len(c.next)
 	budget := c.roundBudget()
-	for i := 0; i < parts && total < budget; i++ {
+	ar, _ := c.log.(appendReader)
+	if ar != nil && cap(c.buf) < budget {
+		c.buf = make([]ingest.Record, 0, budget) // never grown while parts point into it
+	}
+	all := c.buf[:0]
+	defer func() { c.buf = all[:0] }()
+	for i := 0; i < parts && len(all) < budget; i++ {
 		p := (first + i) % parts
-		recs, err := c.log.Read(ctx, p, c.next[p], budget-total)
+		var recs []ingest.Record
+		var err error
+		start := len(all)
+		if ar != nil {
+			all, err = ar.ReadAppend(ctx, p, c.next[p], budget-len(all), all)
+			recs = all[start:]
+		} else {
+			recs, err = c.log.Read(ctx, p, c.next[p], budget-len(all))
+		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("read partition %d from %d: %w", p, c.next[p], err)
+			return nil, all, fmt.Errorf("read partition %d from %d: %w", p, c.next[p], err)
 		}
 		// A log may hand back records below the asked offset (a replay): they are stored
 		// already, by the offset invariant, and are dropped here.
@@ -450,15 +479,27 @@ func (c *Consumer) readRound(ctx context.Context, first int) ([]partBatch, int, 
 			recs = recs[skip:]
 		}
 		if len(recs) == 0 {
+			clear(all[start:])
+			all = all[:start]
 			continue
 		}
 		if err := checkOffsets(p, c.next[p], recs); err != nil {
-			return nil, 0, err
+			return nil, all, err
+		}
+		if ar != nil {
+			if skip > 0 { // close the gap: the batch is all[...] as it is
+				n := copy(all[start:], recs)
+				clear(all[start+n:])
+				all = all[:start+n]
+				recs = all[start:]
+			}
+		} else {
+			all = append(all, recs...)
+			recs = all[start:]
 		}
 		out = append(out, partBatch{p: p, recs: recs})
-		total += len(recs)
 	}
-	return out, total, nil
+	return out, all, nil
 }
 
 // checkOffsets refuses a batch whose offsets are not increasing from next. A gap (the log
@@ -497,18 +538,11 @@ func (c *Consumer) step(s string) error {
 // transaction, so it is never committed.
 const viewName = "ingest_batch"
 
-// store writes one batch and its offsets in one transaction, then trims the log.
-func (c *Consumer) store(ctx context.Context, batch []partBatch) error {
+// store writes one batch (recs, the parts of batch one after another) and its offsets in one
+// transaction, then trims the log.
+func (c *Consumer) store(ctx context.Context, batch []partBatch, recs []ingest.Record) error {
 	if err := c.step(stepRead); err != nil {
 		return err
-	}
-	var recs []ingest.Record
-	if len(batch) == 1 {
-		recs = batch[0].recs
-	} else {
-		for _, b := range batch {
-			recs = append(recs, b.recs...)
-		}
 	}
 	for _, b := range batch {
 		if gap := b.recs[0].Offset - c.next[b.p]; gap > 0 {

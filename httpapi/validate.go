@@ -106,7 +106,10 @@ func checkValue(p *Param, field *fieldPath, raw any, fromString bool, v Validati
 			v.Add(field.String(), "must be a string")
 			return nil, false
 		}
-		return checkString(p, field, s, v)
+		if !checkString(p, field, s, v) {
+			return nil, false
+		}
+		return raw, true // the string as it came, not boxed again
 	case KInt:
 		n, ok := toInt(raw)
 		if !ok {
@@ -231,41 +234,44 @@ func declaredProp(props []Param, name string) bool {
 	return false
 }
 
-func checkString(p *Param, field *fieldPath, s string, v Validation) (any, bool) {
+func checkString(p *Param, field *fieldPath, s string, v Validation) bool {
 	if !utf8.ValidString(s) {
 		v.Add(field.String(), "must be valid UTF-8")
-		return nil, false
+		return false
 	}
 	if p.Required && strings.TrimSpace(s) == "" {
 		v.Add(field.String(), "is required")
-		return nil, false
+		return false
 	}
-	n := utf8.RuneCountInString(s)
+	n := len(s) // bytes: at least the characters
+	if p.MinLen > 0 || (p.MaxLen > 0 && n > p.MaxLen) {
+		n = utf8.RuneCountInString(s)
+	}
 	if p.MinLen > 0 && n < p.MinLen {
 		v.Add(field.String(), fmt.Sprintf("must be at least %d character%s", p.MinLen, plural(p.MinLen)))
-		return nil, false
+		return false
 	}
 	if p.MaxLen > 0 && n > p.MaxLen {
 		v.Add(field.String(), fmt.Sprintf("must not be longer than %d characters", p.MaxLen))
-		return nil, false
+		return false
 	}
 	if len(p.Enum) > 0 && !contains(p.Enum, s) {
 		v.Add(field.String(), "must be one of: "+strings.Join(p.Enum, ", "))
-		return nil, false
+		return false
 	}
 	switch p.Format {
 	case "email":
 		if a, err := mail.ParseAddress(s); err != nil || a.Address != s || a.Name != "" {
 			v.Add(field.String(), "must be a valid email address")
-			return nil, false
+			return false
 		}
 	case "uri":
 		if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			v.Add(field.String(), "must be a valid http or https URL")
-			return nil, false
+			return false
 		}
 	}
-	return s, true
+	return true
 }
 
 func checkRange(p *Param, field *fieldPath, f float64, v Validation) bool {

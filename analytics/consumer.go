@@ -260,6 +260,12 @@ func (c *Consumer) WaitFor(ctx context.Context, want map[int]uint64) error {
 	})
 }
 
+// WaitStored returns once the consumer has stored at least n events since it started
+// (Stats().Events), or when ctx ends.
+func (c *Consumer) WaitStored(ctx context.Context, n uint64) error {
+	return c.waitUntil(ctx, func() bool { return c.stats.Events >= n })
+}
+
 // WaitCaughtUp returns once a full pass over the log that started after the call found nothing
 // left to store: every event durable in the log before the call is then visible to queries.
 func (c *Consumer) WaitCaughtUp(ctx context.Context) error {

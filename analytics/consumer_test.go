@@ -503,3 +503,45 @@ func sum(xs []int) (s int) {
 	}
 	return s
 }
+
+// TestWaitStored: WaitStored returns once the consumer has stored that many events, at once
+// when it has, and with an error when the consumer stops first.
+func TestWaitStored(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.Close()
+	log := newMemLog(4)
+	c := startConsumer(t, db, log)
+	done := make(chan error, 1)
+	go func() { done <- c.WaitStored(waitCtx(t, 10*time.Second), 30) }()
+	if err := log.Append(context.Background(), genEvents(rand.New(rand.NewPCG(1, 1)), 20, 3, time.Now().UTC())); err != nil {
+		t.Fatal(err)
+	}
+	c.Wake()
+	if err := c.WaitStored(waitCtx(t, 10*time.Second), 20); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("WaitStored(30) returned after 20 events: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := log.Append(context.Background(), genEvents(rand.New(rand.NewPCG(2, 2)), 10, 3, time.Now().UTC())); err != nil {
+		t.Fatal(err)
+	}
+	c.Wake()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitStored(context.Background(), 30); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := c.WaitStored(ctx, 31); err == nil {
+		t.Fatal("WaitStored(31) returned without the 31st event")
+	}
+	c.Close()
+	if err := c.WaitStored(context.Background(), 1000); err == nil {
+		t.Fatal("WaitStored on a stopped consumer returned nil")
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bytedance/sonic"
 
+	"flipbook/analytics"
 	"flipbook/ingest"
 )
 
@@ -154,16 +155,55 @@ func (s *Service) collect(r *Request) (*Result, error) {
 	return &Result{Status: 202, Data: map[string]any{"accepted": len(events)}}, nil
 }
 
+// Intake pacing (appendEvents).
+const (
+	// DefaultIngestBacklog is one consumer transaction's worth of events (analytics
+	// .DefaultMaxBatch): a backlog the consumer stores in one pass, about a second at 100k
+	// events/s.
+	DefaultIngestBacklog = analytics.DefaultMaxBatch
+	// IngestWait is the longest a request waits for the backlog to shrink; then it appends
+	// anyway, so a stalled consumer slows intake but never loses events (the log is the
+	// buffer).
+	IngestWait = 2 * time.Second
+)
+
 // appendEvents puts events into the log durably (the 202 means they are stored).
+//
+// When DuckDB is more than IngestBacklog events behind what this process appended, the request
+// first waits (at most IngestWait) until the consumer has stored up to that bound. Readers
+// then see a slower 202 instead of the backlog, and with it the time from 202 to queryable,
+// growing without bound while intake outpaces DuckDB; intake settles at the rate DuckDB
+// stores, and the log's untrimmed events stay in Pebble's memtable (storage
+// .DefaultMemTableBytes) instead of being flushed and compacted.
 func (s *Service) appendEvents(events []ingest.Event) error {
+	s.pace()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.events.Append(ctx, events); err != nil {
 		s.log.Error("append events", "err", err)
 		return &Error{Status: 503, Type: TypeUnavailable, Message: "events could not be stored; retry shortly"}
 	}
+	s.appended.Add(uint64(len(events)))
 	s.consumer.Wake()
 	return nil
+}
+
+// pace waits while the consumer is more than IngestBacklog events behind this process's
+// appends (see appendEvents). Events the log held before the process started are not counted:
+// the consumer stores them first, which only makes the wait shorter.
+func (s *Service) pace() {
+	limit := uint64(s.cfg.IngestBacklog)
+	appended := s.appended.Load()
+	if limit == 0 || appended <= limit {
+		return
+	}
+	target := appended - limit
+	if s.consumer.Stats().Events >= target {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), IngestWait)
+	defer cancel()
+	_ = s.consumer.WaitStored(ctx, target) // a timeout or a stopped consumer: append anyway
 }
 
 // limitPublic applies the per-IP limit of the public reader routes.

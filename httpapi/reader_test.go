@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -307,4 +308,42 @@ func TestAdminIngestStatus(t *testing.T) {
 	require.EqualValues(t, 6, c["events"])
 	require.EqualValues(t, 0, c["errors"])
 	require.Len(t, h.logged(t), 6, "what the report counts as stored is queryable")
+}
+
+// TestCollectorPacing: with a small IngestBacklog, collector requests beyond it wait for the
+// consumer and all get their 202 (nothing deadlocks, nothing is lost); with the consumer
+// stopped, requests are still accepted (after at most IngestWait) into the log, and a restart
+// stores them.
+func TestCollectorPacing(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.IngestBacklog = 50 })
+	key := h.workspace(t, "company", "live")
+	rid := h.konva(t, key, "paced", "publish")
+	batch := func() map[string]any {
+		evs := make([]map[string]any, 20)
+		for i := range evs {
+			evs[i] = map[string]any{"type": "page_segment_completed", "page_number": 1, "active_ms": 100 + i}
+		}
+		return collectBody(rid, evs...)
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Go(func() {
+			for i := 0; i < 5; i++ {
+				if r := h.do(t, "POST", "/collect", "", batch()); r.Status != 202 {
+					t.Errorf("status %d: %s", r.Status, r.Body)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, h.logged(t), 400)
+
+	require.NoError(t, h.svc.consumer.Close())
+	start := time.Now()
+	for i := 0; i < 5; i++ {
+		require.Equal(t, 202, h.do(t, "POST", "/collect", "", batch()).Status)
+	}
+	require.Less(t, time.Since(start), 5*IngestWait, "a stopped consumer does not hold intake up for long")
+	h.restart(t)
+	require.Len(t, h.logged(t), 500, "what was accepted while DuckDB was stopped is stored after the restart")
 }

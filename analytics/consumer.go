@@ -34,6 +34,9 @@ const (
 	minIdleWait     = 2 * time.Millisecond
 	// maxErrorWait caps the pause after a failed read or transaction.
 	maxErrorWait = 2 * time.Second
+	// DefaultGatherWait is the longest a busy consumer waits for a partly filled row group to
+	// fill (roundBudget).
+	DefaultGatherWait = 25 * time.Millisecond
 )
 
 // ConsumerOption configures NewConsumer.
@@ -97,6 +100,9 @@ type Consumer struct {
 	compactConn *sql.Conn       // owned by the compactLoop goroutine
 	next        []uint64        // next offset per partition; only the run goroutine touches it
 	buf         []ingest.Record // the records of a round, reused; only the run goroutine touches it
+	busy        bool            // the last round stored whole row groups (run goroutine)
+	gatherSince time.Time       // since when less than a row group waits while busy (run goroutine)
+	gatherWait  time.Duration
 
 	wake   chan struct{}
 	cancel context.CancelFunc
@@ -135,7 +141,7 @@ func NewConsumer(ctx context.Context, db *DB, log ingest.Log, opts ...ConsumerOp
 	}
 	c := &Consumer{
 		db: db, log: log,
-		maxBatch: DefaultMaxBatch, idleWait: DefaultIdleWait, logger: slog.Default(),
+		maxBatch: DefaultMaxBatch, idleWait: DefaultIdleWait, gatherWait: DefaultGatherWait, logger: slog.Default(),
 		mem:         mallocator.NewMallocator(),
 		compactRows: DefaultCompactRows, compactFanout: DefaultCompactFanout,
 		compactMaxLevel: DefaultCompactMaxLevel, compactEvery: DefaultCompactEvery,
@@ -319,8 +325,16 @@ func (c *Consumer) run(ctx context.Context) error {
 		round := c.started
 		c.mu.Unlock()
 
-		batch, recs, err := c.readRound(ctx, first)
+		budget, gather := c.roundBudget(time.Now())
+		if gather {
+			if !c.pause(ctx, minIdleWait) {
+				return nil
+			}
+			continue
+		}
+		batch, recs, err := c.readRound(ctx, first, budget)
 		n := len(recs)
+		c.busy = n >= RowGroupSize
 		first = (first + 1) % parts
 		if err == nil && n > 0 {
 			// A batch that started is finished even when Close comes meanwhile (it is
@@ -428,10 +442,15 @@ type endsLog interface {
 // for the next round, which starts at once). Whole row groups are written straight into the
 // file; a partly filled one goes through DuckDB's WAL and is compressed twice (db.go). A log
 // that cannot tell is read up to maxBatch.
-func (c *Consumer) roundBudget() int {
+//
+// Right after a round of whole row groups (the consumer is busy), less than a row group
+// waiting is deferred (wait = true) for up to gatherWait: the events that follow are usually
+// milliseconds away (collector requests paced by the backlog are released by the commit that
+// just happened), and waiting for them keeps the next transaction whole too.
+func (c *Consumer) roundBudget(now time.Time) (budget int, wait bool) {
 	el, ok := c.log.(endsLog)
 	if !ok {
-		return c.maxBatch
+		return c.maxBatch, false
 	}
 	waiting := 0
 	for p, next := range c.next {
@@ -439,19 +458,28 @@ func (c *Consumer) roundBudget() int {
 			waiting += int(min(end-next, uint64(c.maxBatch)))
 		}
 	}
-	budget := min(waiting, c.maxBatch)
+	budget = min(waiting, c.maxBatch)
 	if budget >= RowGroupSize {
-		budget -= budget % RowGroupSize
+		c.gatherSince = time.Time{}
+		return budget - budget%RowGroupSize, false
 	}
-	return budget
+	if budget > 0 && c.busy && c.gatherWait > 0 {
+		if c.gatherSince.IsZero() {
+			c.gatherSince = now
+		}
+		if now.Sub(c.gatherSince) < c.gatherWait {
+			return 0, true
+		}
+	}
+	c.gatherSince = time.Time{}
+	return budget, false
 }
 
 // readRound reads each partition from its next offset, up to roundBudget events in all. It
 // returns each partition's part and all the records, in c.buf.
-func (c *Consumer) readRound(ctx context.Context, first int) ([]partBatch, []ingest.Record, error) {
+func (c *Consumer) readRound(ctx context.Context, first, budget int) ([]partBatch, []ingest.Record, error) {
 	var out []partBatch
 	parts := len(c.next)
-	budget := c.roundBudget()
 	ar, _ := c.log.(appendReader)
 	if ar != nil && cap(c.buf) < budget {
 		c.buf = make([]ingest.Record, 0, budget) // never grown while parts point into it

@@ -545,3 +545,48 @@ func TestWaitStored(t *testing.T) {
 		t.Fatal("WaitStored on a stopped consumer returned nil")
 	}
 }
+
+// TestBusyConsumerGathersWholeRowGroups: right after a transaction of whole row groups, less
+// than a row group waiting is not stored at once: events arriving within gatherWait fill it.
+func TestBusyConsumerGathersWholeRowGroups(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.Close()
+	log := endsMemLog{newMemLog(4)}
+	rng := rand.New(rand.NewPCG(3, 4))
+	if err := log.Append(context.Background(), genEvents(rng, RowGroupSize+100, 9, time.Now().UTC())); err != nil {
+		t.Fatal(err)
+	}
+	later := genEvents(rng, RowGroupSize-100, 9, time.Now().UTC())
+	var sizes []int
+	c, err := NewConsumer(context.Background(), db, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appended := make(chan error, 1)
+	c.hook = func(step string) error {
+		if step != stepCommitted {
+			return nil
+		}
+		sizes = append(sizes, int(c.Stats().Events)-sum(sizes))
+		if len(sizes) == 1 { // the rest of the row group comes 5 ms after the first commit
+			go func() {
+				time.Sleep(5 * time.Millisecond)
+				appended <- log.Append(context.Background(), later)
+			}()
+		}
+		return nil
+	}
+	c.Start()
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitFor(waitCtx(t, 20*time.Second), log.ends()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{RowGroupSize, RowGroupSize}; !slices.Equal(sizes, want) {
+		t.Fatalf("transactions of %v events, want %v", sizes, want)
+	}
+}

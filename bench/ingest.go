@@ -179,6 +179,7 @@ func Ingest(ctx context.Context, o IngestOptions, out io.Writer) (*Report, error
 		thousands(res.storedRate), thousands(float64(res.stored)), res.window.Seconds(), thousands(res.perTx))
 	fmt.Fprintf(out, "  202 -> visible                         p50 %s, p99 %s, max %s (%d batches; %d not visible when the drain ended)\n",
 		ms(res.visP50), ms(res.visP99), ms(res.visMax), res.batches, res.invisible)
+	fmt.Fprintf(out, "  POST sent -> visible                   p50 %s, p99 %s\n", ms(res.postP50), ms(res.postP99))
 	fmt.Fprintf(out, "  lag at load end %s events, drained in %s\n", thousands(float64(res.lagAtEnd)), res.drain.Round(time.Millisecond))
 	fmt.Fprintf(out, "  service CPU %.2f cores, %.1f µs per stored event\n", res.cores, res.cpuPerEvent)
 	fmt.Fprintf(out, "  service RSS: after warm-up %d MB, %s peak %d MB, %s peak %d MB, max %d MB, end %d MB\n",
@@ -693,6 +694,7 @@ type ingestResult struct {
 	stored                   uint64
 	storedRate, perTx        float64
 	visP50, visP99, visMax   time.Duration
+	postP50, postP99         time.Duration // from sending the POST (not from its 202) to visible
 	invisible                int
 	lagAtEnd                 uint64
 	drain                    time.Duration
@@ -766,7 +768,7 @@ func (r *ingestRun) analyse(o IngestOptions) ingestResult {
 	// stored offset at or past the log end seen by the first poll sent after t (the log
 	// assigned the batch's offsets before the 202, so they are below that end); the time is
 	// taken when that poll's answer arrived, an upper bound.
-	var vis []time.Duration
+	var vis, post []time.Duration
 	for _, b := range r.batches {
 		if b.at < from || b.at > to {
 			continue
@@ -788,10 +790,13 @@ func (r *ingestRun) analyse(o IngestOptions) ingestResult {
 			continue
 		}
 		vis = append(vis, time.Duration(polls[j].t1-b.at))
+		post = append(post, time.Duration(polls[j].t1-b.at)+time.Duration(b.took)*time.Microsecond)
 	}
 	res.batches = len(vis) + res.invisible
 	slices.Sort(vis)
+	slices.Sort(post)
 	res.visP50, res.visP99 = pct(vis, 50), pct(vis, 99)
+	res.postP50, res.postP99 = pct(post, 50), pct(post, 99)
 	if len(vis) > 0 {
 		res.visMax = vis[len(vis)-1]
 	}

@@ -62,6 +62,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rawEvents := fs.Int("raw-events", 1_000_000, "ingest: events per raw DuckDB append round")
 	childProfile := fs.String("child-cpuprofile", "", "ingest: write a CPU profile of the service process to this file")
 	childLog := fs.String("child-log", "", "ingest: write the service's log to this file")
+	serveArgs := fs.String("serve-args", "", "ingest: extra flipbook serve flags, space-separated (e.g. '--ingest-backlog 65536')")
 	strict := fs.Bool("strict", false, "exit non-zero when a target is missed")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -108,6 +109,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			if given["conns"] {
 				o.Conns = *conns
 			}
+			o.ChildArgs = append(o.ChildArgs, strings.Fields(*serveArgs)...)
 			if *childProfile != "" {
 				abs, err := filepath.Abs(*childProfile)
 				if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/duckdb/duckdb-go/v2"
 
 	"flipbook/ingest"
 )
@@ -588,5 +590,59 @@ func TestBusyConsumerGathersWholeRowGroups(t *testing.T) {
 	}
 	if want := []int{RowGroupSize, RowGroupSize}; !slices.Equal(sizes, want) {
 		t.Fatalf("transactions of %v events, want %v", sizes, want)
+	}
+}
+
+// TestAttachesFileWithDefaultRowGroups: a file written as DuckDB's main database with its
+// default row groups (122,880 rows; how Open used to open it), its last row group partly
+// filled, takes appends of small and whole 32,768-row groups after Open attaches it.
+func TestAttachesFileWithDefaultRowGroups(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "analytics.duckdb")
+	conn, err := duckdb.NewConnector(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := sql.OpenDB(conn)
+	for _, s := range schemaDDL() {
+		if _, err := old.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := old.Exec(`INSERT INTO ` + RecentTable + ` (id, workspace, mode, book_id, session_id, event_type,
+		viewer_email, source_type, url, exit_reason, reason, occurred_at, created_at)
+		SELECT i, 1, 'l', 'b', 's', 'session_started', '', 'direct', '', '', '', now(), now() FROM range(40000) t(i)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	log := endsMemLog{newMemLog(4)}
+	c := startConsumer(t, db, log)
+	defer c.Close()
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, n := range []int{100, 2 * RowGroupSize} {
+		if err := log.Append(ctx, genEvents(rng, n, 3, time.Now().UTC())); err != nil {
+			t.Fatal(err)
+		}
+		c.Wake()
+		if err := c.WaitFor(waitCtx(t, 10*time.Second), log.ends()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Query().Exec("CHECKPOINT"); err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	if err := db.Query().QueryRow(`SELECT count(*) FROM ` + RecentTable).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(40000 + 100 + 2*RowGroupSize); rows != want || c.Stats().Errors != 0 {
+		t.Fatalf("%d rows, want %d; %+v", rows, want, c.Stats())
 	}
 }

@@ -98,31 +98,27 @@ func (s *Service) collect(r *Request) (*Result, error) {
 	case host != "":
 		source = "embed"
 	}
-	raw := r.Params["events"].([]any)
+	raw := collectEvents(r)
 	events := make([]ingest.Event, 0, len(raw))
 	v := Validation{}
-	for i, item := range raw {
-		m := item.(map[string]any)
+	session := r.Str("session_id")
+	latest, earliest := r.Now.Add(maxClockSkewAhead), r.Now.Add(-maxEventAge)
+	for i := range raw {
+		m := &raw[i]
 		e := ingest.Event{
-			Workspace: b.Workspace, Mode: byte(b.Mode), BookID: b.RandomID, SessionID: r.Str("session_id"),
+			Workspace: b.Workspace, Mode: byte(b.Mode), BookID: b.RandomID, SessionID: session,
 			ViewerID: who.viewer, ViewerEmail: who.email, TrackedLinkID: linkID, SourceHost: host, SourceType: source,
 			OccurredAt: r.Now, ReceivedAt: r.Now,
+			Type: m.typ, PageNumber: int32(m.page), ActiveMs: m.activeMs, URL: m.url, ExitReason: m.exit,
 		}
-		e.Type, _ = m["type"].(string)
-		if n, ok := m["page_number"].(int64); ok {
-			e.PageNumber = int32(n)
-		}
-		e.ActiveMs, _ = m["active_ms"].(int64)
-		e.URL, _ = m["url"].(string)
-		e.ExitReason, _ = m["exit_reason"].(string)
-		if t, ok := m["occurred_at"].(time.Time); ok {
-			if t.After(r.Now.Add(maxClockSkewAhead)) || t.Before(r.Now.Add(-maxEventAge)) {
+		if t := m.at; !t.IsZero() {
+			if t.After(latest) || t.Before(earliest) {
 				v.Add(fmt.Sprintf("events.%d.occurred_at", i), "must be within the last 7 days and not in the future")
 			}
 			e.OccurredAt = t
 		}
-		if form, ok := m["form"].(map[string]any); ok && len(form) > 0 {
-			data, err := sonic.ConfigStd.Marshal(form)
+		if len(m.form) > 0 {
+			data, err := sonic.ConfigStd.Marshal(m.form)
 			if err == nil {
 				e.Metadata = string(data)
 			}
@@ -133,7 +129,7 @@ func (s *Service) collect(r *Request) (*Result, error) {
 			if e.PageNumber == 0 {
 				field("page_number", "is required for page_segment_completed")
 			}
-			if _, ok := m["active_ms"]; !ok {
+			if !m.hasActiveMs {
 				field("active_ms", "is required for page_segment_completed")
 			}
 		case ingest.LinkClicked, ingest.CheckoutRedirectClicked:

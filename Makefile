@@ -26,9 +26,11 @@ test: lint
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Benchmark scenarios (bench/): figures are ratios against a baseline measured in the same run.
-# make bench BENCH_ARGS='-scenario rest -duration 20s'
+# The ingest scenario runs 10 minutes by default (-duration overrides it for every scenario).
+# make bench BENCH_SCENARIOS=ingest BENCH_ARGS='-duration 2m' (or BENCH_ARGS='-scenario rest')
+BENCH_SCENARIOS ?= rest,convert,ingest,analytics
 bench: build
-	./$(BIN) bench $(BENCH_ARGS)
+	./$(BIN) bench -scenario $(BENCH_SCENARIOS) $(BENCH_ARGS)
 
 clean:
 	rm -rf bin

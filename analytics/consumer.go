@@ -23,9 +23,10 @@ import (
 
 // Defaults of the consumer.
 const (
-	// DefaultMaxBatch is the most events one transaction stores. Under load a transaction takes
-	// whatever the log holds up to this; idle, it takes what is there.
-	DefaultMaxBatch = 65536
+	// DefaultMaxBatch is the most events one transaction stores: four row groups. Under load a
+	// transaction takes whatever the log holds up to this, in whole row groups; idle, it takes
+	// what is there.
+	DefaultMaxBatch = 4 * RowGroupSize
 	// DefaultIdleWait is the longest pause between two looks at an idle log; the pause starts at
 	// minIdleWait and doubles. Events are visible to queries at most about this long (plus one
 	// transaction) after they are durable in the log, unless Wake is called.
@@ -33,6 +34,9 @@ const (
 	minIdleWait     = 2 * time.Millisecond
 	// maxErrorWait caps the pause after a failed read or transaction.
 	maxErrorWait = 2 * time.Second
+	// DefaultGatherWait is the longest a busy consumer waits for a partly filled row group to
+	// fill (roundBudget).
+	DefaultGatherWait = 25 * time.Millisecond
 )
 
 // ConsumerOption configures NewConsumer.
@@ -92,9 +96,13 @@ type Consumer struct {
 	compactMaxLevel int
 	compactEvery    time.Duration
 
-	conn        *sql.Conn // the appending connection, owned by the run goroutine
-	compactConn *sql.Conn // owned by the compactLoop goroutine
-	next        []uint64  // next offset per partition; only the run goroutine touches it
+	conn        *sql.Conn       // the appending connection, owned by the run goroutine
+	compactConn *sql.Conn       // owned by the compactLoop goroutine
+	next        []uint64        // next offset per partition; only the run goroutine touches it
+	buf         []ingest.Record // the records of a round, reused; only the run goroutine touches it
+	busy        bool            // the last round stored whole row groups (run goroutine)
+	gatherSince time.Time       // since when less than a row group waits while busy (run goroutine)
+	gatherWait  time.Duration
 
 	wake   chan struct{}
 	cancel context.CancelFunc
@@ -133,7 +141,7 @@ func NewConsumer(ctx context.Context, db *DB, log ingest.Log, opts ...ConsumerOp
 	}
 	c := &Consumer{
 		db: db, log: log,
-		maxBatch: DefaultMaxBatch, idleWait: DefaultIdleWait, logger: slog.Default(),
+		maxBatch: DefaultMaxBatch, idleWait: DefaultIdleWait, gatherWait: DefaultGatherWait, logger: slog.Default(),
 		mem:         mallocator.NewMallocator(),
 		compactRows: DefaultCompactRows, compactFanout: DefaultCompactFanout,
 		compactMaxLevel: DefaultCompactMaxLevel, compactEvery: DefaultCompactEvery,
@@ -258,6 +266,12 @@ func (c *Consumer) WaitFor(ctx context.Context, want map[int]uint64) error {
 	})
 }
 
+// WaitStored returns once the consumer has stored at least n events since it started
+// (Stats().Events), or when ctx ends.
+func (c *Consumer) WaitStored(ctx context.Context, n uint64) error {
+	return c.waitUntil(ctx, func() bool { return c.stats.Events >= n })
+}
+
 // WaitCaughtUp returns once a full pass over the log that started after the call found nothing
 // left to store: every event durable in the log before the call is then visible to queries.
 func (c *Consumer) WaitCaughtUp(ctx context.Context) error {
@@ -311,13 +325,26 @@ func (c *Consumer) run(ctx context.Context) error {
 		round := c.started
 		c.mu.Unlock()
 
-		batch, n, err := c.readRound(ctx, first)
+		budget, gather := c.roundBudget(time.Now())
+		if gather {
+			if !c.pause(ctx, minIdleWait) {
+				return nil
+			}
+			continue
+		}
+		batch, recs, err := c.readRound(ctx, first, budget)
+		n := len(recs)
+		c.busy = n >= RowGroupSize
 		first = (first + 1) % parts
 		if err == nil && n > 0 {
 			// A batch that started is finished even when Close comes meanwhile (it is
 			// short); only the pauses and reads between batches end at Close. DuckDB never
 			// sees a cancelled context (see compactRecent).
-			err = c.store(context.WithoutCancel(ctx), batch)
+			err = c.store(context.WithoutCancel(ctx), batch, recs)
+		}
+		clear(recs) // the buffer stays, the events' strings go
+		if n == 0 && cap(c.buf) > idleBufCap {
+			c.buf = nil // idle: give the buffer back
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -393,19 +420,85 @@ func (c *Consumer) pause(ctx context.Context, d time.Duration) bool {
 // partBatch is what one partition contributes to a transaction.
 type partBatch struct {
 	p    int
-	recs []ingest.Record
+	recs []ingest.Record // a part of the round's records
 }
 
-// readRound reads each partition from its next offset, up to maxBatch events in all.
-func (c *Consumer) readRound(ctx context.Context, first int) ([]partBatch, int, error) {
+// appendReader is a log that reads into a caller's buffer (the embedded log): one buffer holds
+// every partition's records of a round, which are then one batch as they are, not copied.
+type appendReader interface {
+	ReadAppend(ctx context.Context, p int, from uint64, max int, dst []ingest.Record) ([]ingest.Record, error)
+}
+
+// idleBufCap is the largest record buffer kept while the log is idle.
+const idleBufCap = 4096
+
+// endsLog is a log that tells without I/O where each partition ends (the embedded log).
+type endsLog interface {
+	Next(p int) uint64
+}
+
+// roundBudget is how many events a round reads: up to maxBatch; when the log can tell how many
+// are waiting and they fill at least one row group, a multiple of RowGroupSize (the rest waits
+// for the next round, which starts at once). Whole row groups are written straight into the
+// file; a partly filled one goes through DuckDB's WAL and is compressed twice (db.go). A log
+// that cannot tell is read up to maxBatch.
+//
+// Right after a round of whole row groups (the consumer is busy), less than a row group
+// waiting is deferred (wait = true) for up to gatherWait: the events that follow are usually
+// milliseconds away (collector requests paced by the backlog are released by the commit that
+// just happened), and waiting for them keeps the next transaction whole too.
+func (c *Consumer) roundBudget(now time.Time) (budget int, wait bool) {
+	el, ok := c.log.(endsLog)
+	if !ok {
+		return c.maxBatch, false
+	}
+	waiting := 0
+	for p, next := range c.next {
+		if end := el.Next(p); end > next {
+			waiting += int(min(end-next, uint64(c.maxBatch)))
+		}
+	}
+	budget = min(waiting, c.maxBatch)
+	if budget >= RowGroupSize {
+		c.gatherSince = time.Time{}
+		return budget - budget%RowGroupSize, false
+	}
+	if budget > 0 && c.busy && c.gatherWait > 0 {
+		if c.gatherSince.IsZero() {
+			c.gatherSince = now
+		}
+		if now.Sub(c.gatherSince) < c.gatherWait {
+			return 0, true
+		}
+	}
+	c.gatherSince = time.Time{}
+	return budget, false
+}
+
+// readRound reads each partition from its next offset, up to roundBudget events in all. It
+// returns each partition's part and all the records, in c.buf.
+func (c *Consumer) readRound(ctx context.Context, first, budget int) ([]partBatch, []ingest.Record, error) {
 	var out []partBatch
-	total := 0
 	parts := len(c.next)
-	for i := 0; i < parts && total < c.maxBatch; i++ {
+	ar, _ := c.log.(appendReader)
+	if ar != nil && cap(c.buf) < budget {
+		c.buf = make([]ingest.Record, 0, budget) // never grown while parts point into it
+	}
+	all := c.buf[:0]
+	defer func() { c.buf = all[:0] }()
+	for i := 0; i < parts && len(all) < budget; i++ {
 		p := (first + i) % parts
-		recs, err := c.log.Read(ctx, p, c.next[p], c.maxBatch-total)
+		var recs []ingest.Record
+		var err error
+		start := len(all)
+		if ar != nil {
+			all, err = ar.ReadAppend(ctx, p, c.next[p], budget-len(all), all)
+			recs = all[start:]
+		} else {
+			recs, err = c.log.Read(ctx, p, c.next[p], budget-len(all))
+		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("read partition %d from %d: %w", p, c.next[p], err)
+			return nil, all, fmt.Errorf("read partition %d from %d: %w", p, c.next[p], err)
 		}
 		// A log may hand back records below the asked offset (a replay): they are stored
 		// already, by the offset invariant, and are dropped here.
@@ -420,15 +513,27 @@ func (c *Consumer) readRound(ctx context.Context, first int) ([]partBatch, int, 
 			recs = recs[skip:]
 		}
 		if len(recs) == 0 {
+			clear(all[start:])
+			all = all[:start]
 			continue
 		}
 		if err := checkOffsets(p, c.next[p], recs); err != nil {
-			return nil, 0, err
+			return nil, all, err
+		}
+		if ar != nil {
+			if skip > 0 { // close the gap: the batch is all[...] as it is
+				n := copy(all[start:], recs)
+				clear(all[start+n:])
+				all = all[:start+n]
+				recs = all[start:]
+			}
+		} else {
+			all = append(all, recs...)
+			recs = all[start:]
 		}
 		out = append(out, partBatch{p: p, recs: recs})
-		total += len(recs)
 	}
-	return out, total, nil
+	return out, all, nil
 }
 
 // checkOffsets refuses a batch whose offsets are not increasing from next. A gap (the log
@@ -467,18 +572,11 @@ func (c *Consumer) step(s string) error {
 // transaction, so it is never committed.
 const viewName = "ingest_batch"
 
-// store writes one batch and its offsets in one transaction, then trims the log.
-func (c *Consumer) store(ctx context.Context, batch []partBatch) error {
+// store writes one batch (recs, the parts of batch one after another) and its offsets in one
+// transaction, then trims the log.
+func (c *Consumer) store(ctx context.Context, batch []partBatch, recs []ingest.Record) error {
 	if err := c.step(stepRead); err != nil {
 		return err
-	}
-	var recs []ingest.Record
-	if len(batch) == 1 {
-		recs = batch[0].recs
-	} else {
-		for _, b := range batch {
-			recs = append(recs, b.recs...)
-		}
 	}
 	for _, b := range batch {
 		if gap := b.recs[0].Offset - c.next[b.p]; gap > 0 {

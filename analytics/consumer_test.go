@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/duckdb/duckdb-go/v2"
 
 	"flipbook/ingest"
 )
@@ -448,5 +450,206 @@ func TestRefusesTooManyPartitions(t *testing.T) {
 	defer db.Close()
 	if _, err := NewConsumer(context.Background(), db, newMemLog(ingest.MaxPartitions+1)); err == nil {
 		t.Fatal("accepted more partitions than Record.ID can tell apart")
+	}
+}
+
+// endsMemLog is a memLog that tells where its partitions end, as the embedded log does.
+type endsMemLog struct{ *memLog }
+
+func (l endsMemLog) Next(p int) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return uint64(len(l.parts[p]))
+}
+
+// TestBatchesAreWholeRowGroups: with a log that tells how much is waiting, a transaction
+// stores whole row groups when there is at least one, the rest in the next; the file's row
+// groups are RowGroupSize rows.
+func TestBatchesAreWholeRowGroups(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.Close()
+	log := endsMemLog{newMemLog(4)}
+	const n = 3*RowGroupSize + 1000
+	if err := log.Append(context.Background(), genEvents(rand.New(rand.NewPCG(7, 8)), n, 9, time.Now().UTC())); err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	c, err := NewConsumer(context.Background(), db, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.hook = func(step string) error {
+		if step == stepCommitted {
+			sizes = append(sizes, int(c.Stats().Events)-sum(sizes))
+		}
+		return nil
+	}
+	c.Start()
+	if err := c.WaitFor(waitCtx(t, 20*time.Second), log.ends()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil { // after this, sizes is the test's
+		t.Fatal(err)
+	}
+	if want := []int{3 * RowGroupSize, 1000}; !slices.Equal(sizes, want) {
+		t.Fatalf("transactions of %v events, want %v", sizes, want)
+	}
+	if _, err := db.Query().Exec("CHECKPOINT"); err != nil {
+		t.Fatal(err)
+	}
+	var groups, biggest int64
+	if err := db.Query().QueryRow(`SELECT count(DISTINCT row_group_id), max(count) FROM pragma_storage_info('`+RecentTable+`')`).Scan(&groups, &biggest); err != nil {
+		t.Fatal(err)
+	}
+	if groups != 4 || biggest != RowGroupSize {
+		t.Fatalf("%d row groups of at most %d rows, want 4 of at most %d", groups, biggest, RowGroupSize)
+	}
+}
+
+func sum(xs []int) (s int) {
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+// TestWaitStored: WaitStored returns once the consumer has stored that many events, at once
+// when it has, and with an error when the consumer stops first.
+func TestWaitStored(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.Close()
+	log := newMemLog(4)
+	c := startConsumer(t, db, log)
+	done := make(chan error, 1)
+	go func() { done <- c.WaitStored(waitCtx(t, 10*time.Second), 30) }()
+	if err := log.Append(context.Background(), genEvents(rand.New(rand.NewPCG(1, 1)), 20, 3, time.Now().UTC())); err != nil {
+		t.Fatal(err)
+	}
+	c.Wake()
+	if err := c.WaitStored(waitCtx(t, 10*time.Second), 20); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("WaitStored(30) returned after 20 events: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := log.Append(context.Background(), genEvents(rand.New(rand.NewPCG(2, 2)), 10, 3, time.Now().UTC())); err != nil {
+		t.Fatal(err)
+	}
+	c.Wake()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitStored(context.Background(), 30); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := c.WaitStored(ctx, 31); err == nil {
+		t.Fatal("WaitStored(31) returned without the 31st event")
+	}
+	c.Close()
+	if err := c.WaitStored(context.Background(), 1000); err == nil {
+		t.Fatal("WaitStored on a stopped consumer returned nil")
+	}
+}
+
+// TestBusyConsumerGathersWholeRowGroups: right after a transaction of whole row groups, less
+// than a row group waiting is not stored at once: events arriving within gatherWait fill it.
+func TestBusyConsumerGathersWholeRowGroups(t *testing.T) {
+	db := openTestDB(t, t.TempDir())
+	defer db.Close()
+	log := endsMemLog{newMemLog(4)}
+	rng := rand.New(rand.NewPCG(3, 4))
+	if err := log.Append(context.Background(), genEvents(rng, RowGroupSize+100, 9, time.Now().UTC())); err != nil {
+		t.Fatal(err)
+	}
+	later := genEvents(rng, RowGroupSize-100, 9, time.Now().UTC())
+	var sizes []int
+	c, err := NewConsumer(context.Background(), db, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appended := make(chan error, 1)
+	c.hook = func(step string) error {
+		if step != stepCommitted {
+			return nil
+		}
+		sizes = append(sizes, int(c.Stats().Events)-sum(sizes))
+		if len(sizes) == 1 { // the rest of the row group comes 5 ms after the first commit
+			go func() {
+				time.Sleep(5 * time.Millisecond)
+				appended <- log.Append(context.Background(), later)
+			}()
+		}
+		return nil
+	}
+	c.Start()
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitFor(waitCtx(t, 20*time.Second), log.ends()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{RowGroupSize, RowGroupSize}; !slices.Equal(sizes, want) {
+		t.Fatalf("transactions of %v events, want %v", sizes, want)
+	}
+}
+
+// TestAttachesFileWithDefaultRowGroups: a file written as DuckDB's main database with its
+// default row groups (122,880 rows; how Open used to open it), its last row group partly
+// filled, takes appends of small and whole 32,768-row groups after Open attaches it.
+func TestAttachesFileWithDefaultRowGroups(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "analytics.duckdb")
+	conn, err := duckdb.NewConnector(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := sql.OpenDB(conn)
+	for _, s := range schemaDDL() {
+		if _, err := old.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := old.Exec(`INSERT INTO ` + RecentTable + ` (id, workspace, mode, book_id, session_id, event_type,
+		viewer_email, source_type, url, exit_reason, reason, occurred_at, created_at)
+		SELECT i, 1, 'l', 'b', 's', 'session_started', '', 'direct', '', '', '', now(), now() FROM range(40000) t(i)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	log := endsMemLog{newMemLog(4)}
+	c := startConsumer(t, db, log)
+	defer c.Close()
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, n := range []int{100, 2 * RowGroupSize} {
+		if err := log.Append(ctx, genEvents(rng, n, 3, time.Now().UTC())); err != nil {
+			t.Fatal(err)
+		}
+		c.Wake()
+		if err := c.WaitFor(waitCtx(t, 10*time.Second), log.ends()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Query().Exec("CHECKPOINT"); err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	if err := db.Query().QueryRow(`SELECT count(*) FROM ` + RecentTable).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(40000 + 100 + 2*RowGroupSize); rows != want || c.Stats().Errors != 0 {
+		t.Fatalf("%d rows, want %d; %+v", rows, want, c.Stats())
 	}
 }

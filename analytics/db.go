@@ -9,6 +9,7 @@ package analytics
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -83,6 +84,19 @@ type options struct {
 	maxExports  int
 }
 
+// RowGroupSize is the row group size of the analytics file (DuckDB's default is 122,880). An
+// insert that fills whole row groups writes them compressed straight into the file; rows of a
+// partly filled one go through the WAL and are compressed again at the next checkpoint, which
+// costs about twice the CPU per row (measured with 1M events: batches of 65,536 rows into
+// 122,880-row groups 9-14 µs of CPU per row, whole row groups 4-5 µs). With 32,768-row groups
+// the consumer's batches under load are whole row groups (it aligns them, consumer.go), and
+// the compactor's runs and one-book queries read smaller units (1M events: level-0 runs 3.8 vs
+// 6.0 µs of CPU per row, a one-book aggregate p50 1.1 vs 2.1 ms).
+const RowGroupSize = 32768
+
+// catalog is the name the analytics file is attached under.
+const catalog = "flipbook_analytics"
+
 // Defaults of Open. DuckDB itself defaults to every core and 80% of RAM; the service shares the
 // machine with Pebble and the HTTP front end, so the memory limit is named here.
 const (
@@ -121,11 +135,24 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	if o.memoryLimit != "" {
 		q.Set("memory_limit", o.memoryLimit)
 	}
-	dsn := path
+	dsn := ""
 	if len(q) > 0 {
 		dsn += "?" + q.Encode()
 	}
-	conn, err := duckdb.NewConnector(dsn, nil)
+	// The file is attached to an in-memory instance rather than opened as its main database,
+	// because only ATTACH takes a row group size, and it is not stored in the file: every
+	// connection attaches it (the first one really does) and makes it the default catalog.
+	attach := fmt.Sprintf("ATTACH IF NOT EXISTS '%s' AS %s (ROW_GROUP_SIZE %d)",
+		strings.ReplaceAll(path, "'", "''"), catalog, RowGroupSize)
+	conn, err := duckdb.NewConnector(dsn, func(ex driver.ExecerContext) error {
+		for _, q := range []string{attach, "USE " + catalog} {
+			// Not Open's ctx: connections are made for the life of the DB.
+			if _, err := ex.ExecContext(context.Background(), q, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("analytics: open %s: %w", path, err)
 	}

@@ -31,12 +31,17 @@ var (
 // startChild starts `<this executable> serve` on a free port with data in dir and returns once
 // it has printed its address and first-start key.
 func startChild(ctx context.Context, dir string, extra ...string) (*child, error) {
-	return startChildOn(ctx, dir, true, extra...)
+	return startChildLog(ctx, dir, io.Discard, extra...)
 }
 
-// startChildOn is startChild; without needKey it does not wait for a first-start key (a data
-// directory that already has workspaces prints none).
-func startChildOn(ctx context.Context, dir string, needKey bool, extra ...string) (*child, error) {
+// startChildLog is startChild with the service's log (its stderr) written to stderr.
+func startChildLog(ctx context.Context, dir string, stderr io.Writer, extra ...string) (*child, error) {
+	return startChildOn(ctx, dir, true, stderr, extra...)
+}
+
+// startChildOn is startChildLog; without needKey it does not wait for a first-start key (a
+// data directory that already has workspaces prints none).
+func startChildOn(ctx context.Context, dir string, needKey bool, stderr io.Writer, extra ...string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -45,7 +50,7 @@ func startChildOn(ctx context.Context, dir string, needKey bool, extra ...string
 		"--rate-limit-workspace", "0", "--rate-limit-endpoint", "0", "--rate-limit-unauthenticated", "0"}, extra...)
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stderr = io.Discard
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -140,6 +145,29 @@ func treeRSS(pid int) int64 {
 	walk(pid)
 	return total
 }
+
+// procCPU is the CPU time (user + system) pid has used so far.
+func procCPU(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / clockTicks
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times (100 on Linux everywhere).
+const clockTicks = 100
 
 // peakRSS is the peak resident memory (VmHWM) of one process, in bytes.
 func peakRSS(pid int) int64 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -46,10 +47,10 @@ func (r *Report) checkValue(out io.Writer, what string, got float64, op string, 
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, convert, analytics (or all)")
-	duration := fs.Duration("duration", 10*time.Second, "measured time per load")
-	warmup := fs.Duration("warmup", 2*time.Second, "warm-up time per load")
-	conns := fs.Int("conns", 32, "concurrent connections")
+	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, convert, ingest, analytics (or all)")
+	duration := fs.Duration("duration", 10*time.Second, "measured time per load (ingest: default 10m)")
+	warmup := fs.Duration("warmup", 2*time.Second, "warm-up time per load (ingest: default duration/20, 1-30 s)")
+	conns := fs.Int("conns", 32, "concurrent connections (ingest: default 64)")
 	books := fs.Int("books", 100000, "books in the large workspace (rest)")
 	small := fs.Int("small-books", 1000, "books in the small workspace (rest)")
 	skipList := fs.Bool("skip-list", false, "rest: measure only the bare handler and GET /books/{book}")
@@ -60,11 +61,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	anEvents := fs.Int("analytics-events", 10_000_000, "analytics: interaction events across the books")
 	anExport := fs.Int("export-rows", 1_000_000, "analytics: events of the book exported as CSV")
 	anCalls := fs.Int("calls", 200, "analytics: timed calls per operation and side")
+	sessions := fs.Int("sessions", 256, "ingest: virtual reader sessions")
+	rate := fs.Int("rate", 0, "ingest: offered events/s (0: closed loop, as fast as the service answers)")
+	rawEvents := fs.Int("raw-events", 1_000_000, "ingest: events per raw DuckDB append round")
+	childProfile := fs.String("child-cpuprofile", "", "ingest: write a CPU profile of the service process to this file")
+	childLog := fs.String("child-log", "", "ingest: write the service's log to this file")
+	serveArgs := fs.String("serve-args", "", "ingest: extra flipbook serve flags, space-separated (e.g. '--ingest-backlog 65536')")
 	strict := fs.Bool("strict", false, "exit non-zero when a target is missed")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -79,7 +88,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var missed []string
 	list := strings.Split(*scenarios, ",")
 	if *scenarios == "all" {
-		list = []string{"rest", "convert", "analytics"}
+		list = []string{"rest", "convert", "ingest", "analytics"}
 	}
 	for _, sc := range list {
 		var rep *Report
@@ -95,6 +104,35 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		case "convert":
 			fmt.Fprintln(stdout, "== scenario convert ==")
 			rep, err = Convert(ctx, ConvertOptions{Pages: *pages, BigPages: *bigPages, LongEdge: 1600, Runs: *runs}, stdout)
+		case "ingest":
+			fmt.Fprintln(stdout, "== scenario ingest ==")
+			o := IngestOptions{Sessions: *sessions, Rate: *rate, RawEvents: *rawEvents}
+			if given["duration"] {
+				o.Duration = *duration
+			}
+			if given["warmup"] {
+				o.Warmup = *warmup
+			}
+			if given["conns"] {
+				o.Conns = *conns
+			}
+			o.ChildArgs = append(o.ChildArgs, strings.Fields(*serveArgs)...)
+			if *childProfile != "" {
+				abs, err := filepath.Abs(*childProfile)
+				if err != nil {
+					return err
+				}
+				o.ChildArgs = append(o.ChildArgs, "--cpuprofile", abs)
+			}
+			if *childLog != "" {
+				f, err := os.Create(*childLog)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				o.Log = f
+			}
+			rep, err = Ingest(ctx, o, stdout)
 		default:
 			return fmt.Errorf("unknown scenario %q", sc)
 		}

@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"flipbook/actors"
+	"flipbook/ingest"
 	"flipbook/storage"
 )
 
@@ -67,6 +70,9 @@ func (s *Service) adminOperations() []*Operation {
 		{ID: "admin.revoke_key", Method: "DELETE", Path: "/keys/{id}", Auth: AuthAdmin, Write: true,
 			Summary: "Revoke a key.",
 			Params:  []Param{idParam}, Handler: s.adminRevokeKey},
+		{ID: "admin.ingest_status", Method: "GET", Path: "/ingest", Auth: AuthAdmin,
+			Summary: "Reader-event intake: per log partition, where the log ends and what DuckDB holds (the lag), and the consumer's counters.",
+			Handler: s.adminIngest},
 	}
 	for _, op := range ops {
 		op.Base = AdminBase
@@ -140,6 +146,71 @@ func (s *Service) adminRevokeKey(r *Request) (*Result, error) {
 		return nil, adminNotFound(err, "key")
 	}
 	return &Result{Data: map[string]any{"id": k.ID, "revoked": true}}, nil
+}
+
+// ingestPartJSON is one log partition in GET /admin/v1/ingest.
+type ingestPartJSON struct {
+	Partition int    `json:"partition"`
+	LogEnd    uint64 `json:"log_end"` // offset the next event of the partition gets
+	Stored    uint64 `json:"stored"`  // first offset not yet in DuckDB
+	Lag       uint64 `json:"lag"`     // events durable in the log, not yet queryable
+}
+
+type ingestConsumerJSON struct {
+	Events        uint64 `json:"events"`  // stored since the service started
+	Batches       uint64 `json:"batches"` // DuckDB transactions
+	Skipped       uint64 `json:"skipped"`
+	Errors        uint64 `json:"errors"`
+	LastError     string `json:"last_error"`
+	Compactions   uint64 `json:"compactions"`
+	CompactedRows uint64 `json:"compacted_rows"`
+	Merges        uint64 `json:"merges"`
+}
+
+type ingestJSON struct {
+	Log        string             `json:"log"` // embedded or kafka
+	Partitions []ingestPartJSON   `json:"partitions"`
+	LogEnd     uint64             `json:"log_end"`
+	Stored     uint64             `json:"stored"`
+	Lag        uint64             `json:"lag"`
+	Consumer   ingestConsumerJSON `json:"consumer"`
+}
+
+// adminIngest is GET /admin/v1/ingest: how far the analytics store is behind the event log.
+// The stored offsets are read before the log's ends, so lag is never negative; an event whose
+// 202 came before the call is queryable once stored passes the log_end of its partition.
+func (s *Service) adminIngest(r *Request) (*Result, error) {
+	stored := s.consumer.Offsets()
+	st := s.consumer.Stats()
+	eo, ok := s.events.(ingest.EndOffsets)
+	if !ok {
+		return nil, &Error{Status: 501, Type: TypeUnavailable, Message: "this event log cannot report its end offsets"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ends, err := eo.EndOffsets(ctx)
+	if err != nil {
+		s.log.Error("event log end offsets", "err", err)
+		return nil, &Error{Status: 503, Type: TypeUnavailable, Message: "the event log did not answer; retry shortly"}
+	}
+	out := ingestJSON{Log: "embedded", Partitions: make([]ingestPartJSON, len(ends)),
+		Consumer: ingestConsumerJSON{Events: st.Events, Batches: st.Batches, Skipped: st.Skipped, Errors: st.Errors,
+			LastError: st.LastError, Compactions: st.Compactions, CompactedRows: st.CompactedRows, Merges: st.Merges}}
+	if len(s.cfg.KafkaBrokers) > 0 {
+		out.Log = "kafka"
+	}
+	for p, end := range ends {
+		var done uint64
+		if p < len(stored) {
+			done = stored[p]
+		}
+		lag := end - min(done, end)
+		out.Partitions[p] = ingestPartJSON{Partition: p, LogEnd: end, Stored: done, Lag: lag}
+		out.LogEnd += end
+		out.Stored += done
+		out.Lag += lag
+	}
+	return &Result{Data: out}, nil
 }
 
 // FirstStart is what Bootstrap created on an empty data directory.

@@ -83,7 +83,12 @@ type Operation struct {
 	Internal bool
 	// Multipart operations take multipart/form-data (body parameters are form fields and files).
 	Multipart bool
-	Handler   func(*Request) (*Result, error)
+	// FastBody, for an operation whose parameters are all in a JSON body, may decode and
+	// validate the body's common shape without the generic path; ok=false falls back to the
+	// generic path, which must accept and reject exactly as if FastBody did not exist (the
+	// collector: collectfast.go).
+	FastBody func(body []byte) (params map[string]any, ok bool)
+	Handler  func(*Request) (*Result, error)
 }
 
 // DefaultMaxJSONBody is the body cap of operations that do not set their own.

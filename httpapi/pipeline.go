@@ -248,6 +248,11 @@ func authorize(op *Operation, p *Principal) *Error {
 // parseRequest collects path, query and body values (copied out of the pooled request) and
 // validates them against the operation's parameters.
 func (s *Service) parseRequest(ctx *fasthttp.RequestCtx, op *Operation) (*Request, *Error) {
+	if op.FastBody != nil && !bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("multipart/form-data")) {
+		if params, ok := op.FastBody(ctx.PostBody()); ok {
+			return &Request{Op: op, Params: params}, nil
+		}
+	}
 	var path, query map[string]string
 	var body map[string]any
 	hasBody := false

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -264,4 +265,85 @@ func TestEventsReachDuckDB(t *testing.T) {
 	}, "the events are queryable in DuckDB")
 	require.EqualValues(t, 6500, total)
 	require.Less(t, time.Since(start), 2*time.Second, "visible within 2 s of the 202")
+}
+
+// TestAdminIngestStatus: GET /admin/v1/ingest reports per partition where the log ends and
+// what DuckDB holds; once the consumer caught up, every acknowledged event is stored and the lag
+// is 0.
+func TestAdminIngestStatus(t *testing.T) {
+	h := newHarness(t, nil)
+	require.Equal(t, 401, h.do(t, "GET", "/admin/v1/ingest", "", nil).Status)
+	key, ws := h.workspaceKey(t, "company", "live", "*")
+	require.Equal(t, 401, h.do(t, "GET", "/admin/v1/ingest", key, nil).Status, "an API key is not the admin token")
+
+	r := h.adminDo(t, "GET", "/ingest", nil)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	require.Equal(t, "embedded", r.data()["log"])
+	parts := r.data()["partitions"].([]any)
+	require.Len(t, parts, ingest.DefaultPartitions)
+	require.EqualValues(t, 0, r.data()["log_end"])
+
+	rid := h.konva(t, key, "read me", "publish")
+	for i := 0; i < 3; i++ {
+		require.Equal(t, 202, h.do(t, "POST", "/collect", "", collectBody(rid,
+			map[string]any{"type": "session_started", "page_number": 1},
+			map[string]any{"type": "page_segment_completed", "page_number": 2, "active_ms": 5200})).Status)
+	}
+	// Right after the 202s the log holds the 6 events; DuckDB holds them at the latest 2 s later.
+	r = h.adminDo(t, "GET", "/ingest", nil)
+	require.EqualValues(t, 6, r.data()["log_end"])
+	p := ingest.PartitionOf(ws, ingest.DefaultPartitions)
+	require.EqualValues(t, 6, r.data()["partitions"].([]any)[p].(map[string]any)["log_end"])
+	deadline := time.Now().Add(2 * time.Second)
+	for r.data()["lag"].(float64) != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		r = h.adminDo(t, "GET", "/ingest", nil)
+	}
+	d := r.data()
+	require.EqualValues(t, 0, d["lag"], "%s", r.Body)
+	require.EqualValues(t, 6, d["stored"])
+	part := d["partitions"].([]any)[p].(map[string]any)
+	require.Equal(t, map[string]any{"partition": float64(p), "log_end": float64(6), "stored": float64(6), "lag": float64(0)}, part)
+	c := d["consumer"].(map[string]any)
+	require.EqualValues(t, 6, c["events"])
+	require.EqualValues(t, 0, c["errors"])
+	require.Len(t, h.logged(t), 6, "what the report counts as stored is queryable")
+}
+
+// TestCollectorPacing: with a small IngestBacklog, collector requests beyond it wait for the
+// consumer and all get their 202 (nothing deadlocks, nothing is lost); with the consumer
+// stopped, requests are still accepted (after at most IngestWait) into the log, and a restart
+// stores them.
+func TestCollectorPacing(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.IngestBacklog = 50 })
+	key := h.workspace(t, "company", "live")
+	rid := h.konva(t, key, "paced", "publish")
+	batch := func() map[string]any {
+		evs := make([]map[string]any, 20)
+		for i := range evs {
+			evs[i] = map[string]any{"type": "page_segment_completed", "page_number": 1, "active_ms": 100 + i}
+		}
+		return collectBody(rid, evs...)
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Go(func() {
+			for i := 0; i < 5; i++ {
+				if r := h.do(t, "POST", "/collect", "", batch()); r.Status != 202 {
+					t.Errorf("status %d: %s", r.Status, r.Body)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, h.logged(t), 400)
+
+	require.NoError(t, h.svc.consumer.Close())
+	start := time.Now()
+	for i := 0; i < 5; i++ {
+		require.Equal(t, 202, h.do(t, "POST", "/collect", "", batch()).Status)
+	}
+	require.Less(t, time.Since(start), 5*IngestWait, "a stopped consumer does not hold intake up for long")
+	h.restart(t)
+	require.Len(t, h.logged(t), 500, "what was accepted while DuckDB was stopped is stored after the restart")
 }

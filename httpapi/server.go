@@ -56,9 +56,13 @@ type Config struct {
 	KafkaBrokers []string
 	KafkaTopic   string
 	// RateCollect limits the public reader routes (collector, email gate) per IP per minute.
-	RateCollect  int
-	MaxBodyBytes int
-	BookIdle     time.Duration
+	RateCollect int
+	// IngestBacklog is how many events DuckDB may be behind what this process appended to the
+	// event log before a collector request waits for it (at most IngestWait) instead of
+	// appending at once; 0 = no limit. See appendEvents.
+	IngestBacklog int
+	MaxBodyBytes  int
+	BookIdle      time.Duration
 	// AllowPrivateTargets lets the service fetch URLs that resolve to private, loopback or
 	// link-local addresses (template images; later webhooks). Off by default (SSRF).
 	AllowPrivateTargets bool
@@ -82,6 +86,7 @@ func DefaultConfig() Config {
 		RateEndpoint:        DefaultRateEndpoint,
 		RateUnauthenticated: DefaultRateUnauthenticated,
 		RateCollect:         DefaultRateCollect,
+		IngestBacklog:       DefaultIngestBacklog,
 		MaxBodyBytes:        DefaultMaxBodyBytes,
 		MaxUploadBytes:      DefaultMaxUploadBytes,
 	}
@@ -102,6 +107,7 @@ type Service struct {
 	limCollect          *limiter
 	readers             readerTokens
 	events              ingest.Log
+	appended            atomic.Uint64 // events this process appended to the log
 	consumer            *analytics.Consumer
 	// Analytics is the DuckDB store the consumer fills and analytics queries read.
 	Analytics *analytics.DB

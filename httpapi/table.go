@@ -226,7 +226,7 @@ func (s *Service) readerOperations() []*Operation {
 	return []*Operation{
 		{ID: "reader.collect", Method: "POST", Path: "/collect", Auth: AuthNone, Internal: true,
 			Summary: "Reader events from a viewer (JSON or text/plain for sendBeacon); 202 once durable.",
-			Params:  collectParams(), MaxBody: 1 << 20, Handler: s.collect},
+			Params:  collectParams(), MaxBody: 1 << 20, FastBody: fastCollect, Handler: s.collect},
 		{ID: "reader.access", Method: "POST", Path: "/view/{book}/access", Auth: AuthNone, Internal: true,
 			Summary: "The email gate: an address on the book's access list gets a reader token.",
 			Params: []Param{

@@ -16,10 +16,12 @@ import (
 // validateParams checks raw inputs against an operation's parameters and returns the typed
 // values. Every failure is collected (field → messages) before anything runs.
 //
-// path and query hold the raw strings given; body is the decoded JSON object (or nil).
+// path and query hold the raw strings given; body is the decoded JSON object (or nil). The
+// body's objects and arrays are converted in place (they belong to this request).
 func validateParams(params []Param, path, query map[string]string, body map[string]any, bodyStrings bool) (map[string]any, error) {
 	out := make(map[string]any, len(params))
 	v := Validation{}
+	elems := make([]pathElem, 0, 8)
 	for i := range params {
 		p := &params[i]
 		var raw any
@@ -40,24 +42,60 @@ func validateParams(params []Param, path, query map[string]string, body map[stri
 			}
 			continue
 		}
-		if val, ok := checkValue(p, p.Name, raw, p.In != InBody || bodyStrings, v); ok {
+		field := &fieldPath{elems: append(elems[:0], pathElem{name: p.Name})}
+		if val, ok := checkValue(p, field, raw, p.In != InBody || bodyStrings, v); ok {
 			out[p.Name] = val
 		}
+		elems = field.elems
 	}
 	return out, v.Err()
 }
 
+// fieldPath names the value being checked (events.3.type) as a stack of names and indexes
+// shared down the recursion; the string is only made for an error, so a valid request builds
+// no names.
+type fieldPath struct {
+	elems []pathElem
+}
+
+type pathElem struct {
+	name  string // "" for an array element
+	index int
+}
+
+func (f *fieldPath) push(name string, index int) {
+	f.elems = append(f.elems, pathElem{name: name, index: index})
+}
+
+func (f *fieldPath) pop() { f.elems = f.elems[:len(f.elems)-1] }
+
+func (f *fieldPath) String() string {
+	var b strings.Builder
+	for i, e := range f.elems {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		if e.name == "" {
+			b.WriteString(strconv.Itoa(e.index))
+		} else {
+			b.WriteString(e.name)
+		}
+	}
+	return b.String()
+}
+
 // checkValue validates one value; fromString is true for path and query values (and form
-// fields), which arrive as strings and are converted.
-func checkValue(p *Param, field string, raw any, fromString bool, v Validation) (any, bool) {
+// fields), which arrive as strings and are converted. Objects and arrays are converted in
+// place: an object keeps only its declared properties, with their typed values.
+func checkValue(p *Param, field *fieldPath, raw any, fromString bool, v Validation) (any, bool) {
 	if raw == nil {
 		if p.Nullable {
 			return nil, true
 		}
 		if p.Required {
-			v.Add(field, "is required")
+			v.Add(field.String(), "is required")
 		} else {
-			v.Add(field, "must not be null")
+			v.Add(field.String(), "must not be null")
 		}
 		return nil, false
 	}
@@ -65,155 +103,184 @@ func checkValue(p *Param, field string, raw any, fromString bool, v Validation) 
 	case KString:
 		s, ok := raw.(string)
 		if !ok {
-			v.Add(field, "must be a string")
+			v.Add(field.String(), "must be a string")
 			return nil, false
 		}
-		return checkString(p, field, s, v)
+		if !checkString(p, field, s, v) {
+			return nil, false
+		}
+		return raw, true // the string as it came, not boxed again
 	case KInt:
 		n, ok := toInt(raw)
 		if !ok {
-			v.Add(field, "must be an integer")
+			v.Add(field.String(), "must be an integer")
 			return nil, false
 		}
 		return n, checkRange(p, field, float64(n), v)
 	case KNumber:
 		f, ok := toFloat(raw)
 		if !ok {
-			v.Add(field, "must be a number")
+			v.Add(field.String(), "must be a number")
 			return nil, false
 		}
 		return f, checkRange(p, field, f, v)
 	case KBool:
 		b, ok := toBool(raw, fromString)
 		if !ok {
-			v.Add(field, "must be true or false")
+			v.Add(field.String(), "must be true or false")
 			return nil, false
 		}
 		return b, true
 	case KDateTime:
 		s, ok := raw.(string)
 		if !ok {
-			v.Add(field, "must be an RFC 3339 date-time string")
+			v.Add(field.String(), "must be an RFC 3339 date-time string")
 			return nil, false
 		}
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
-			v.Add(field, "must be an RFC 3339 date-time, such as 2026-01-31T09:00:00Z")
+			v.Add(field.String(), "must be an RFC 3339 date-time, such as 2026-01-31T09:00:00Z")
 			return nil, false
 		}
 		return t.UTC(), true
 	case KObject:
 		m, ok := raw.(map[string]any)
 		if !ok {
-			v.Add(field, "must be an object")
+			v.Add(field.String(), "must be an object")
 			return nil, false
 		}
 		if len(p.Props) == 0 {
 			return m, true
 		}
-		out := make(map[string]any, len(p.Props))
 		good := true
+		declared := 0
 		for i := range p.Props {
 			sub := &p.Props[i]
 			rv, present := m[sub.Name]
 			if !present {
 				if sub.Required {
-					v.Add(field+"."+sub.Name, "is required")
+					v.Add(field.String()+"."+sub.Name, "is required")
 					good = false
 				}
 				continue
 			}
-			if val, ok := checkValue(sub, field+"."+sub.Name, rv, fromString, v); ok {
-				out[sub.Name] = val
+			declared++
+			field.push(sub.Name, 0)
+			val, ok := checkValue(sub, field, rv, fromString, v)
+			field.pop()
+			if ok {
+				m[sub.Name] = val
 			} else {
+				delete(m, sub.Name)
+				declared--
 				good = false
 			}
 		}
-		return out, good
+		if declared < len(m) { // undeclared properties are dropped
+			for k := range m {
+				if !declaredProp(p.Props, k) {
+					delete(m, k)
+				}
+			}
+		}
+		return m, good
 	case KFile:
 		fs, ok := raw.([]*multipart.FileHeader)
 		if !ok || len(fs) == 0 {
-			v.Add(field, "must be a file sent as multipart/form-data")
+			v.Add(field.String(), "must be a file sent as multipart/form-data")
 			return nil, false
 		}
 		if p.MaxItems > 0 && len(fs) > p.MaxItems {
-			v.Add(field, fmt.Sprintf("must not have more than %d files", p.MaxItems))
+			v.Add(field.String(), fmt.Sprintf("must not have more than %d files", p.MaxItems))
 			return nil, false
 		}
 		return fs, true
 	case KArray:
 		a, ok := raw.([]any)
 		if !ok {
-			v.Add(field, "must be an array")
+			v.Add(field.String(), "must be an array")
 			return nil, false
 		}
 		if p.MinItems > 0 && len(a) < p.MinItems {
-			v.Add(field, fmt.Sprintf("must have at least %d item%s", p.MinItems, plural(p.MinItems)))
+			v.Add(field.String(), fmt.Sprintf("must have at least %d item%s", p.MinItems, plural(p.MinItems)))
 			return nil, false
 		}
 		if p.MaxItems > 0 && len(a) > p.MaxItems {
-			v.Add(field, fmt.Sprintf("must not have more than %d items", p.MaxItems))
+			v.Add(field.String(), fmt.Sprintf("must not have more than %d items", p.MaxItems))
 			return nil, false
 		}
 		if p.Items == nil {
 			return a, true
 		}
-		out := make([]any, len(a))
 		good := true
 		for i, item := range a {
-			val, ok := checkValue(p.Items, field+"."+strconv.Itoa(i), item, fromString, v)
-			out[i] = val
+			field.push("", i)
+			val, ok := checkValue(p.Items, field, item, fromString, v)
+			field.pop()
+			a[i] = val
 			good = good && ok
 		}
-		return out, good
+		return a, good
 	}
 	return raw, true
 }
 
-func checkString(p *Param, field, s string, v Validation) (any, bool) {
+func declaredProp(props []Param, name string) bool {
+	for i := range props {
+		if props[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func checkString(p *Param, field *fieldPath, s string, v Validation) bool {
 	if !utf8.ValidString(s) {
-		v.Add(field, "must be valid UTF-8")
-		return nil, false
+		v.Add(field.String(), "must be valid UTF-8")
+		return false
 	}
 	if p.Required && strings.TrimSpace(s) == "" {
-		v.Add(field, "is required")
-		return nil, false
+		v.Add(field.String(), "is required")
+		return false
 	}
-	n := utf8.RuneCountInString(s)
+	n := len(s) // bytes: at least the characters
+	if p.MinLen > 0 || (p.MaxLen > 0 && n > p.MaxLen) {
+		n = utf8.RuneCountInString(s)
+	}
 	if p.MinLen > 0 && n < p.MinLen {
-		v.Add(field, fmt.Sprintf("must be at least %d character%s", p.MinLen, plural(p.MinLen)))
-		return nil, false
+		v.Add(field.String(), fmt.Sprintf("must be at least %d character%s", p.MinLen, plural(p.MinLen)))
+		return false
 	}
 	if p.MaxLen > 0 && n > p.MaxLen {
-		v.Add(field, fmt.Sprintf("must not be longer than %d characters", p.MaxLen))
-		return nil, false
+		v.Add(field.String(), fmt.Sprintf("must not be longer than %d characters", p.MaxLen))
+		return false
 	}
 	if len(p.Enum) > 0 && !contains(p.Enum, s) {
-		v.Add(field, "must be one of: "+strings.Join(p.Enum, ", "))
-		return nil, false
+		v.Add(field.String(), "must be one of: "+strings.Join(p.Enum, ", "))
+		return false
 	}
 	switch p.Format {
 	case "email":
 		if a, err := mail.ParseAddress(s); err != nil || a.Address != s || a.Name != "" {
-			v.Add(field, "must be a valid email address")
-			return nil, false
+			v.Add(field.String(), "must be a valid email address")
+			return false
 		}
 	case "uri":
 		if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			v.Add(field, "must be a valid http or https URL")
-			return nil, false
+			v.Add(field.String(), "must be a valid http or https URL")
+			return false
 		}
 	}
-	return s, true
+	return true
 }
 
-func checkRange(p *Param, field string, f float64, v Validation) bool {
+func checkRange(p *Param, field *fieldPath, f float64, v Validation) bool {
 	if p.Min != nil && f < *p.Min {
-		v.Add(field, "must be at least "+fmtNum(*p.Min))
+		v.Add(field.String(), "must be at least "+fmtNum(*p.Min))
 		return false
 	}
 	if p.Max != nil && f > *p.Max {
-		v.Add(field, "must be at most "+fmtNum(*p.Max))
+		v.Add(field.String(), "must be at most "+fmtNum(*p.Max))
 		return false
 	}
 	return true

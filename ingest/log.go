@@ -23,6 +23,14 @@ type Log interface {
 	Close() error
 }
 
+// EndOffsets is implemented by logs that can tell where each partition ends: element p is the
+// offset the next event of partition p will get, so every event acknowledged by Append before
+// the call is below it. Operators compare it with the consumer's stored offsets (the ingest
+// lag, GET /admin/v1/ingest).
+type EndOffsets interface {
+	EndOffsets(ctx context.Context) ([]uint64, error)
+}
+
 // PartitionOf is the partition of a workspace's events.
 func PartitionOf(workspace int64, partitions int) int {
 	return int(uint64(workspace) % uint64(partitions))

@@ -352,6 +352,41 @@ func (l *KafkaLog) outOfRange(ctx context.Context, p int, from uint64) error {
 	return fmt.Errorf("ingest: kafka list offsets: no answer for partition %d", p)
 }
 
+// EndOffsets lists the end (high watermark) of every partition with one ListOffsets request
+// (see EndOffsets).
+func (l *KafkaLog) EndOffsets(ctx context.Context) ([]uint64, error) {
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	reqs := make([]kafka.OffsetRequest, l.parts)
+	for p := range reqs {
+		reqs[p] = kafka.LastOffsetOf(p)
+	}
+	res, err := l.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{l.topic: reqs}})
+	if err != nil {
+		return nil, fmt.Errorf("ingest: kafka list offsets: %w", err)
+	}
+	out := make([]uint64, l.parts)
+	seen := 0
+	for _, po := range res.Topics[l.topic] {
+		if po.Partition < 0 || po.Partition >= l.parts {
+			continue
+		}
+		if po.Error != nil {
+			return nil, fmt.Errorf("ingest: kafka list offsets of partition %d: %w", po.Partition, po.Error)
+		}
+		out[po.Partition] = uint64(max(po.LastOffset, 0))
+		seen++
+	}
+	if seen != l.parts {
+		return nil, fmt.Errorf("ingest: kafka list offsets: %d of %d partitions answered", seen, l.parts)
+	}
+	return out, nil
+}
+
 // Trim does nothing: Kafka's retention deletes old records (see KafkaLog).
 func (l *KafkaLog) Trim(context.Context, int, uint64) error { return nil }
 

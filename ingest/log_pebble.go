@@ -368,34 +368,48 @@ func (l *PebbleLog) commit(batch []*appendReq, events, bytes int) {
 // Read returns up to max durable records of partition p from offset `from` (see Log).
 // Records below the trim floor are gone: reading there starts at the first remaining one.
 func (l *PebbleLog) Read(ctx context.Context, p int, from uint64, max int) ([]Record, error) {
+	return l.ReadAppend(ctx, p, from, max, nil)
+}
+
+// ReadAppend is Read appending the records to dst, so a reader can reuse one buffer for every
+// partition and round (the analytics consumer builds one batch of all of them).
+func (l *PebbleLog) ReadAppend(ctx context.Context, p int, from uint64, max int, dst []Record) ([]Record, error) {
 	if err := l.check(ctx, p); err != nil {
-		return nil, err
+		return dst, err
 	}
 	end := l.durable[p].Load()
 	if max <= 0 || from >= end {
-		return nil, nil
+		return dst, nil
 	}
 	if uint64(max) < end-from {
 		end = from + uint64(max)
 	}
 	it, err := l.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: recKey(p, from), UpperBound: recKey(p, end)})
 	if err != nil {
-		return nil, err
+		return dst, err
 	}
-	out := make([]Record, 0, min(end-from, 4096))
+	out := dst
+	if out == nil {
+		out = make([]Record, 0, min(end-from, 4096))
+	}
 	for ok := it.First(); ok; ok = it.Next() {
-		rec := Record{Partition: p, Offset: binary.BigEndian.Uint64(it.Key()[len(recPrefix)+2:])}
+		// Decoded in place: a Record is a few hundred bytes, not worth copying.
+		out = append(out, Record{Partition: p, Offset: binary.BigEndian.Uint64(it.Key()[len(recPrefix)+2:])})
+		rec := &out[len(out)-1]
 		v, err := it.ValueAndErr()
 		if err == nil {
 			err = decodeEvent(v, &rec.Event)
 		}
 		if err != nil {
 			_ = it.Close()
-			return nil, fmt.Errorf("ingest: read partition %d offset %d: %w", p, rec.Offset, err)
+			clear(out[len(dst):])
+			return dst, fmt.Errorf("ingest: read partition %d offset %d: %w", p, rec.Offset, err)
 		}
-		out = append(out, rec)
 	}
-	return out, it.Close()
+	if err := it.Close(); err != nil {
+		return dst, err
+	}
+	return out, nil
 }
 
 // Trim deletes the records of partition p below offset `before` (one Pebble DeleteRange) and
@@ -446,6 +460,18 @@ func (l *PebbleLog) Next(p int) uint64 {
 	return l.durable[p].Load()
 }
 
+// EndOffsets returns Next of every partition (see EndOffsets).
+func (l *PebbleLog) EndOffsets(ctx context.Context) ([]uint64, error) {
+	if l.isDone.Load() {
+		return nil, ErrClosed
+	}
+	out := make([]uint64, l.parts)
+	for p := range out {
+		out[p] = l.durable[p].Load()
+	}
+	return out, ctx.Err()
+}
+
 // PebbleLogStats counts group commits since the log was opened.
 type PebbleLogStats struct {
 	Commits uint64 // synced batches
@@ -472,6 +498,8 @@ func (l *PebbleLog) Close() error {
 }
 
 var (
-	_ Log = (*PebbleLog)(nil)
-	_ Log = (*KafkaLog)(nil)
+	_ Log        = (*PebbleLog)(nil)
+	_ Log        = (*KafkaLog)(nil)
+	_ EndOffsets = (*PebbleLog)(nil)
+	_ EndOffsets = (*KafkaLog)(nil)
 )

@@ -109,6 +109,34 @@ func runConformance(t *testing.T, newEnv func(t *testing.T) logEnv) {
 		}
 	})
 
+	t.Run("EndOffsets", func(t *testing.T) {
+		env := newEnv(t)
+		ends := func() []uint64 {
+			t.Helper()
+			eo, ok := env.Log().(EndOffsets)
+			require.True(t, ok, "the log reports its end offsets")
+			got, err := eo.EndOffsets(ctx)
+			require.NoError(t, err)
+			require.Len(t, got, testPartitions)
+			return got
+		}
+		require.Equal(t, make([]uint64, testPartitions), ends(), "an empty log ends at 0")
+		want := make([]uint64, testPartitions)
+		var events []Event
+		for i := 0; i < 30; i++ {
+			ws := int64(i%5 + 1)
+			events = append(events, testEvent(ws, "ends", i))
+			want[PartitionOf(ws, testPartitions)]++
+		}
+		require.NoError(t, env.Log().Append(ctx, events))
+		require.Equal(t, want, ends())
+		p := PartitionOf(1, testPartitions)
+		require.NoError(t, env.Log().Trim(ctx, p, want[p]))
+		require.Equal(t, want, ends(), "trimming does not move the end")
+		env.Reopen(t)
+		require.Equal(t, want, ends(), "the end survives a restart")
+	})
+
 	t.Run("ReadWindows", func(t *testing.T) {
 		l := newEnv(t).Log()
 		const ws = 5

@@ -166,9 +166,17 @@ func (s *Store) GetBook(t Tenant, rid string) (*Book, error) {
 	return b, nil
 }
 
-// BookTenant resolves a book's tenant from its random id (public routes).
+// BookTenant resolves a book's tenant from its random id (public routes: every collector
+// batch). Found lookups are cached in the book cache under the lookup key, as a Book holding
+// only the tenant, with the cache's rule: the batches that write or delete the lookup mark it.
 func (s *Store) BookTenant(rid string) (Tenant, error) {
-	v, err := s.get(bookLookupKey(rid))
+	key := bookLookupKey(rid)
+	ck := string(key)
+	b, epoch := s.books.get(ck)
+	if b != nil {
+		return b.Tenant(), nil
+	}
+	v, err := s.get(key)
 	if err != nil {
 		return Tenant{}, err
 	}
@@ -176,6 +184,7 @@ func (s *Store) BookTenant(rid string) (Tenant, error) {
 	if !ok {
 		return Tenant{}, ErrNotFound
 	}
+	s.books.put(ck, &Book{Workspace: t.Workspace, Mode: t.Mode}, epoch)
 	return t, nil
 }
 
@@ -189,6 +198,7 @@ func (bt *Batch) PutBook(old, b *Book) error {
 		bt.unindexBook(old)
 	} else {
 		bt.set(bookLookupKey(b.RandomID), b.Tenant().bytes())
+		bt.touched = append(bt.touched, string(bookLookupKey(b.RandomID)))
 	}
 	for _, k := range bookIndexKeys(b) {
 		bt.set(k, []byte(b.RandomID))
@@ -227,7 +237,7 @@ func (bt *Batch) DeleteBook(b *Book) error {
 	bt.unindexBook(b)
 	bt.del(bookLookupKey(b.RandomID))
 	bt.del(bookKey(b.Tenant(), b.RandomID))
-	bt.touched = append(bt.touched, string(bookKey(b.Tenant(), b.RandomID)))
+	bt.touched = append(bt.touched, string(bookKey(b.Tenant(), b.RandomID)), string(bookLookupKey(b.RandomID)))
 	return nil
 }
 

@@ -36,15 +36,29 @@ type Store struct {
 type Options struct {
 	// CacheBytes is Pebble's block cache size.
 	CacheBytes int64
+	// MemTableBytes is the size of Pebble's memtables (default DefaultMemTableBytes).
+	MemTableBytes int64
 }
 
 // DefaultCacheBytes is the default Pebble block cache.
 const DefaultCacheBytes = 128 << 20
 
+// DefaultMemTableBytes is the memtable size. The embedded event log (ingest.PebbleLog) writes
+// every reader event here and deletes it (a range deletion) once DuckDB holds it, normally
+// within a second; events deleted while still in the memtable are dropped when it is flushed,
+// never written to an sstable or compacted. With Pebble's 4 MiB default a memtable filled in
+// about 0.3 s at 100k events/s, so nearly every event was flushed and compacted: 18% of the
+// service's CPU in the ingest benchmark, 3% with 64 MiB (19.5 -> 14.0 µs of CPU per event).
+// Memtables take their memory as they fill; at most two are held (one flushing).
+const DefaultMemTableBytes = 64 << 20
+
 // Open opens (or creates) the store under dir: Pebble in dir/state, blobs in dir/blobs.
 func Open(dir string, o Options) (*Store, error) {
 	if o.CacheBytes == 0 {
 		o.CacheBytes = DefaultCacheBytes
+	}
+	if o.MemTableBytes == 0 {
+		o.MemTableBytes = DefaultMemTableBytes
 	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("storage: create data dir: %w", err)
@@ -52,8 +66,9 @@ func Open(dir string, o Options) (*Store, error) {
 	cache := pebble.NewCache(o.CacheBytes)
 	defer cache.Unref()
 	db, err := pebble.Open(filepath.Join(dir, "state"), &pebble.Options{
-		Cache:  cache,
-		Logger: quietLogger{},
+		Cache:        cache,
+		MemTableSize: uint64(o.MemTableBytes),
+		Logger:       quietLogger{},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("storage: open pebble: %w", err)

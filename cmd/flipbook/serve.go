@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -25,8 +26,9 @@ func envName(flagName string) string {
 }
 
 type serveFlags struct {
-	cfg      httpapi.Config
-	shutdown time.Duration
+	cfg        httpapi.Config
+	shutdown   time.Duration
+	cpuprofile string
 }
 
 func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer) (*serveFlags, error) {
@@ -58,6 +60,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	rep := num("rate-limit-endpoint", def.RateEndpoint, "requests per minute per workspace and operation, 0 = off")
 	run := num("rate-limit-unauthenticated", def.RateUnauthenticated, "requests per minute per IP without valid credentials, 0 = off")
 	rcol := num("rate-limit-collect", def.RateCollect, "requests per minute per IP to the collector and the email gate, 0 = off")
+	backlog := num("ingest-backlog", def.IngestBacklog, "reader events DuckDB may lag behind the event log before collector requests wait for it (at most 2 s), 0 = no limit")
 	kafka := str("kafka-brokers", "", "comma-separated Kafka brokers for the event log (default: the embedded log)")
 	topic := str("kafka-topic", "", "Kafka topic of reader events (default flipbook-events)")
 	maxBody := num("max-body-bytes", def.MaxBodyBytes, "largest request body accepted")
@@ -68,6 +71,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	geoHdr := str("trust-geo-headers", "false", "take readers' locations from an edge's visitor-location headers (Cloudflare, CloudFront)")
 	idle := str("book-idle", actors.DefaultBookIdle.String(), "how long an idle book actor lives")
 	grace := str("shutdown-timeout", "30s", "how long shutdown waits for in-flight requests")
+	cpuprofile := str("cpuprofile", "", "write a CPU profile of the service to this file, from start to shutdown")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -91,12 +95,13 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if err != nil {
 		return nil, fmt.Errorf("--shutdown-timeout: %w", err)
 	}
-	return &serveFlags{shutdown: shutdown, cfg: httpapi.Config{
+	return &serveFlags{shutdown: shutdown, cpuprofile: *cpuprofile, cfg: httpapi.Config{
 		Addr: *addr, DataDir: *data, PublicURL: *public, AdminToken: *token,
 		RateWorkspace: *rws, RateEndpoint: *rep, RateUnauthenticated: *run,
 		MaxBodyBytes: *maxBody, BookIdle: bookIdle, AllowPrivateTargets: allowPrivate,
 		MaxUploadBytes: *maxUpload, ConversionWorkers: *workers, PageLongEdge: *longEdge,
-		RateCollect: *rcol, KafkaBrokers: splitList(*kafka), KafkaTopic: *topic, TrustGeoHeaders: trustGeo,
+		RateCollect: *rcol, IngestBacklog: *backlog, KafkaBrokers: splitList(*kafka), KafkaTopic: *topic,
+		TrustGeoHeaders: trustGeo,
 	}}, nil
 }
 
@@ -125,6 +130,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	f, err := parseServeFlags(args, getenv, stderr)
 	if err != nil {
 		return err
+	}
+	if f.cpuprofile != "" {
+		pf, err := os.Create(f.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	cfg := f.cfg
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))

@@ -120,10 +120,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	if o.memoryLimit != "" {
 		q.Set("memory_limit", o.memoryLimit)
 	}
-	dsn := ""
-	if len(q) > 0 {
-		dsn += "?" + q.Encode()
-	}
+	// Where DuckDB spills: beside the file, as when the file is the main database (an
+	// in-memory main database would spill to .tmp in the working directory).
+	q.Set("temp_directory", path+".tmp")
+	dsn := "?" + q.Encode()
 	// The file is attached to an in-memory instance rather than opened as its main database,
 	// because only ATTACH takes a row group size, and it is not stored in the file: every
 	// connection attaches it (the first one really does) and makes it the default catalog.

@@ -653,3 +653,18 @@ func TestAttachesFileWithDefaultRowGroups(t *testing.T) {
 		t.Fatalf("%d rows, want %d; %+v", rows, want, c.Stats())
 	}
 }
+
+// TestSpillsBesideTheFile: the file is attached to an in-memory instance, whose own default
+// would spill to .tmp in the working directory; Open points DuckDB beside the file.
+func TestSpillsBesideTheFile(t *testing.T) {
+	dir := t.TempDir()
+	db := openTestDB(t, dir)
+	defer db.Close()
+	var tmp string
+	if err := db.Query().QueryRow(`SELECT current_setting('temp_directory')`).Scan(&tmp); err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "analytics.duckdb") + ".tmp"; tmp != want {
+		t.Fatalf("temp_directory %q, want %q", tmp, want)
+	}
+}

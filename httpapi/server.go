@@ -57,6 +57,8 @@ type Config struct {
 	KafkaTopic   string
 	// RateCollect limits the public reader routes (collector, email gate) per IP per minute.
 	RateCollect int
+	// AnalyticsMemory is DuckDB's memory limit, e.g. "1GB" ("" = analytics.DefaultMemoryLimit).
+	AnalyticsMemory string
 	// IngestBacklog is how many events DuckDB may be behind what this process appended to the
 	// event log before a collector request waits for it (at most IngestWait) instead of
 	// appending at once; 0 = no limit. See appendEvents.
@@ -189,7 +191,11 @@ func New(cfg Config) (*Service, error) {
 		s.shutdownState()
 		return nil, fmt.Errorf("event log: %w", err)
 	}
-	if s.Analytics, err = analytics.Open(context.Background(), filepath.Join(cfg.DataDir, "analytics.duckdb")); err != nil {
+	var aopts []analytics.Option
+	if cfg.AnalyticsMemory != "" {
+		aopts = append(aopts, analytics.WithMemoryLimit(cfg.AnalyticsMemory))
+	}
+	if s.Analytics, err = analytics.Open(context.Background(), filepath.Join(cfg.DataDir, "analytics.duckdb"), aopts...); err != nil {
 		s.shutdownState()
 		return nil, fmt.Errorf("analytics store: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"flipbook/actors"
+	"flipbook/analytics"
 	"flipbook/httpapi"
 )
 
@@ -60,6 +61,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	rep := num("rate-limit-endpoint", def.RateEndpoint, "requests per minute per workspace and operation, 0 = off")
 	run := num("rate-limit-unauthenticated", def.RateUnauthenticated, "requests per minute per IP without valid credentials, 0 = off")
 	rcol := num("rate-limit-collect", def.RateCollect, "requests per minute per IP to the collector and the email gate, 0 = off")
+	amem := str("analytics-memory", analytics.DefaultMemoryLimit, "DuckDB's memory limit for the analytics store (compaction sorts spill beyond it)")
 	backlog := num("ingest-backlog", def.IngestBacklog, "reader events DuckDB may lag behind the event log before collector requests wait for it (at most 2 s), 0 = no limit")
 	kafka := str("kafka-brokers", "", "comma-separated Kafka brokers for the event log (default: the embedded log)")
 	topic := str("kafka-topic", "", "Kafka topic of reader events (default flipbook-events)")
@@ -100,7 +102,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		RateWorkspace: *rws, RateEndpoint: *rep, RateUnauthenticated: *run,
 		MaxBodyBytes: *maxBody, BookIdle: bookIdle, AllowPrivateTargets: allowPrivate,
 		MaxUploadBytes: *maxUpload, ConversionWorkers: *workers, PageLongEdge: *longEdge,
-		RateCollect: *rcol, IngestBacklog: *backlog, KafkaBrokers: splitList(*kafka), KafkaTopic: *topic,
+		RateCollect: *rcol, IngestBacklog: *backlog, AnalyticsMemory: *amem, KafkaBrokers: splitList(*kafka), KafkaTopic: *topic,
 		TrustGeoHeaders: trustGeo,
 	}}, nil
 }

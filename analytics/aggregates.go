@@ -263,13 +263,47 @@ func ReaderPageID(book, reader string, page int64) int64 {
 // ordered by viewer id (anonymous readers after identified ones, by session), then page.
 // Anonymous readers are included when includeAnonymous is set (or f names a session).
 func ReaderPages(ctx context.Context, q Querier, f Filter, includeAnonymous bool, fn func(ReaderPage) error) error {
+	_, err := ReaderPagesAfter(ctx, q, f, includeAnonymous, nil, 0, fn)
+	return err
+}
+
+// ReaderPageKey is a position in the order of ReaderPages (for batches: the CSV export reads
+// them in bounded batches, so its memory does not grow with the book's readers).
+type ReaderPageKey struct {
+	ViewerID int64 // 0 for anonymous readers
+	Reader   string
+	Page     int64
+}
+
+// ReaderPagesAfter is ReaderPages from after a position (nil: from the start), at most limit
+// rows (0: all). It returns the number of rows streamed.
+func ReaderPagesAfter(ctx context.Context, q Querier, f Filter, includeAnonymous bool, after *ReaderPageKey, limit int,
+	fn func(ReaderPage) error) (int, error) {
 	cte, args := readerCTE(f, readerScope{includeAnonymous: includeAnonymous || f.SessionID != ""})
-	query := cte + `SELECT reader, any_value(viewer_id), arg_max(viewer_email, id), min(session_id), page_number,
-	count(*), sum(ms), min(occurred_at), max(occurred_at)
+	query := cte + `, rp AS (SELECT reader, any_value(viewer_id) AS viewer_id, arg_max(viewer_email, id) AS email,
+	min(session_id) AS session_id, page_number, count(*) AS segments, sum(ms) AS ms,
+	min(occurred_at) AS first_at, max(occurred_at) AS last_at,
+	CAST(any_value(viewer_id) IS NULL AS INTEGER) AS anon
 FROM rev WHERE ` + seg + `
-GROUP BY reader, page_number
-ORDER BY any_value(viewer_id) IS NULL, any_value(viewer_id), reader, page_number`
-	return queryRows(ctx, q, "reader pages", query, args, func(rows *sql.Rows) error {
+GROUP BY reader, page_number)
+SELECT reader, viewer_id, email, session_id, page_number, segments, ms, first_at, last_at FROM rp`
+	if after != nil {
+		anon := 0
+		if after.ViewerID == 0 {
+			anon = 1
+		}
+		query += ` WHERE anon > ? OR (anon = ? AND (coalesce(viewer_id, 0) > ? OR (coalesce(viewer_id, 0) = ?
+	AND (reader > ? OR (reader = ? AND page_number > ?)))))`
+		args = append(args, anon, anon, after.ViewerID, after.ViewerID, after.Reader, after.Reader, after.Page)
+	}
+	query += `
+ORDER BY anon, viewer_id, reader, page_number`
+	if limit > 0 {
+		query += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	n := 0
+	err := queryRows(ctx, q, "reader pages", query, args, func(rows *sql.Rows) error {
+		n++
 		p := ReaderPage{BookID: f.BookID}
 		var viewer sql.NullInt64
 		var session string
@@ -288,6 +322,7 @@ ORDER BY any_value(viewer_id) IS NULL, any_value(viewer_id), reader, page_number
 		p.AvgActiveSecondsPerSegment = Seconds(p.AvgActiveMsPerSegment)
 		return fn(p)
 	})
+	return n, err
 }
 
 // --- Readers ---

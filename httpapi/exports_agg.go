@@ -259,7 +259,22 @@ func (s *Service) exportReaderPages(r *Request) (*Result, error) {
 	}
 	anon, _ := r.Params["include_anonymous"].(bool)
 	return aggregateExport(s, r, b, "reader-pages", func(ctx context.Context, emit func(analytics.ReaderPage) error) error {
-		return analytics.ReaderPages(ctx, s.Analytics.Query(), f, anon, emit)
+		// Keyset batches, so the export's memory does not grow with the book's readers.
+		var after *analytics.ReaderPageKey
+		for {
+			var last analytics.ReaderPage
+			n, err := analytics.ReaderPagesAfter(ctx, s.Analytics.Query(), f, anon, after, readersExportBatch, func(row analytics.ReaderPage) error {
+				last = row
+				return emit(row)
+			})
+			if err != nil || n < readersExportBatch {
+				return err
+			}
+			after = &analytics.ReaderPageKey{Reader: last.ReaderID, Page: last.PageNumber}
+			if last.ViewerID != nil {
+				after.ViewerID = *last.ViewerID
+			}
+		}
 	})
 }
 

@@ -337,10 +337,15 @@ func TestExports(t *testing.T) {
 		want := list(t, "/api/v1/analytics/reader-pages?book_id="+rid)
 		require.Len(t, want, 2, "Ann's two pages")
 		requireSameRows(t, e, want, nil)
-		for _, q := range []string{"include_anonymous=true", "session_id=s-anon", "viewer_id=" + itoa(int64(fx.viewer)),
-			"page_number=1&include_anonymous=true", "date=" + fx.old + "&include_anonymous=true", "tracked_link_id=" + fx.link} {
-			requireSameRows(t, h.export(t, key, books+"/reader-pages?"+q),
-				list(t, "/api/v1/analytics/reader-pages?book_id="+rid+"&"+q), nil)
+		// Keyset batches of two rows (across readers, identified and anonymous) give every row once.
+		for _, batch := range []int{65536, 2, 1} {
+			defer func(n int) { readersExportBatch = n }(readersExportBatch)
+			readersExportBatch = batch
+			for _, q := range []string{"include_anonymous=true", "session_id=s-anon", "viewer_id=" + itoa(int64(fx.viewer)),
+				"page_number=1&include_anonymous=true", "date=" + fx.old + "&include_anonymous=true", "tracked_link_id=" + fx.link} {
+				requireSameRows(t, h.export(t, key, books+"/reader-pages?"+q),
+					list(t, "/api/v1/analytics/reader-pages?book_id="+rid+"&"+q), nil)
+			}
 		}
 	})
 

@@ -109,8 +109,12 @@ func TestCompactionUnderWholeRowGroupAppends(t *testing.T) {
 	c := startConsumer(t, db, log, WithCompaction(3*RowGroupSize, 4), withCompactEvery(5*time.Millisecond))
 	defer c.Close()
 	ctx := waitCtx(t, 60*time.Second)
+	// At least 6 s of appends and two compactions among them (a loaded machine appends slowly).
 	deadline := time.Now().Add(6 * time.Second)
-	for time.Now().Before(deadline) {
+	for time.Now().Before(deadline) || c.Stats().Compactions < 2 {
+		if ctx.Err() != nil {
+			t.Fatalf("no compactions under appends: stats %+v", c.Stats())
+		}
 		if err := log.Append(ctx, genEvents(rng, RowGroupSize, 30, time.Now().UTC())); err != nil {
 			t.Fatal(err)
 		}

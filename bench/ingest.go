@@ -184,6 +184,7 @@ func Ingest(ctx context.Context, o IngestOptions, out io.Writer) (*Report, error
 	fmt.Fprintf(out, "  service CPU %.2f cores, %.1f µs per stored event\n", res.cores, res.cpuPerEvent)
 	fmt.Fprintf(out, "  service RSS: after warm-up %d MB, %s peak %d MB, %s peak %d MB, max %d MB, end %d MB\n",
 		res.rssWarm>>20, res.refLabel, res.rssRef>>20, res.finalLabel, res.rssFinal>>20, res.rssMax>>20, res.rssEnd>>20)
+	fmt.Fprintf(out, "  service RSS %s\n", res.rssSteps)
 	fmt.Fprintf(out, "  compaction: %s\n", res.compaction)
 	if run.firstErr != nil {
 		fmt.Fprintf(out, "  first error: %v\n", run.firstErr)
@@ -701,6 +702,7 @@ type ingestResult struct {
 	rssWarm, rssRef          int64
 	rssFinal, rssMax, rssEnd int64
 	refLabel, finalLabel     string
+	rssSteps                 string
 	compaction               string
 	cores, cpuPerEvent       float64 // the service's CPU in the window: cores busy, µs per stored event
 }
@@ -824,6 +826,27 @@ func (r *ingestRun) analyse(o IngestOptions) ingestResult {
 		}
 		res.rssEnd = s.rss
 	}
+	// RSS per minute (tenth of a short run): lowest, median, peak, to tell a drift of the
+	// whole from the sorts that come and go.
+	step := time.Minute
+	if total < 3*time.Minute {
+		step = max(total/10, time.Second)
+	}
+	var parts []string
+	for from := time.Duration(0); from < time.Duration(r.loadEnd); from += step {
+		var in []int64
+		for _, s := range r.rss {
+			if at := time.Duration(s.at); at >= from && at < from+step {
+				in = append(in, s.rss)
+			}
+		}
+		if len(in) == 0 {
+			continue
+		}
+		slices.Sort(in)
+		parts = append(parts, fmt.Sprintf("%d/%d/%d", in[0]>>20, in[len(in)/2]>>20, in[len(in)-1]>>20))
+	}
+	res.rssSteps = fmt.Sprintf("per %s (lowest/median/peak MB): %s", step.Round(time.Second), strings.Join(parts, ", "))
 
 	// Compaction keeps up when the rows waiting in events_recent (stored, not yet moved into a
 	// run) do not grow over the run: the peak of the second half of the measured window is at

@@ -33,6 +33,9 @@ const (
 	DefaultCompactMaxLevel = 1
 	// DefaultCompactEvery is how often the compactor looks at the tables.
 	DefaultCompactEvery = time.Second
+	// DefaultCompactChunk bounds the rows one sort of the compactor takes: a move of more rows
+	// is sorted in ranges of books of about this many rows, one after another (see moveSorted).
+	DefaultCompactChunk = 1 << 20
 )
 
 // partitionBits is how far a row id shifts its partition out (ingest.Record.ID).
@@ -65,6 +68,11 @@ func WithCompaction(rows int64, fanout int) ConsumerOption {
 // withCompactEvery sets how often the compactor looks (tests look often).
 func withCompactEvery(d time.Duration) ConsumerOption {
 	return func(c *Consumer) { c.compactEvery = d }
+}
+
+// withCompactChunk sets the rows of one sort (tests sort in small chunks).
+func withCompactChunk(rows int64) ConsumerOption {
+	return func(c *Consumer) { c.compactChunk = max(rows, 1) }
 }
 
 // Steps of the compactor reported to the test hook (before its commit).
@@ -183,12 +191,7 @@ func (c *Consumer) compactRecent(stop context.Context) error {
 	// and the two counts must match.
 	movable := fmt.Sprintf(`%s r JOIN %s o ON o."partition" = (r.id & %d) WHERE (r.id >> %d) < o.next_offset`,
 		RecentTable, OffsetsTable, ingest.MaxPartitions-1, partitionBits)
-	res, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s, run) SELECT %s, %d FROM %s ORDER BY %s`,
-		SortedTable, columnList, recentColumns, run, movable, sortKey))
-	if err != nil {
-		return err
-	}
-	if n, err = res.RowsAffected(); err != nil {
+	if n, err = c.moveSorted(ctx, tx, recentColumns, "r.book_id", movable, n, run); err != nil {
 		return err
 	}
 	if err := stop.Err(); err != nil {
@@ -256,9 +259,12 @@ func (c *Consumer) mergeLevel(stop context.Context, level int) error {
 	}
 	start := time.Now()
 	in := "(" + strings.Join(runs, ", ") + ")"
-	if err := execN(ctx, tx, total, fmt.Sprintf(`INSERT INTO %s (%s, run) SELECT %s, %d FROM %s WHERE run IN %s ORDER BY %s`,
-		SortedTable, columnList, columnList, run, SortedTable, in, sortKey)); err != nil {
+	moved, err := c.moveSorted(ctx, tx, columnList, "book_id", SortedTable+" WHERE run IN "+in, total, run)
+	if err != nil {
 		return err
+	}
+	if moved != total {
+		return fmt.Errorf("%d rows merged, expected %d", moved, total)
 	}
 	if err := stop.Err(); err != nil {
 		return err
@@ -286,4 +292,73 @@ func (c *Consumer) mergeLevel(stop context.Context, level int) error {
 	c.mu.Unlock()
 	c.logger.Debug("analytics: runs merged", "runs", len(runs), "into", run, "level", level+1, "rows", total, "took", time.Since(start))
 	return nil
+}
+
+// moveSorted inserts the rows of source (a FROM clause ending in a WHERE condition; book is
+// its book_id column) into SortedTable as run, in sortKey order, and returns how many it
+// inserted. Up to c.compactChunk rows (by the caller's count, an upper bound) are one sort;
+// more are sorted in consecutive ranges of books of about c.compactChunk rows each (a book is
+// never split), appended one after another, so the run is still in sortKey order. One sort of
+// a whole merge (8-16M rows) took DuckDB to its memory limit and spilled, and the process's
+// memory between such sorts crept up over a long run; sorts of a bounded size keep the
+// compactor's memory independent of how much waits or is merged. A range's statement finds
+// its rows through the zone maps of sorted runs, or by scanning book_id of RecentTable.
+func (c *Consumer) moveSorted(ctx context.Context, tx *sql.Tx, cols, book, source string, count, run int64) (int64, error) {
+	insert := func(cond string, args ...any) (int64, error) {
+		res, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s, run) SELECT %s, %d FROM %s%s ORDER BY %s`,
+			SortedTable, columnList, cols, run, source, cond, sortKey), args...)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
+	}
+	if count <= c.compactChunk {
+		return insert("")
+	}
+	// The first book of each range: books in order, each with the rows before it, grouped by
+	// which chunk those rows fall in.
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT min(book_id) FROM (
+		SELECT book_id, sum(n) OVER (ORDER BY book_id) - n AS before FROM (
+			SELECT %s AS book_id, count(*) AS n FROM %s GROUP BY 1))
+		GROUP BY before // %d ORDER BY 1`, book, source, c.compactChunk))
+	if err != nil {
+		return 0, err
+	}
+	var starts []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		starts = append(starts, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	var total int64
+	for i := range starts {
+		// The first range has no lower bound and the last no upper one, so every row is in
+		// exactly one range whatever the snapshot of this statement shows.
+		var where string
+		var args []any
+		if i > 0 {
+			where += " AND " + book + " >= ?"
+			args = append(args, starts[i])
+		}
+		if i+1 < len(starts) {
+			where += " AND " + book + " < ?"
+			args = append(args, starts[i+1])
+		}
+		n, err := insert(where, args...)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+		c.mu.Lock()
+		c.stats.CompactChunks++
+		c.mu.Unlock()
+	}
+	return total, nil
 }

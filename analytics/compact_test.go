@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -64,11 +65,20 @@ func waitCompacted(t testing.TB, db *DB, c *Consumer, rows int64, fanout int) {
 }
 
 func TestCompactionMovesRowsIntoSortedRuns(t *testing.T) {
+	// Whole moves in one sort, and moves sorted in ranges of books (a run of 1,000 rows and
+	// merges of 2,000+ in chunks of 150, so most moves take several ranges).
+	for _, chunk := range []int64{DefaultCompactChunk, 150} {
+		t.Run(fmt.Sprintf("chunk=%d", chunk), func(t *testing.T) { testCompactionMovesRows(t, chunk) })
+	}
+}
+
+func testCompactionMovesRows(t *testing.T, chunk int64) {
 	db := openTestDB(t, t.TempDir())
 	defer db.Close()
 	log := newMemLog(4)
 	rng := rand.New(rand.NewPCG(11, 12))
-	c := startConsumer(t, db, log, WithMaxBatch(400), WithCompaction(1000, 2), withCompactEvery(time.Millisecond))
+	c := startConsumer(t, db, log, WithMaxBatch(400), WithCompaction(1000, 2), withCompactEvery(time.Millisecond),
+		withCompactChunk(chunk))
 	defer c.Close()
 	ctx := waitCtx(t, 30*time.Second)
 	// Appends keep coming while runs are made and merged.
@@ -94,6 +104,9 @@ func TestCompactionMovesRowsIntoSortedRuns(t *testing.T) {
 	if recent >= 1000 || levels != DefaultCompactMaxLevel || c.Stats().Merges == 0 {
 		t.Fatalf("%d rows left in %s, top level %d; stats %+v", recent, RecentTable, levels, c.Stats())
 	}
+	if chunked := c.Stats().CompactChunks; (chunk < 1000) != (chunked > 0) {
+		t.Fatalf("%d range sorts with chunks of %d rows; stats %+v", chunked, chunk, c.Stats())
+	}
 	t.Logf("stats %+v", c.Stats())
 }
 
@@ -106,7 +119,9 @@ func TestCompactionUnderWholeRowGroupAppends(t *testing.T) {
 	defer db.Close()
 	log := endsMemLog{newMemLog(4)}
 	rng := rand.New(rand.NewPCG(13, 14))
-	c := startConsumer(t, db, log, WithCompaction(3*RowGroupSize, 4), withCompactEvery(5*time.Millisecond))
+	// Moves of 3+ row groups sorted in ranges of about one row group.
+	c := startConsumer(t, db, log, WithCompaction(3*RowGroupSize, 4), withCompactEvery(5*time.Millisecond),
+		withCompactChunk(RowGroupSize))
 	defer c.Close()
 	ctx := waitCtx(t, 60*time.Second)
 	// At least 6 s of appends and two compactions among them (a loaded machine appends slowly).
@@ -127,7 +142,7 @@ func TestCompactionUnderWholeRowGroupAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := c.Stats()
-	if st.Errors != 0 || st.Compactions == 0 {
+	if st.Errors != 0 || st.Compactions == 0 || st.CompactChunks == 0 {
 		t.Fatalf("stats %+v", st)
 	}
 	checkExactlyOnce(t, db, log.ids())

@@ -77,6 +77,7 @@ type Stats struct {
 	Compactions   uint64 // runs made from RecentTable
 	CompactedRows uint64 // rows moved into those runs
 	Merges        uint64 // merges of runs into a run of the next level
+	CompactChunks uint64 // sorts of one range of books, in moves of more than one chunk
 }
 
 // Consumer moves events from the log into DuckDB. Its goroutine owns the appending
@@ -95,6 +96,7 @@ type Consumer struct {
 	compactFanout   int
 	compactMaxLevel int
 	compactEvery    time.Duration
+	compactChunk    int64
 
 	conn        *sql.Conn       // the appending connection, owned by the run goroutine
 	compactConn *sql.Conn       // owned by the compactLoop goroutine
@@ -145,9 +147,10 @@ func NewConsumer(ctx context.Context, db *DB, log ingest.Log, opts ...ConsumerOp
 		mem:         mallocator.NewMallocator(),
 		compactRows: DefaultCompactRows, compactFanout: DefaultCompactFanout,
 		compactMaxLevel: DefaultCompactMaxLevel, compactEvery: DefaultCompactEvery,
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
-		changed: make(chan struct{}),
+		compactChunk: DefaultCompactChunk,
+		wake:         make(chan struct{}, 1),
+		done:         make(chan struct{}),
+		changed:      make(chan struct{}),
 	}
 	for _, f := range opts {
 		f(c)

@@ -133,6 +133,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	arenas, err := mallocArenas(getenv)
+	if err != nil {
+		return err
+	}
+	if err := limitMallocArenas(arenas); err != nil {
+		return err
+	}
 	if f.cpuprofile != "" {
 		pf, err := os.Create(f.cpuprofile)
 		if err != nil {

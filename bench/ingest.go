@@ -185,6 +185,9 @@ func Ingest(ctx context.Context, o IngestOptions, out io.Writer) (*Report, error
 	fmt.Fprintf(out, "  service RSS: after warm-up %d MB, %s peak %d MB, %s peak %d MB, max %d MB, end %d MB\n",
 		res.rssWarm>>20, res.refLabel, res.rssRef>>20, res.finalLabel, res.rssFinal>>20, res.rssMax>>20, res.rssEnd>>20)
 	fmt.Fprintf(out, "  service RSS %s\n", res.rssSteps)
+	for _, m := range res.memSteps {
+		fmt.Fprintf(out, "    %s\n", m)
+	}
 	fmt.Fprintf(out, "  compaction: %s\n", res.compaction)
 	if run.firstErr != nil {
 		fmt.Fprintf(out, "  first error: %v\n", run.firstErr)
@@ -314,6 +317,47 @@ func (a *adminClient) ingest(ctx context.Context) (*ingestStatus, error) {
 	return &r.Data, nil
 }
 
+// memoryStatus is the answer of GET /admin/v1/memory (the parts the report shows).
+type memoryStatus struct {
+	RSS int64 `json:"rss"`
+	Go  struct {
+		HeapInUse uint64 `json:"heap_in_use"`
+	} `json:"go"`
+	DuckDB struct {
+		Bytes     int64 `json:"bytes"`
+		TempBytes int64 `json:"temp_bytes"`
+	} `json:"duckdb"`
+	Malloc *struct {
+		Arena   uint64 `json:"arena"`
+		Mmapped uint64 `json:"mmapped"`
+		InUse   uint64 `json:"in_use"`
+		Free    uint64 `json:"free"`
+	} `json:"malloc"`
+}
+
+func (a *adminClient) memory(ctx context.Context) (*memoryStatus, error) {
+	var r struct {
+		Data memoryStatus `json:"data"`
+	}
+	if err := a.do(ctx, "GET", "/memory", nil, 200, &r); err != nil {
+		return nil, err
+	}
+	return &r.Data, nil
+}
+
+// String is the breakdown the report prints: DuckDB's accounted memory, malloc (in use and
+// free inside the arenas), Go's heap, in MB.
+func (m *memoryStatus) String() string {
+	if m == nil {
+		return "?"
+	}
+	s := fmt.Sprintf("duckdb %d (spilled %d), go heap %d", m.DuckDB.Bytes>>20, m.DuckDB.TempBytes>>20, m.Go.HeapInUse>>20)
+	if m.Malloc != nil {
+		s += fmt.Sprintf(", malloc in use %d free %d mmapped %d", m.Malloc.InUse>>20, m.Malloc.Free>>20, m.Malloc.Mmapped>>20)
+	}
+	return s
+}
+
 // rawResult is one raw baseline round.
 type rawResult struct {
 	events  int
@@ -439,6 +483,7 @@ type rssSample struct {
 	at  int64
 	rss int64
 	cpu time.Duration // the service's CPU time so far
+	mem *memoryStatus // GET /admin/v1/memory right after (nil if it failed)
 }
 
 // ingestRun is what the load recorded.
@@ -516,8 +561,10 @@ func ingestLoad(ctx context.Context, c *child, adm *adminClient, books []*ingest
 		defer t.Stop()
 		for {
 			r, cpu := treeRSS(c.cmd.Process.Pid), procCPU(c.cmd.Process.Pid)
+			at := since()
+			mem, _ := adm.memory(context.WithoutCancel(ctx))
 			mu.Lock()
-			run.rss = append(run.rss, rssSample{at: since(), rss: r, cpu: cpu})
+			run.rss = append(run.rss, rssSample{at: at, rss: r, cpu: cpu, mem: mem})
 			mu.Unlock()
 			select {
 			case <-stopPoll:
@@ -703,6 +750,7 @@ type ingestResult struct {
 	rssFinal, rssMax, rssEnd int64
 	refLabel, finalLabel     string
 	rssSteps                 string
+	memSteps                 []string // per step: where the memory was at the peak and lowest sample
 	compaction               string
 	cores, cpuPerEvent       float64 // the service's CPU in the window: cores busy, µs per stored event
 }
@@ -847,6 +895,25 @@ func (r *ingestRun) analyse(o IngestOptions) ingestResult {
 		parts = append(parts, fmt.Sprintf("%d/%d/%d", in[0]>>20, in[len(in)/2]>>20, in[len(in)-1]>>20))
 	}
 	res.rssSteps = fmt.Sprintf("per %s (lowest/median/peak MB): %s", step.Round(time.Second), strings.Join(parts, ", "))
+	// Where the memory was at each step's peak and lowest sample.
+	for from := time.Duration(0); from < time.Duration(r.loadEnd); from += step {
+		var hi, lo *rssSample
+		for i := range r.rss {
+			s := &r.rss[i]
+			if at := time.Duration(s.at); at >= from && at < from+step {
+				if hi == nil || s.rss > hi.rss {
+					hi = s
+				}
+				if lo == nil || s.rss < lo.rss {
+					lo = s
+				}
+			}
+		}
+		if hi != nil {
+			res.memSteps = append(res.memSteps, fmt.Sprintf("%s: peak %d MB (%s), lowest %d MB (%s)",
+				from.Round(time.Second), hi.rss>>20, hi.mem, lo.rss>>20, lo.mem))
+		}
+	}
 
 	// Compaction keeps up when the rows waiting in events_recent (stored, not yet moved into a
 	// run) do not grow over the run: the peak of the second half of the measured window is at

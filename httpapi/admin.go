@@ -3,9 +3,14 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"flipbook/actors"
+	"flipbook/analytics"
 	"flipbook/ingest"
 	"flipbook/storage"
 )
@@ -73,6 +78,9 @@ func (s *Service) adminOperations() []*Operation {
 		{ID: "admin.ingest_status", Method: "GET", Path: "/ingest", Auth: AuthAdmin,
 			Summary: "Reader-event intake: per log partition, where the log ends and what DuckDB holds (the lag), and the consumer's counters.",
 			Handler: s.adminIngest},
+		{ID: "admin.memory", Method: "GET", Path: "/memory", Auth: AuthAdmin,
+			Summary: "The service's memory by owner: the process (RSS), Go's heap, DuckDB's own accounting and glibc malloc.",
+			Handler: s.adminMemory},
 	}
 	for _, op := range ops {
 		op.Base = AdminBase
@@ -235,4 +243,69 @@ func (s *Service) Bootstrap() (*FirstStart, error) {
 		return nil, err
 	}
 	return &FirstStart{Workspace: w, Key: k}, nil
+}
+
+type memoryGoJSON struct {
+	HeapInUse uint64 `json:"heap_in_use"` // bytes in spans with objects
+	Sys       uint64 `json:"sys"`         // bytes obtained from the system
+	Released  uint64 `json:"released"`    // of Sys, given back
+}
+
+type memoryDuckDBJSON struct {
+	Bytes     int64                 `json:"bytes"`      // sum of the tags: in memory
+	TempBytes int64                 `json:"temp_bytes"` // sum of the tags: spilled
+	Limit     string                `json:"limit"`      // --analytics-memory
+	Tags      []analytics.MemoryTag `json:"tags"`
+}
+
+type memoryJSON struct {
+	RSS    int64                  `json:"rss"` // resident bytes of the process (/proc/self/statm)
+	Go     memoryGoJSON           `json:"go"`
+	DuckDB memoryDuckDBJSON       `json:"duckdb"`
+	Malloc *analytics.MallocStats `json:"malloc"` // null without glibc
+}
+
+// adminMemory is GET /admin/v1/memory: where the process's memory is, for operators watching a
+// long-running service (and the ingest benchmark, which samples it beside the RSS).
+func (s *Service) adminMemory(r *Request) (*Result, error) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	out := memoryJSON{RSS: selfRSS(), Go: memoryGoJSON{HeapInUse: ms.HeapInuse, Sys: ms.Sys, Released: ms.HeapReleased},
+		DuckDB: memoryDuckDBJSON{Tags: []analytics.MemoryTag{}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	limit, tags, err := s.Analytics.Memory(ctx)
+	if err != nil {
+		s.log.Error("analytics memory", "err", err)
+		return nil, &Error{Status: 503, Type: TypeUnavailable, Message: "the analytics store did not answer; retry shortly"}
+	}
+	out.DuckDB.Limit = limit
+	if tags != nil {
+		out.DuckDB.Tags = tags
+	}
+	for _, t := range tags {
+		out.DuckDB.Bytes += t.Bytes
+		out.DuckDB.TempBytes += t.TempBytes
+	}
+	if m, ok := analytics.ReadMallocStats(); ok {
+		out.Malloc = &m
+	}
+	return &Result{Data: out}, nil
+}
+
+// selfRSS is the process's resident set in bytes (0 where /proc is not there).
+func selfRSS() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -346,4 +347,33 @@ func TestCollectorPacing(t *testing.T) {
 	require.Less(t, time.Since(start), 5*IngestWait, "a stopped consumer does not hold intake up for long")
 	h.restart(t)
 	require.Len(t, h.logged(t), 500, "what was accepted while DuckDB was stopped is stored after the restart")
+}
+
+// TestAdminMemory: GET /admin/v1/memory answers the admin token only, with the process's
+// memory by owner.
+func TestAdminMemory(t *testing.T) {
+	h := newHarness(t, nil)
+	require.Equal(t, 401, h.do(t, "GET", "/admin/v1/memory", "", nil).Status)
+	key, _ := h.workspaceKey(t, "company", "live", "*")
+	require.Equal(t, 401, h.do(t, "GET", "/admin/v1/memory", key, nil).Status)
+
+	r := h.adminDo(t, "GET", "/memory", nil)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	d := r.data()
+	require.Greater(t, d["rss"].(float64), float64(1<<20))
+	g := d["go"].(map[string]any)
+	require.Greater(t, g["heap_in_use"].(float64), 0.0)
+	require.GreaterOrEqual(t, g["sys"].(float64), g["heap_in_use"].(float64))
+	db := d["duckdb"].(map[string]any)
+	require.NotEmpty(t, db["limit"], "DuckDB's memory limit as it prints it")
+	require.IsType(t, []any{}, db["tags"])
+	var sum float64
+	for _, tag := range db["tags"].([]any) {
+		sum += tag.(map[string]any)["bytes"].(float64)
+	}
+	require.Equal(t, db["bytes"], sum)
+	if runtime.GOOS == "linux" {
+		m := d["malloc"].(map[string]any)
+		require.Greater(t, m["in_use"].(float64), 0.0, "DuckDB allocates through malloc")
+	}
 }

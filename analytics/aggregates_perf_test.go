@@ -35,7 +35,7 @@ func TestAggregatesLatency(t *testing.T) {
 	base := time.Now().UTC().Add(-7 * 24 * time.Hour).Truncate(time.Hour)
 	// Book ids are random strings (as random_id is), so a workspace's books are spread over the
 	// sorted table.
-	if _, err := db.Query().ExecContext(ctx, `CREATE OR REPLACE MACRO bookid(b) AS substr(md5(CAST(b AS VARCHAR)), 1, 12)`); err != nil {
+	if _, err := db.Handle().ExecContext(ctx, `CREATE OR REPLACE MACRO bookid(b) AS substr(md5(CAST(b AS VARCHAR)), 1, 12)`); err != nil {
 		t.Fatal(err)
 	}
 	bookID := func(b int) string {
@@ -66,7 +66,7 @@ SELECT i + 1 AS id, b // 10 + 1 AS workspace, 'l' AS mode, bookid(b) AS book_id,
 FROM (SELECT i, i // %d AS b, (i %% %d) // 10 AS s, i %% 10 AS k FROM range(%d, %d) r(i))
 ORDER BY %s`, table, columnList, extra, base.Format("2006-01-02 15:04:05"), base.Format("2006-01-02 15:04:05"),
 			map[bool]string{true: ", 1 AS run", false: ""}[extra != ""], perBook, perBook, from, from+n, order)
-		if _, err := db.Query().ExecContext(ctx, q); err != nil {
+		if _, err := db.Handle().ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("%s: %d rows in %v", table, n, time.Since(start))
@@ -75,7 +75,7 @@ ORDER BY %s`, table, columnList, extra, base.Format("2006-01-02 15:04:05"), base
 	recent := total / 200
 	gen(SortedTable, ", run", 0, total-recent, "book_id, occurred_at, id")
 	gen(RecentTable, "", total-recent, recent, "id")
-	if _, err := db.Query().ExecContext(ctx, `CHECKPOINT`); err != nil {
+	if _, err := db.Handle().ExecContext(ctx, `CHECKPOINT`); err != nil {
 		t.Fatal(err)
 	}
 

@@ -61,7 +61,7 @@ func BenchmarkRawAppender(b *testing.B) {
 	var elapsed time.Duration
 	for i := 0; i < b.N; i++ {
 		db := openTestDB(b, b.TempDir())
-		conn, err := db.Query().Conn(context.Background())
+		conn, err := db.Handle().Conn(context.Background())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func BenchmarkRawArrowInsert(b *testing.B) {
 	var elapsed time.Duration
 	for i := 0; i < b.N; i++ {
 		db := openTestDB(b, b.TempDir())
-		conn, err := db.Query().Conn(context.Background())
+		conn, err := db.Handle().Conn(context.Background())
 		if err != nil {
 			b.Fatal(err)
 		}

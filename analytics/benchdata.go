@@ -25,6 +25,10 @@ type BenchBook struct {
 // passed to DuckDB (none that could be cancelled: docs/DEPENDENCIES.md).
 func (d *DB) InsertBenchEvents(books []BenchBook, base time.Time, idBase int64) error {
 	ctx := context.Background()
+	if err := d.gate.enter(ctx); err != nil {
+		return err
+	}
+	defer d.gate.leave()
 	c, err := d.sql.Conn(ctx)
 	if err != nil {
 		return err

@@ -75,6 +75,12 @@ func withCompactChunk(rows int64) ConsumerOption {
 	return func(c *Consumer) { c.compactChunk = max(rows, 1) }
 }
 
+// WithReattachRows sets how many rows written into runs make the compactor reattach the
+// analytics file (reattach.go; 0: never).
+func WithReattachRows(rows int64) ConsumerOption {
+	return func(c *Consumer) { c.reattachRows = max(rows, 0) }
+}
+
 // Steps of the compactor reported to the test hook (before its commit).
 const (
 	stepCompacted = "compacted" // RecentTable rows copied into a run and deleted, not committed
@@ -92,6 +98,9 @@ func (c *Consumer) compactLoop(ctx context.Context) error {
 		case <-t.C:
 		}
 		err := c.compactOnce(ctx)
+		if err == nil && c.reattachRows > 0 && c.written >= c.reattachRows {
+			err = c.reattach(ctx)
+		}
 		if err == nil {
 			errWait = 0
 			continue
@@ -114,6 +123,27 @@ func (c *Consumer) compactLoop(ctx context.Context) error {
 		case <-time.After(errWait):
 		}
 	}
+}
+
+// reattach reattaches the analytics file on the compacting connection (reattach.go) and gives
+// the memory it freed back to the system. Running statements that do not end in time put it
+// off to the next look.
+func (c *Consumer) reattach(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	start := time.Now()
+	done, err := c.db.reattach(context.WithoutCancel(ctx), c.compactConn)
+	if err != nil || !done {
+		return err
+	}
+	TrimMalloc()
+	c.written = 0
+	c.mu.Lock()
+	c.stats.Reattaches++
+	c.mu.Unlock()
+	c.logger.Debug("analytics: file reattached", "took", time.Since(start))
+	return nil
 }
 
 // compactOnce makes a run of RecentTable if it is big enough, then merges every level that
@@ -162,6 +192,10 @@ func (c *Consumer) compactRecent(stop context.Context) error {
 	if err := stop.Err(); err != nil {
 		return err
 	}
+	if err := c.db.gate.enter(stop); err != nil {
+		return err
+	}
+	defer c.db.gate.leave()
 	tx, err := c.compactConn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -213,6 +247,7 @@ func (c *Consumer) compactRecent(stop context.Context) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
+	c.written += n
 	c.mu.Lock()
 	c.stats.Compactions++
 	c.stats.CompactedRows += uint64(n)
@@ -226,6 +261,10 @@ func (c *Consumer) mergeLevel(stop context.Context, level int) error {
 	if err := stop.Err(); err != nil {
 		return err
 	}
+	if err := c.db.gate.enter(stop); err != nil {
+		return err
+	}
+	defer c.db.gate.leave()
 	tx, err := c.compactConn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -287,6 +326,7 @@ func (c *Consumer) mergeLevel(stop context.Context, level int) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
+	c.written += total
 	c.mu.Lock()
 	c.stats.Merges++
 	c.mu.Unlock()

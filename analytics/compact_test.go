@@ -11,7 +11,7 @@ import (
 // stored in sort order.
 func checkRuns(t testing.TB, db *DB) {
 	t.Helper()
-	q := db.Query()
+	q := db.Handle()
 	var runs, listed, stored int64
 	if err := q.QueryRow(`SELECT count(*), coalesce(sum(rows), 0) FROM `+RunsTable).Scan(&runs, &listed); err != nil {
 		t.Fatal(err)
@@ -99,8 +99,8 @@ func testCompactionMovesRows(t *testing.T, chunk int64) {
 	checkExactlyOnce(t, db, log.ids())
 	checkRuns(t, db)
 	var recent, levels int64
-	db.Query().QueryRow(`SELECT count(*) FROM ` + RecentTable).Scan(&recent)
-	db.Query().QueryRow(`SELECT max(level) FROM ` + RunsTable).Scan(&levels)
+	db.Handle().QueryRow(`SELECT count(*) FROM ` + RecentTable).Scan(&recent)
+	db.Handle().QueryRow(`SELECT max(level) FROM ` + RunsTable).Scan(&levels)
 	if recent >= 1000 || levels != DefaultCompactMaxLevel || c.Stats().Merges == 0 {
 		t.Fatalf("%d rows left in %s, top level %d; stats %+v", recent, RecentTable, levels, c.Stats())
 	}

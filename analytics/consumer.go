@@ -78,6 +78,7 @@ type Stats struct {
 	CompactedRows uint64 // rows moved into those runs
 	Merges        uint64 // merges of runs into a run of the next level
 	CompactChunks uint64 // sorts of one range of books, in moves of more than one chunk
+	Reattaches    uint64 // times the compactor reattached the file (reattach.go)
 }
 
 // Consumer moves events from the log into DuckDB. Its goroutine owns the appending
@@ -97,6 +98,8 @@ type Consumer struct {
 	compactMaxLevel int
 	compactEvery    time.Duration
 	compactChunk    int64
+	reattachRows    int64 // rows written into runs that make the compactor reattach the file
+	written         int64 // rows written into runs since the last reattach (compactLoop goroutine)
 
 	conn        *sql.Conn       // the appending connection, owned by the run goroutine
 	compactConn *sql.Conn       // owned by the compactLoop goroutine
@@ -147,10 +150,10 @@ func NewConsumer(ctx context.Context, db *DB, log ingest.Log, opts ...ConsumerOp
 		mem:         mallocator.NewMallocator(),
 		compactRows: DefaultCompactRows, compactFanout: DefaultCompactFanout,
 		compactMaxLevel: DefaultCompactMaxLevel, compactEvery: DefaultCompactEvery,
-		compactChunk: DefaultCompactChunk,
-		wake:         make(chan struct{}, 1),
-		done:         make(chan struct{}),
-		changed:      make(chan struct{}),
+		compactChunk: DefaultCompactChunk, reattachRows: DefaultReattachRows,
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		changed: make(chan struct{}),
 	}
 	for _, f := range opts {
 		f(c)
@@ -160,7 +163,11 @@ func NewConsumer(ctx context.Context, db *DB, log ingest.Log, opts ...ConsumerOp
 		return nil, err
 	}
 	c.conn = conn
-	stored, err := loadOffsets(ctx, conn)
+	var stored map[int]uint64
+	err = db.use(ctx, func() (err error) {
+		stored, err = loadOffsets(ctx, conn)
+		return err
+	})
 	if err == nil {
 		c.compactConn, err = db.sql.Conn(ctx)
 	}
@@ -391,7 +398,11 @@ func (c *Consumer) run(ctx context.Context) error {
 
 // reloadOffsets sets next from the offsets stored in DuckDB.
 func (c *Consumer) reloadOffsets(ctx context.Context) error {
-	stored, err := loadOffsets(ctx, c.conn)
+	var stored map[int]uint64
+	err := c.db.use(ctx, func() (err error) {
+		stored, err = loadOffsets(ctx, c.conn)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -620,6 +631,10 @@ func (c *Consumer) store(ctx context.Context, batch []partBatch, recs []ingest.R
 // insert is the transaction: the Arrow batch into RecentTable and the partitions' new next
 // offsets into OffsetsTable, committed together or not at all.
 func (c *Consumer) insert(ctx context.Context, rec arrow.RecordBatch, batch []partBatch) (err error) {
+	if err := c.db.gate.enter(ctx); err != nil {
+		return err
+	}
+	defer c.db.gate.leave()
 	rr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
 	if err != nil {
 		return err

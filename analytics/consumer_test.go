@@ -28,7 +28,7 @@ func TestSchemaMatchesArrowAndIsIdempotent(t *testing.T) {
 	defer db.Close()
 
 	for _, table := range []string{RecentTable, SortedTable, EventsView} {
-		rows, err := db.Query().Query(`SELECT column_name, data_type, is_nullable FROM information_schema.columns
+		rows, err := db.Handle().Query(`SELECT column_name, data_type, is_nullable FROM information_schema.columns
 			WHERE table_name = ? ORDER BY ordinal_position`, table)
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +72,7 @@ func TestSchemaMatchesArrowAndIsIdempotent(t *testing.T) {
 		}
 	}
 	for _, v := range []string{AuditView, InteractionView} {
-		if _, err := db.Query().Exec(`SELECT count(*) FROM ` + v); err != nil {
+		if _, err := db.Handle().Exec(`SELECT count(*) FROM ` + v); err != nil {
 			t.Errorf("view %s: %v", v, err)
 		}
 	}
@@ -141,7 +141,7 @@ func TestRoundTrip(t *testing.T) {
 		interactionRow                  bool
 		occurredEpochUS, createdEpochUS int64
 	}
-	rows, err := db.Query().Query(`SELECT e.*, json_extract_string(e.metadata, '$.name'),
+	rows, err := db.Handle().Query(`SELECT e.*, json_extract_string(e.metadata, '$.name'),
 		a.source, a.source_event_id, i.id IS NOT NULL, epoch_us(e.occurred_at), epoch_us(e.created_at)
 		FROM ` + EventsView + ` e
 		LEFT JOIN ` + AuditView + ` a ON a.id = e.id
@@ -494,11 +494,11 @@ func TestBatchesAreWholeRowGroups(t *testing.T) {
 	if want := []int{3 * RowGroupSize, 1000}; !slices.Equal(sizes, want) {
 		t.Fatalf("transactions of %v events, want %v", sizes, want)
 	}
-	if _, err := db.Query().Exec("CHECKPOINT"); err != nil {
+	if _, err := db.Handle().Exec("CHECKPOINT"); err != nil {
 		t.Fatal(err)
 	}
 	var groups, biggest int64
-	if err := db.Query().QueryRow(`SELECT count(DISTINCT row_group_id), max(count) FROM pragma_storage_info('`+RecentTable+`')`).Scan(&groups, &biggest); err != nil {
+	if err := db.Handle().QueryRow(`SELECT count(DISTINCT row_group_id), max(count) FROM pragma_storage_info('`+RecentTable+`')`).Scan(&groups, &biggest); err != nil {
 		t.Fatal(err)
 	}
 	if groups != 4 || biggest != RowGroupSize {
@@ -642,11 +642,11 @@ func TestAttachesFileWithDefaultRowGroups(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.Query().Exec("CHECKPOINT"); err != nil {
+	if _, err := db.Handle().Exec("CHECKPOINT"); err != nil {
 		t.Fatal(err)
 	}
 	var rows int64
-	if err := db.Query().QueryRow(`SELECT count(*) FROM ` + RecentTable).Scan(&rows); err != nil {
+	if err := db.Handle().QueryRow(`SELECT count(*) FROM ` + RecentTable).Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
 	if want := int64(40000 + 100 + 2*RowGroupSize); rows != want || c.Stats().Errors != 0 {
@@ -661,7 +661,7 @@ func TestSpillsBesideTheFile(t *testing.T) {
 	db := openTestDB(t, dir)
 	defer db.Close()
 	var tmp string
-	if err := db.Query().QueryRow(`SELECT current_setting('temp_directory')`).Scan(&tmp); err != nil {
+	if err := db.Handle().QueryRow(`SELECT current_setting('temp_directory')`).Scan(&tmp); err != nil {
 		t.Fatal(err)
 	}
 	if want := filepath.Join(dir, "analytics.duckdb") + ".tmp"; tmp != want {

@@ -72,6 +72,9 @@ type DB struct {
 	sql       *sql.DB
 	appending atomic.Bool // a Consumer holds the appending connection
 	exp       exportState // running exports (export.go)
+	gate      gate        // statements on the file pass it; a reattach shuts it (reattach.go)
+
+	reattached atomic.Uint64
 }
 
 // Option configures Open.
@@ -149,8 +152,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	// The file is attached to an in-memory instance rather than opened as its main database,
 	// because only ATTACH takes a row group size, and it is not stored in the file: every
 	// connection attaches it (the first one really does) and makes it the default catalog.
-	attach := fmt.Sprintf("ATTACH IF NOT EXISTS '%s' AS %s (ROW_GROUP_SIZE %d)",
-		strings.ReplaceAll(path, "'", "''"), catalog, RowGroupSize)
+	attach := attachSQL(path)
 	conn, err := duckdb.NewConnector(dsn, func(ex driver.ExecerContext) error {
 		for _, q := range []string{attach, "USE " + catalog} {
 			// Not Open's ctx: connections are made for the life of the DB.
@@ -177,9 +179,14 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	return d, nil
 }
 
-// Query is the handle analytics queries and exports use (read the views). Its connections
-// never write events: the appending and the compacting connections are the Consumer's.
-func (d *DB) Query() *sql.DB { return d.sql }
+// Query is what analytics queries use (they read the views): it waits while the compactor
+// reattaches the file (reattach.go). Its connections never write events: the appending and
+// the compacting connections are the Consumer's.
+func (d *DB) Query() Reader { return Reader{d} }
+
+// Handle is the database/sql handle without the reattach gate, for a DB no Consumer runs on
+// (the ingest benchmark's raw DuckDB baseline).
+func (d *DB) Handle() *sql.DB { return d.sql }
 
 // Path is the database file.
 func (d *DB) Path() string { return d.path }
@@ -346,6 +353,10 @@ func (d *DB) createSchema(ctx context.Context) error {
 
 // Offsets returns the stored next offset of every partition that has one.
 func (d *DB) Offsets(ctx context.Context) (map[int]uint64, error) {
+	if err := d.gate.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer d.gate.leave()
 	return loadOffsets(ctx, d.sql)
 }
 

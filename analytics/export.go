@@ -214,7 +214,9 @@ func (d *DB) Export(ctx context.Context, q ExportQuery) (*ExportRows, error) {
 func (e *ExportRows) planWindows() error {
 	bg := context.Background()
 	var n int64
-	err := e.conn.QueryRowContext(bg, "SELECT count(*) FROM "+e.q.From+" WHERE "+e.where, e.args...).Scan(&n)
+	err := e.d.use(bg, func() error {
+		return e.conn.QueryRowContext(bg, "SELECT count(*) FROM "+e.q.From+" WHERE "+e.where, e.args...).Scan(&n)
+	})
 	if err != nil {
 		return fmt.Errorf("analytics: export: count: %w", err)
 	}
@@ -228,8 +230,10 @@ func (e *ExportRows) planWindows() error {
 		fr[i] = strconv.FormatFloat(float64(i+1)/float64(k), 'f', 6, 64)
 	}
 	var cuts duckdb.Composite[[]time.Time]
-	err = e.conn.QueryRowContext(bg, "SELECT approx_quantile("+e.q.TimeCol+", ["+strings.Join(fr, ", ")+"]) FROM "+
-		e.q.From+" WHERE "+e.where, e.args...).Scan(&cuts)
+	err = e.d.use(bg, func() error {
+		return e.conn.QueryRowContext(bg, "SELECT approx_quantile("+e.q.TimeCol+", ["+strings.Join(fr, ", ")+"]) FROM "+
+			e.q.From+" WHERE "+e.where, e.args...).Scan(&cuts)
+	})
 	if err != nil {
 		return fmt.Errorf("analytics: export: windows: %w", err)
 	}
@@ -412,13 +416,16 @@ func (e *ExportRows) open() bool {
 		order = fmt.Sprintf("%[1]s %[3]s, %[2]s %[3]s", col(e.q.TimeCol), col("id"), dir)
 	}
 	query := "SELECT " + e.q.Columns + " FROM " + e.q.From + " WHERE " + where + " ORDER BY " + order
-	err := e.conn.Raw(func(dc any) error {
-		ar, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
-		if err != nil {
+	bg := context.Background()
+	err := e.d.use(bg, func() error {
+		return e.conn.Raw(func(dc any) error {
+			ar, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
+			if err != nil {
+				return err
+			}
+			e.rr, err = ar.QueryContext(bg, query, args...)
 			return err
-		}
-		e.rr, err = ar.QueryContext(context.Background(), query, args...)
-		return err
+		})
 	})
 	if err != nil {
 		e.fail(fmt.Errorf("analytics: export: %w", err))

@@ -28,7 +28,7 @@ func exportIDs(t *testing.T, db *DB, q ExportQuery) []int64 {
 // queryIDs is the same rows read by one plain ordered query.
 func queryIDs(t *testing.T, db *DB, q string, args ...any) []int64 {
 	t.Helper()
-	rows, err := db.Query().Query(q, args...)
+	rows, err := db.Handle().Query(q, args...)
 	require.NoError(t, err)
 	defer rows.Close()
 	var ids []int64

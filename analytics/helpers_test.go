@@ -101,7 +101,7 @@ func genEvents(rng *rand.Rand, n, workspaces int, at time.Time) []ingest.Event {
 // storedIDs is every id in the events table, sorted.
 func storedIDs(t testing.TB, db *DB) []int64 {
 	t.Helper()
-	rows, err := db.Query().Query(`SELECT id FROM ` + EventsView + ` ORDER BY id`)
+	rows, err := db.Handle().Query(`SELECT id FROM ` + EventsView + ` ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ type viewEvent struct {
 
 func readViewEvents(t *testing.T, db *DB) map[string]viewEvent {
 	t.Helper()
-	rows, err := db.Query().Query(`SELECT id, book_id, session_id, viewer_id, viewer_email, source_host,
+	rows, err := db.Handle().Query(`SELECT id, book_id, session_id, viewer_id, viewer_email, source_host,
 		from_embedded, tracked_link_id, impressions, reads, clicks, pages_viewed, active_ms,
 		duration_seconds, engagement_score, country, city, latitude, started_at, recorded_at, updated_at
 		FROM ` + SessionView + ` ORDER BY id`)
@@ -82,7 +82,7 @@ func TestViewEventMeasures(t *testing.T) {
 	first := readViewEvents(t, db)["bookA/A"]
 	require.Eventually(t, func() bool { // compacted: the first round is in a sorted run
 		var n int
-		return db.Query().QueryRow(`SELECT count(*) FROM `+RecentTable).Scan(&n) == nil && n == 0
+		return db.Handle().QueryRow(`SELECT count(*) FROM `+RecentTable).Scan(&n) == nil && n == 0
 	}, 10*time.Second, 5*time.Millisecond)
 
 	linkClick := ev("bookA", "A", ingest.LinkClicked, 2, 0, 8)
@@ -184,7 +184,7 @@ func TestSchemaVersion1Migrates(t *testing.T) {
 	db := openTestDB(t, dir)
 	defer db.Close()
 	var version string
-	require.NoError(t, db.Query().QueryRow(`SELECT value FROM schema_meta WHERE key = 'version'`).Scan(&version))
+	require.NoError(t, db.Handle().QueryRow(`SELECT value FROM schema_meta WHERE key = 'version'`).Scan(&version))
 	require.Equal(t, "2", version)
 
 	log := newMemLog(1)
@@ -197,10 +197,10 @@ func TestSchemaVersion1Migrates(t *testing.T) {
 	require.NoError(t, c.WaitFor(waitCtx(t, 10*time.Second), log.ends()))
 	require.Eventually(t, func() bool {
 		var n int
-		return db.Query().QueryRow(`SELECT count(*) FROM `+RecentTable).Scan(&n) == nil && n == 0
+		return db.Handle().QueryRow(`SELECT count(*) FROM `+RecentTable).Scan(&n) == nil && n == 0
 	}, 10*time.Second, 5*time.Millisecond, "compacted into a run")
 
-	rows, err := db.Query().Query(`SELECT book_id, book_pages, page_number, active_ms, event_type FROM ` + EventsView + ` ORDER BY book_id`)
+	rows, err := db.Handle().Query(`SELECT book_id, book_pages, page_number, active_ms, event_type FROM ` + EventsView + ` ORDER BY book_id`)
 	require.NoError(t, err)
 	defer rows.Close()
 	var got []string

@@ -54,7 +54,11 @@ SELECT ? + i, ?, ?, ?, 'syn-' || (i // 8),
 FROM range(?) t(i)`
 	start := s.Start.UTC()
 	step := s.Step.Microseconds()
-	_, err := d.sql.ExecContext(context.Background(), q, s.IDBase, s.Workspace, s.Mode, s.BookID, start, step, start, step, s.Events)
+	ctx := context.Background()
+	err := d.use(ctx, func() error {
+		_, err := d.sql.ExecContext(ctx, q, s.IDBase, s.Workspace, s.Mode, s.BookID, start, step, start, step, s.Events)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("analytics: synthetic events: %w", err)
 	}

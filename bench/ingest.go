@@ -304,6 +304,7 @@ type ingestStatus struct {
 		Compactions   uint64 `json:"compactions"`
 		CompactedRows uint64 `json:"compacted_rows"`
 		Merges        uint64 `json:"merges"`
+		Reattaches    uint64 `json:"reattaches"`
 	} `json:"consumer"`
 }
 
@@ -327,6 +328,10 @@ type memoryStatus struct {
 		Bytes     int64 `json:"bytes"`
 		TempBytes int64 `json:"temp_bytes"`
 	} `json:"duckdb"`
+	Pebble struct {
+		BlockCache int64  `json:"block_cache"`
+		MemTables  uint64 `json:"memtables"`
+	} `json:"pebble"`
 	Malloc *struct {
 		Arena   uint64 `json:"arena"`
 		Mmapped uint64 `json:"mmapped"`
@@ -351,7 +356,8 @@ func (m *memoryStatus) String() string {
 	if m == nil {
 		return "?"
 	}
-	s := fmt.Sprintf("duckdb %d (spilled %d), go heap %d", m.DuckDB.Bytes>>20, m.DuckDB.TempBytes>>20, m.Go.HeapInUse>>20)
+	s := fmt.Sprintf("duckdb %d (spilled %d), go heap %d, pebble cache %d memtables %d", m.DuckDB.Bytes>>20,
+		m.DuckDB.TempBytes>>20, m.Go.HeapInUse>>20, m.Pebble.BlockCache>>20, m.Pebble.MemTables>>20)
 	if m.Malloc != nil {
 		s += fmt.Sprintf(", malloc in use %d free %d mmapped %d", m.Malloc.InUse>>20, m.Malloc.Free>>20, m.Malloc.Mmapped>>20)
 	}
@@ -389,7 +395,7 @@ func rawAppend(ctx context.Context, path string, books []*ingestBook, sessions, 
 		os.Remove(path)
 		os.Remove(path + ".wal")
 	}()
-	conn, err := db.Query().Conn(ctx)
+	conn, err := db.Handle().Conn(ctx)
 	if err != nil {
 		return rawResult{}, err
 	}
@@ -612,9 +618,10 @@ func ingestLoad(ctx context.Context, c *child, adm *adminClient, books []*ingest
 				}
 				mu.Unlock()
 				if last != nil {
-					fmt.Fprintf(out, "    %4.0fs: log %s, stored %s, lag %s, RSS %d MB, runs %d, merges %d\n",
+					fmt.Fprintf(out, "    %4.0fs: log %s, stored %s, lag %s, RSS %d MB, runs %d, merges %d, reattaches %d\n",
 						time.Since(start).Seconds(), thousands(float64(last.LogEnd)), thousands(float64(last.Stored)),
-						thousands(float64(last.Lag)), rss>>20, last.Consumer.Compactions, last.Consumer.Merges)
+						thousands(float64(last.Lag)), rss>>20, last.Consumer.Compactions, last.Consumer.Merges,
+						last.Consumer.Reattaches)
 				}
 			}
 		}
@@ -943,8 +950,8 @@ func (r *ingestRun) analyse(o IngestOptions) ingestResult {
 		if c.Compactions == 0 {
 			verdict = "not reached (fewer rows than one run)"
 		}
-		res.compaction = fmt.Sprintf("%d runs made (%s rows moved), %d merges; rows waiting in %s: peak %s in the first half, %s in the second, %s at the end: %s",
-			c.Compactions, thousands(float64(c.CompactedRows)), c.Merges, analytics.RecentTable,
+		res.compaction = fmt.Sprintf("%d runs made (%s rows moved), %d merges, %d reattaches; rows waiting in %s: peak %s in the first half, %s in the second, %s at the end: %s",
+			c.Compactions, thousands(float64(c.CompactedRows)), c.Merges, c.Reattaches, analytics.RecentTable,
 			thousands(float64(peak1)), thousands(float64(peak2)), thousands(float64(waiting(last))), verdict)
 	}
 	return res

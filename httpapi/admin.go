@@ -173,6 +173,7 @@ type ingestConsumerJSON struct {
 	Compactions   uint64 `json:"compactions"`
 	CompactedRows uint64 `json:"compacted_rows"`
 	Merges        uint64 `json:"merges"`
+	Reattaches    uint64 `json:"reattaches"` // times the analytics file was reattached (frees DuckDB's metadata)
 }
 
 type ingestJSON struct {
@@ -203,7 +204,8 @@ func (s *Service) adminIngest(r *Request) (*Result, error) {
 	}
 	out := ingestJSON{Log: "embedded", Partitions: make([]ingestPartJSON, len(ends)),
 		Consumer: ingestConsumerJSON{Events: st.Events, Batches: st.Batches, Skipped: st.Skipped, Errors: st.Errors,
-			LastError: st.LastError, Compactions: st.Compactions, CompactedRows: st.CompactedRows, Merges: st.Merges}}
+			LastError: st.LastError, Compactions: st.Compactions, CompactedRows: st.CompactedRows, Merges: st.Merges,
+			Reattaches: st.Reattaches}}
 	if len(s.cfg.KafkaBrokers) > 0 {
 		out.Log = "kafka"
 	}
@@ -258,10 +260,17 @@ type memoryDuckDBJSON struct {
 	Tags      []analytics.MemoryTag `json:"tags"`
 }
 
+// memoryPebbleJSON is Pebble's memory (from C malloc: part of the malloc figures).
+type memoryPebbleJSON struct {
+	BlockCache int64  `json:"block_cache"` // bytes held by the block cache (--cache bound)
+	MemTables  uint64 `json:"memtables"`   // bytes allocated by memtables
+}
+
 type memoryJSON struct {
 	RSS    int64                  `json:"rss"` // resident bytes of the process (/proc/self/statm)
 	Go     memoryGoJSON           `json:"go"`
 	DuckDB memoryDuckDBJSON       `json:"duckdb"`
+	Pebble memoryPebbleJSON       `json:"pebble"`
 	Malloc *analytics.MallocStats `json:"malloc"` // null without glibc
 }
 
@@ -286,6 +295,10 @@ func (s *Service) adminMemory(r *Request) (*Result, error) {
 	for _, t := range tags {
 		out.DuckDB.Bytes += t.Bytes
 		out.DuckDB.TempBytes += t.TempBytes
+	}
+	if s.Store != nil {
+		pm := s.Store.DB().Metrics()
+		out.Pebble = memoryPebbleJSON{BlockCache: pm.BlockCache.Size, MemTables: pm.MemTable.Size}
 	}
 	if m, ok := analytics.ReadMallocStats(); ok {
 		out.Malloc = &m

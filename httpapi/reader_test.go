@@ -261,7 +261,7 @@ func TestEventsReachDuckDB(t *testing.T) {
 	var n int
 	var total int64
 	eventually(t, 5*time.Second, func() bool {
-		row := h.svc.Analytics.Query().QueryRow(`SELECT count(*), coalesce(sum(active_ms), 0) FROM interaction_events WHERE book_id = ?`, rid)
+		row := h.svc.Analytics.Handle().QueryRow(`SELECT count(*), coalesce(sum(active_ms), 0) FROM interaction_events WHERE book_id = ?`, rid)
 		return row.Scan(&n, &total) == nil && n == 3
 	}, "the events are queryable in DuckDB")
 	require.EqualValues(t, 6500, total)
@@ -308,6 +308,7 @@ func TestAdminIngestStatus(t *testing.T) {
 	c := d["consumer"].(map[string]any)
 	require.EqualValues(t, 6, c["events"])
 	require.EqualValues(t, 0, c["errors"])
+	require.EqualValues(t, 0, c["reattaches"], "6 events are far from DefaultReattachRows")
 	require.Len(t, h.logged(t), 6, "what the report counts as stored is queryable")
 }
 
@@ -372,6 +373,9 @@ func TestAdminMemory(t *testing.T) {
 		sum += tag.(map[string]any)["bytes"].(float64)
 	}
 	require.Equal(t, db["bytes"], sum)
+	pb := d["pebble"].(map[string]any)
+	require.Greater(t, pb["memtables"].(float64), 0.0, "Pebble always has a mutable memtable")
+	require.GreaterOrEqual(t, pb["block_cache"].(float64), 0.0)
 	if runtime.GOOS == "linux" {
 		m := d["malloc"].(map[string]any)
 		require.Greater(t, m["in_use"].(float64), 0.0, "DuckDB allocates through malloc")

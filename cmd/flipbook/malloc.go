@@ -9,9 +9,10 @@ import (
 // buffers through its own allocator but its other C++ objects (row group and segment metadata,
 // sort and hash state, query plans) through malloc, from many threads; glibc gives each
 // contending thread an arena of its own (up to 8 per core) and returns little of a fragmented
-// arena to the system, so the process's memory crept up over a long ingest run. With two
-// arenas the 10-minute ingest benchmark's last-minute peak RSS was 1.07x that of minute 2
-// (1.23x with glibc's default) at the same throughput (docs/BENCHMARKS.md, "ingest").
+// arena to the system, so the process's memory crept up over a long ingest run. Two arenas
+// cost no throughput in the 10-minute ingest benchmark; their effect on memory was within that
+// benchmark's run-to-run noise (last-minute/minute-2 peak 1.07x and 1.30x in two runs, 1.23x
+// with glibc's default), and malloc still grows over 20 minutes (docs/BENCHMARKS.md, "ingest").
 const defaultMallocArenas = 2
 
 // mallocArenas is the arena cap serve sets: 0 (leave glibc's own setting) when the operator set

@@ -260,9 +260,10 @@ type memoryDuckDBJSON struct {
 	Tags      []analytics.MemoryTag `json:"tags"`
 }
 
-// memoryPebbleJSON is Pebble's memory (from C malloc: part of the malloc figures).
+// memoryPebbleJSON is Pebble's memory (C memory: the cache in the malloc figures, the 64 MiB
+// memtables in malloc's mmapped bytes).
 type memoryPebbleJSON struct {
-	BlockCache int64  `json:"block_cache"` // bytes held by the block cache (--cache bound)
+	BlockCache int64  `json:"block_cache"` // bytes held by the block cache (at most storage.DefaultCacheBytes)
 	MemTables  uint64 `json:"memtables"`   // bytes allocated by memtables
 }
 

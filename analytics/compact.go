@@ -244,7 +244,7 @@ func (c *Consumer) compactRecent(stop context.Context) error {
 	if err := stop.Err(); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := c.db.commitMove(tx); err != nil {
 		return err
 	}
 	c.written += n
@@ -323,7 +323,7 @@ func (c *Consumer) mergeLevel(stop context.Context, level int) error {
 	if err := stop.Err(); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := c.db.commitMove(tx); err != nil {
 		return err
 	}
 	c.written += total

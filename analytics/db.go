@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,9 +71,10 @@ var AuditTypes = []string{ingest.AccessRequested, ingest.AccessGranted, ingest.A
 type DB struct {
 	path      string
 	sql       *sql.DB
-	appending atomic.Bool // a Consumer holds the appending connection
-	exp       exportState // running exports (export.go)
-	gate      gate        // statements on the file pass it; a reattach shuts it (reattach.go)
+	appending atomic.Bool  // a Consumer holds the appending connection
+	exp       exportState  // running exports (export.go)
+	gate      gate         // statements on the file pass it; a reattach shuts it (reattach.go)
+	moving    sync.RWMutex // queries read-hold it, a commit moving rows holds it (commitMove)
 
 	reattached atomic.Uint64
 }

@@ -214,7 +214,7 @@ func (d *DB) Export(ctx context.Context, q ExportQuery) (*ExportRows, error) {
 func (e *ExportRows) planWindows() error {
 	bg := context.Background()
 	var n int64
-	err := e.d.use(bg, func() error {
+	err := e.d.read(bg, func() error {
 		return e.conn.QueryRowContext(bg, "SELECT count(*) FROM "+e.q.From+" WHERE "+e.where, e.args...).Scan(&n)
 	})
 	if err != nil {
@@ -230,7 +230,7 @@ func (e *ExportRows) planWindows() error {
 		fr[i] = strconv.FormatFloat(float64(i+1)/float64(k), 'f', 6, 64)
 	}
 	var cuts duckdb.Composite[[]time.Time]
-	err = e.d.use(bg, func() error {
+	err = e.d.read(bg, func() error {
 		return e.conn.QueryRowContext(bg, "SELECT approx_quantile("+e.q.TimeCol+", ["+strings.Join(fr, ", ")+"]) FROM "+
 			e.q.From+" WHERE "+e.where, e.args...).Scan(&cuts)
 	})
@@ -417,7 +417,7 @@ func (e *ExportRows) open() bool {
 	}
 	query := "SELECT " + e.q.Columns + " FROM " + e.q.From + " WHERE " + where + " ORDER BY " + order
 	bg := context.Background()
-	err := e.d.use(bg, func() error {
+	err := e.d.read(bg, func() error {
 		return e.conn.Raw(func(dc any) error {
 			ar, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
 			if err != nil {

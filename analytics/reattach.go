@@ -127,25 +127,54 @@ func (d *DB) use(ctx context.Context, f func() error) error {
 	return f()
 }
 
+// read runs f, a query's statement, through the gate and never while rows move between
+// tables (commitMove).
+func (d *DB) read(ctx context.Context, f func() error) error {
+	if err := d.gate.enter(ctx); err != nil {
+		return err
+	}
+	defer d.gate.leave()
+	d.moving.RLock()
+	defer d.moving.RUnlock()
+	return f()
+}
+
+// commitMove commits tx, a compaction or merge that moves rows from one table (or run) to
+// another, while no query runs. With duckdb-go v2.10505.0 a query running while such a move
+// commits can see the rows in neither place: in a stress test (sessions_test.go) the view
+// events of a session read during its rows' first compaction were missing about once in a
+// hundred runs, while a plain count(*) never was, which points at DuckDB pruning a table by
+// column statistics that the commit had not widened yet. Queries wait for the commit (it
+// writes no data: the rows are already in the transaction's storage) and the commit waits
+// for the running queries.
+func (d *DB) commitMove(tx *sql.Tx) error {
+	d.moving.Lock()
+	defer d.moving.Unlock()
+	return tx.Commit()
+}
+
 // Reader runs queries on the analytics file through its gate (DB.Query). It is a Querier.
 type Reader struct{ d *DB }
 
 // QueryContext runs query; its result is complete when it returns.
-func (r Reader) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if err := r.d.gate.enter(ctx); err != nil {
-		return nil, err
-	}
-	defer r.d.gate.leave()
-	return r.d.sql.QueryContext(ctx, query, args...)
+func (r Reader) QueryContext(ctx context.Context, query string, args ...any) (rows *sql.Rows, err error) {
+	err = r.d.read(ctx, func() error {
+		rows, err = r.d.sql.QueryContext(ctx, query, args...)
+		return err
+	})
+	return rows, err
 }
 
 // QueryRowContext runs a query expected to return at most one row.
 func (r Reader) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if err := r.d.gate.enter(ctx); err != nil {
+	var row *sql.Row
+	if err := r.d.read(ctx, func() error {
+		row = r.d.sql.QueryRowContext(ctx, query, args...)
+		return nil
+	}); err != nil {
 		return r.d.sql.QueryRowContext(ctx, query, args...) // ctx is done: a Row holding its error
 	}
-	defer r.d.gate.leave()
-	return r.d.sql.QueryRowContext(ctx, query, args...)
+	return row
 }
 
 // attachSQL attaches the file at path as catalog.

@@ -261,7 +261,8 @@ func TestEventsReachDuckDB(t *testing.T) {
 	var n int
 	var total int64
 	eventually(t, 5*time.Second, func() bool {
-		row := h.svc.Analytics.Handle().QueryRow(`SELECT count(*), coalesce(sum(active_ms), 0) FROM interaction_events WHERE book_id = ?`, rid)
+		row := h.svc.Analytics.Query().QueryRowContext(context.Background(),
+			`SELECT count(*), coalesce(sum(active_ms), 0) FROM interaction_events WHERE book_id = ?`, rid)
 		return row.Scan(&n, &total) == nil && n == 3
 	}, "the events are queryable in DuckDB")
 	require.EqualValues(t, 6500, total)

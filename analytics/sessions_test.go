@@ -37,7 +37,7 @@ func readViewEvents(t *testing.T, db *DB) map[string]viewEvent {
 	rows, err := db.Query().QueryContext(context.Background(), `SELECT id, book_id, session_id, viewer_id, viewer_email, source_host,
 		from_embedded, tracked_link_id, impressions, reads, clicks, pages_viewed, active_ms,
 		duration_seconds, engagement_score, country, city, latitude, started_at, recorded_at, updated_at
-		FROM ` + SessionView + ` ORDER BY id`)
+		FROM `+SessionView+` ORDER BY id`)
 	require.NoError(t, err)
 	defer rows.Close()
 	out := map[string]viewEvent{}
@@ -204,7 +204,7 @@ func TestSchemaVersion1Migrates(t *testing.T) {
 
 	// Through the query path the service uses (DB.Query), which never overlaps a compaction's
 	// commit: this test's first read races the first compaction.
-	rows, err := db.Query().QueryContext(context.Background(), `SELECT book_id, book_pages, page_number, active_ms, event_type FROM ` + EventsView + ` ORDER BY book_id`)
+	rows, err := db.Query().QueryContext(context.Background(), `SELECT book_id, book_pages, page_number, active_ms, event_type FROM `+EventsView+` ORDER BY book_id`)
 	require.NoError(t, err)
 	defer rows.Close()
 	var got []string

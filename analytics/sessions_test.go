@@ -202,8 +202,6 @@ func TestSchemaVersion1Migrates(t *testing.T) {
 		return db.Handle().QueryRow(`SELECT count(*) FROM `+RecentTable).Scan(&n) == nil && n == 0
 	}, 10*time.Second, 5*time.Millisecond, "compacted into a run")
 
-	// Through the query path the service uses (DB.Query), which never overlaps a compaction's
-	// commit: this test's first read races the first compaction.
 	rows, err := db.Query().QueryContext(context.Background(), `SELECT book_id, book_pages, page_number, active_ms, event_type FROM `+EventsView+` ORDER BY book_id`)
 	require.NoError(t, err)
 	defer rows.Close()

@@ -128,12 +128,8 @@ func BenchmarkRawArrowInsert(b *testing.B) {
 			rec := BuildRecord(mem, recs[lo:min(lo+DefaultMaxBatch, len(recs))])
 			rr, _ := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
 			var release func()
-			if err := conn.Raw(func(dc any) error {
-				ar, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
-				if err != nil {
-					return err
-				}
-				release, err = ar.RegisterView(rr, "bench_batch")
+			if err := conn.Raw(func(dc any) (err error) {
+				release, err = RegisterArrowView(dc.(driver.Conn), rr, "bench_batch")
 				return err
 			}); err != nil {
 				b.Fatal(err)
@@ -141,7 +137,7 @@ func BenchmarkRawArrowInsert(b *testing.B) {
 			if _, err := conn.ExecContext(context.Background(), "INSERT INTO "+RecentTable+" SELECT * FROM bench_batch"); err != nil {
 				b.Fatal(err)
 			}
-			// RegisterView makes a persistent view: never leave one behind.
+			// The Arrow view is persistent: never leave one behind.
 			if _, err := conn.ExecContext(context.Background(), "DROP VIEW bench_batch"); err != nil {
 				b.Fatal(err)
 			}

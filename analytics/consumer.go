@@ -16,7 +16,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
-	"github.com/duckdb/duckdb-go/v2"
 
 	"flipbook/ingest"
 )
@@ -580,7 +579,7 @@ func (c *Consumer) step(s string) error {
 	return nil
 }
 
-// viewName is the Arrow view of the batch being inserted. duckdb-go's RegisterView makes a
+// viewName is the Arrow view of the batch being inserted. RegisterArrowView makes a
 // persistent view in the main schema (DuckDB's arrow_scan, temporary=false), pointing at
 // memory that is freed after the batch: it is created and dropped inside the batch's
 // transaction, so it is never committed.
@@ -653,12 +652,8 @@ func (c *Consumer) insert(ctx context.Context, rec arrow.RecordBatch, batch []pa
 	}()
 
 	var release func()
-	err = c.conn.Raw(func(dc any) error {
-		ar, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
-		if err != nil {
-			return err
-		}
-		release, err = ar.RegisterView(rr, viewName)
+	err = c.conn.Raw(func(dc any) (err error) {
+		release, err = RegisterArrowView(dc.(driver.Conn), rr, viewName)
 		return err
 	})
 	if err != nil {

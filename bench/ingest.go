@@ -26,7 +26,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
-	"github.com/duckdb/duckdb-go/v2"
 	"github.com/valyala/fasthttp"
 
 	"flipbook/actors"
@@ -436,17 +435,13 @@ func rawAppend(ctx context.Context, path string, books []*ingestBook, sessions, 
 			return rawResult{}, err
 		}
 		var release func()
-		err = conn.Raw(func(dc any) error {
-			ar, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
-			if err != nil {
-				return err
-			}
-			release, err = ar.RegisterView(rr, "raw_batch")
+		err = conn.Raw(func(dc any) (err error) {
+			release, err = analytics.RegisterArrowView(dc.(driver.Conn), rr, "raw_batch")
 			return err
 		})
 		if err == nil {
 			_, err = conn.ExecContext(ctx, "INSERT INTO "+analytics.RecentTable+" SELECT * FROM raw_batch")
-			// RegisterView makes a persistent view: never leave one behind.
+			// The Arrow view is persistent: never leave one behind.
 			if _, derr := conn.ExecContext(ctx, "DROP VIEW raw_batch"); err == nil {
 				err = derr
 			}

@@ -244,11 +244,13 @@ func (c *Consumer) compactRecent(stop context.Context) error {
 	if err := stop.Err(); err != nil {
 		return err
 	}
-	if err := c.db.commitMove(tx); err != nil {
+	held, err := c.db.commitMove(tx)
+	if err != nil {
 		return err
 	}
 	c.written += n
 	c.mu.Lock()
+	c.stats.MoveCommitMax = max(c.stats.MoveCommitMax, held)
 	c.stats.Compactions++
 	c.stats.CompactedRows += uint64(n)
 	c.mu.Unlock()
@@ -323,11 +325,13 @@ func (c *Consumer) mergeLevel(stop context.Context, level int) error {
 	if err := stop.Err(); err != nil {
 		return err
 	}
-	if err := c.db.commitMove(tx); err != nil {
+	held, err := c.db.commitMove(tx)
+	if err != nil {
 		return err
 	}
 	c.written += total
 	c.mu.Lock()
+	c.stats.MoveCommitMax = max(c.stats.MoveCommitMax, held)
 	c.stats.Merges++
 	c.mu.Unlock()
 	c.logger.Debug("analytics: runs merged", "runs", len(runs), "into", run, "level", level+1, "rows", total, "took", time.Since(start))

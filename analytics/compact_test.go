@@ -107,6 +107,9 @@ func testCompactionMovesRows(t *testing.T, chunk int64) {
 	if recent >= 1000 || levels != DefaultCompactMaxLevel || c.Stats().Merges == 0 {
 		t.Fatalf("%d rows left in %s, top level %d; stats %+v", recent, RecentTable, levels, c.Stats())
 	}
+	if c.Stats().MoveCommitMax <= 0 {
+		t.Fatalf("compactions committed, but no time held is recorded; stats %+v", c.Stats())
+	}
 	if chunked := c.Stats().CompactChunks; (chunk < 1000) != (chunked > 0) {
 		t.Fatalf("%d range sorts with chunks of %d rows; stats %+v", chunked, chunk, c.Stats())
 	}

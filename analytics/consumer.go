@@ -78,6 +78,9 @@ type Stats struct {
 	Merges        uint64 // merges of runs into a run of the next level
 	CompactChunks uint64 // sorts of one range of books, in moves of more than one chunk
 	Reattaches    uint64 // times the compactor reattached the file (reattach.go)
+	// MoveCommitMax is the longest a compaction's or merge's commit kept queries out
+	// (DB.commitMove): the longest an analytics query waited for one.
+	MoveCommitMax time.Duration
 }
 
 // Consumer moves events from the log into DuckDB. Its goroutine owns the appending

@@ -146,11 +146,16 @@ func (d *DB) read(ctx context.Context, f func() error) error {
 // hundred runs, while a plain count(*) never was, which points at DuckDB pruning a table by
 // column statistics that the commit had not widened yet. Queries wait for the commit (it
 // writes no data: the rows are already in the transaction's storage) and the commit waits
-// for the running queries.
-func (d *DB) commitMove(tx *sql.Tx) error {
+// for the running queries. held is how long queries were kept out (the commit, which may
+// checkpoint the file, and the wait for the queries before it).
+func (d *DB) commitMove(tx *sql.Tx) (held time.Duration, err error) {
+	start := time.Now()
 	d.moving.Lock()
-	defer d.moving.Unlock()
-	return tx.Commit()
+	defer func() {
+		d.moving.Unlock()
+		held = time.Since(start)
+	}()
+	return 0, tx.Commit()
 }
 
 // Reader runs queries on the analytics file through its gate (DB.Query). It is a Querier.

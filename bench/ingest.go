@@ -296,14 +296,15 @@ type ingestStatus struct {
 	Stored   uint64 `json:"stored"`
 	Lag      uint64 `json:"lag"`
 	Consumer struct {
-		Events        uint64 `json:"events"`
-		Batches       uint64 `json:"batches"`
-		Errors        uint64 `json:"errors"`
-		LastError     string `json:"last_error"`
-		Compactions   uint64 `json:"compactions"`
-		CompactedRows uint64 `json:"compacted_rows"`
-		Merges        uint64 `json:"merges"`
-		Reattaches    uint64 `json:"reattaches"`
+		Events        uint64  `json:"events"`
+		Batches       uint64  `json:"batches"`
+		Errors        uint64  `json:"errors"`
+		LastError     string  `json:"last_error"`
+		Compactions   uint64  `json:"compactions"`
+		CompactedRows uint64  `json:"compacted_rows"`
+		Merges        uint64  `json:"merges"`
+		Reattaches    uint64  `json:"reattaches"`
+		MoveCommitMax float64 `json:"move_commit_max_ms"`
 	} `json:"consumer"`
 }
 
@@ -945,8 +946,8 @@ func (r *ingestRun) analyse(o IngestOptions) ingestResult {
 		if c.Compactions == 0 {
 			verdict = "not reached (fewer rows than one run)"
 		}
-		res.compaction = fmt.Sprintf("%d runs made (%s rows moved), %d merges, %d reattaches; rows waiting in %s: peak %s in the first half, %s in the second, %s at the end: %s",
-			c.Compactions, thousands(float64(c.CompactedRows)), c.Merges, c.Reattaches, analytics.RecentTable,
+		res.compaction = fmt.Sprintf("%d runs made (%s rows moved), %d merges, %d reattaches, queries held off by a commit at most %.0f ms; rows waiting in %s: peak %s in the first half, %s in the second, %s at the end: %s",
+			c.Compactions, thousands(float64(c.CompactedRows)), c.Merges, c.Reattaches, c.MoveCommitMax, analytics.RecentTable,
 			thousands(float64(peak1)), thousands(float64(peak2)), thousands(float64(waiting(last))), verdict)
 	}
 	return res

@@ -310,6 +310,7 @@ func TestAdminIngestStatus(t *testing.T) {
 	require.EqualValues(t, 6, c["events"])
 	require.EqualValues(t, 0, c["errors"])
 	require.EqualValues(t, 0, c["reattaches"], "6 events are far from DefaultReattachRows")
+	require.EqualValues(t, 0, c["move_commit_max_ms"], "no compaction yet")
 	require.Len(t, h.logged(t), 6, "what the report counts as stored is queryable")
 }
 

@@ -167,13 +167,14 @@ import (
 // Registering Arrow batches with DuckDB.
 //
 // duckdb-go's Arrow.RegisterView hands DuckDB (duckdb_arrow_scan) a stream exported by
-// arrow-go. DuckDB asks that stream for its schema several times per view (once in
-// duckdb_arrow_scan, once per bind of the view) and releases none of those schemas: it nulls
-// their release callbacks and leaves them to the producer, and arrow-go's stream does not
-// keep them. Each is a C allocation of the whole schema (about 4 KB for the event columns),
-// so every consumer transaction leaked about 11 KB of malloc'd memory: 4-5 MB a minute at
-// 150-200k events/s, the growth of the service's memory the ingest benchmark measured (jemalloc
-// heap profiles of a 12-minute run: arrow-go's cdata allocations the only growing entry).
+// arrow-go. DuckDB asks that stream for its schema five times per view read once (in
+// duckdb_arrow_scan and at each bind) and releases none of those schemas: it nulls their
+// release callbacks and leaves them to the producer, and arrow-go's stream does not keep
+// them. Each is a C allocation of the whole schema, so every consumer transaction leaked about
+// 24 KB of malloc'd memory (TestRegisterArrowViewReleasesSchemas measures it): 4-5 MB a minute
+// at 150-200k events/s, the growth of the service's memory the ingest benchmark measured
+// (jemalloc heap profiles of a 12-minute run: arrow-go's cdata allocations the only growing
+// entry).
 //
 // RegisterArrowView does what RegisterView does through a stream of its own in front of
 // arrow-go's: it keeps every schema it hands out and releases them with the stream.

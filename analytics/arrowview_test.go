@@ -88,7 +88,7 @@ func TestRegisterArrowViewReleasesSchemas(t *testing.T) {
 		m, _ := ReadMallocStats()
 		return m.InUse
 	}
-	// Measured: duckdb-go's RegisterView +24 KB per view, RegisterArrowView +40-60 B once
+	// Measured: duckdb-go's RegisterView +24 KB per view, RegisterArrowView +9-60 B once
 	// DuckDB's caches are warm (a plain view created, read and dropped: -20 B).
 	const rounds = 500
 	grow := func(warm int, register func(driver.Conn, array.RecordReader, string) (func(), error)) float64 {

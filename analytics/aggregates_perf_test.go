@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -45,9 +46,9 @@ func TestAggregatesLatency(t *testing.T) {
 		}
 		return id
 	}
-	gen := func(table, extra string, from, n int, order string) {
+	gen := func(ex execQuerier, table string, from, n int, order string) {
 		start := time.Now()
-		q := fmt.Sprintf(`INSERT INTO %s (%s%s)
+		q := fmt.Sprintf(`INSERT INTO %s (%s)
 SELECT i + 1 AS id, b // 10 + 1 AS workspace, 'l' AS mode, bookid(b) AS book_id,
 	'b' || b || '-s' || s AS session_id,
 	CASE WHEN k = 0 THEN 'session_started' WHEN k <= 7 THEN 'page_segment_completed'
@@ -62,19 +63,29 @@ SELECT i + 1 AS id, b // 10 + 1 AS workspace, 'l' AS mode, bookid(b) AS book_id,
 	'' AS exit_reason, '' AS reason, NULL AS metadata, NULL AS country, NULL AS region, NULL AS city,
 	NULL AS latitude, NULL AS longitude,
 	TIMESTAMP '%s' + to_seconds(s * 600 + k * 10) AS occurred_at,
-	TIMESTAMP '%s' + to_seconds(s * 600 + k * 10 + 1) AS created_at, 40 AS book_pages%s
+	TIMESTAMP '%s' + to_seconds(s * 600 + k * 10 + 1) AS created_at, 40 AS book_pages
 FROM (SELECT i, i // %d AS b, (i %% %d) // 10 AS s, i %% 10 AS k FROM range(%d, %d) r(i))
-ORDER BY %s`, table, columnList, extra, base.Format("2006-01-02 15:04:05"), base.Format("2006-01-02 15:04:05"),
-			map[bool]string{true: ", 1 AS run", false: ""}[extra != ""], perBook, perBook, from, from+n, order)
-		if _, err := db.Handle().ExecContext(ctx, q); err != nil {
+ORDER BY %s`, table, columnList, base.Format("2006-01-02 15:04:05"), base.Format("2006-01-02 15:04:05"),
+			perBook, perBook, from, from+n, order)
+		if _, err := ex.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("%s: %d rows in %v", table, n, time.Since(start))
 	}
 	total := books * perBook
 	recent := total / 200
-	gen(SortedTable, ", run", 0, total-recent, "book_id, occurred_at, id")
-	gen(RecentTable, "", total-recent, recent, "id")
+	conn, err := db.Handle().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := db.AddSortedRun(ctx, conn, 1, func(tx *sql.Tx, table string) (int64, error) {
+		gen(tx, table, 0, total-recent, "book_id, occurred_at, id")
+		return int64(total - recent), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	gen(conn, RecentTable, total-recent, recent, "id")
 	if _, err := db.Handle().ExecContext(ctx, `CHECKPOINT`); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -17,7 +18,7 @@ type BenchBook struct {
 }
 
 // InsertBenchEvents fills the store as the compactor leaves it after a long ingest: all but
-// the last 0.5% of the events in one sorted run (registered in RunsTable), the rest in
+// the last 0.5% of the events in one sorted run of level 1, the rest in
 // RecentTable. Per book: sessions of 10 events (session_started, seven page segments over
 // pages 1-40 with 0-60 s active, a link click or a download, session_ended) ten minutes
 // apart from base; a third of the sessions identified by one of 3,000 viewers of the
@@ -59,8 +60,8 @@ func (d *DB) InsertBenchEvents(books []BenchBook, base time.Time, idBase int64) 
 	}
 	recent := total / 200
 	ts := base.UTC().Format("2006-01-02 15:04:05")
-	gen := func(table, runCol string, from, to int, order string) error {
-		q := fmt.Sprintf(`INSERT INTO %s (%s%s)
+	gen := func(ex execQuerier, table string, from, to int, order string) error {
+		q := fmt.Sprintf(`INSERT INTO %s (%s)
 SELECT ? + i AS id, bb.workspace, bb.mode, bb.book_id AS book_id, 's' || bb.b || '-' || s,
 	CASE WHEN k = 0 THEN 'session_started' WHEN k <= 7 THEN 'page_segment_completed'
 		WHEN k = 8 AND s %% 2 = 0 THEN 'link_clicked' WHEN k = 8 THEN 'document_downloaded'
@@ -73,20 +74,19 @@ SELECT ? + i AS id, bb.workspace, bb.mode, bb.book_id AS book_id, 's' || bb.b ||
 	CASE WHEN k = 8 AND s %% 2 = 0 THEN 'https://example.com/' || (hash(i) %% 5) ELSE '' END,
 	CASE WHEN k = 9 THEN 'closed' ELSE '' END, '', NULL, NULL, NULL, NULL, NULL, NULL,
 	TIMESTAMP '%s' + to_seconds((s * 600 + k * 10) %% (6 * 86400)) AS occurred_at,
-	TIMESTAMP '%s' + to_seconds((s * 600 + k * 10) %% (6 * 86400) + 1), 40%s
+	TIMESTAMP '%s' + to_seconds((s * 600 + k * 10) %% (6 * 86400) + 1), 40
 FROM (SELECT i, (i - bb.first) // 10 AS s, (i - bb.first) %% 10 AS k, bb.*
 	FROM range(?, ?) r(i) JOIN bench_books bb ON i >= bb.first AND i < bb.first + bb.n) bb
-ORDER BY %s`, table, columnList, map[bool]string{true: ", run", false: ""}[runCol != ""], ts, ts, runCol, order)
-		_, err := c.ExecContext(ctx, q, idBase, from, to)
+ORDER BY %s`, table, columnList, ts, ts, order)
+		_, err := ex.ExecContext(ctx, q, idBase, from, to)
 		return err
 	}
-	if err := gen(SortedTable, ", 1", 0, total-recent, "book_id, occurred_at, id"); err != nil {
+	if err := d.addRunLocked(ctx, c, 1, func(tx *sql.Tx, table string) (int64, error) {
+		return int64(total - recent), gen(tx, table, 0, total-recent, "book_id, occurred_at, id")
+	}); err != nil {
 		return fmt.Errorf("analytics: bench data: %w", err)
 	}
-	if _, err := c.ExecContext(ctx, `INSERT INTO `+RunsTable+` VALUES (1, 1, ?, ?)`, total-recent, time.Now().UTC()); err != nil {
-		return fmt.Errorf("analytics: bench data: %w", err)
-	}
-	if err := gen(RecentTable, "", total-recent, total, "id"); err != nil {
+	if err := gen(c, RecentTable, total-recent, total, "id"); err != nil {
 		return fmt.Errorf("analytics: bench data: %w", err)
 	}
 	if _, err := c.ExecContext(ctx, `DROP TABLE bench_books`); err != nil {

@@ -13,23 +13,30 @@ import (
 
 // Compaction keeps a book's rows findable by range (DESIGN §8). The consumer appends in
 // arrival order, where every row group holds every book; the compactor moves RecentTable's
-// rows into SortedTable as one run sorted by sortKey, and merges runs of one level into one run
-// of the next (size-tiered, like an LSM tree). A query for one book then reads, per run, the
-// one or two row groups whose min/max book_id bracket it, plus RecentTable (at most about
-// CompactRows rows). Each move is one transaction on the compacting connection: the rows leave
-// one place and arrive in the other together, so a row is never in both and never in neither.
-// Appends to RecentTable go on meanwhile (DuckDB appends do not conflict with deletes of other
-// rows).
+// rows into a new run (a table of its own, runs.go) sorted by sortKey, and merges runs of one
+// level into one run of the next (size-tiered, like an LSM tree). A query for one book then
+// reads, per run, the one or two row groups whose min/max book_id bracket it, plus RecentTable
+// (at most about CompactRows rows). Each move is one transaction on the compacting connection:
+// the rows leave one place and arrive in the other together, and EventsView changes with them,
+// so a row is never in both and never in neither. Appends to RecentTable go on meanwhile
+// (DuckDB appends do not conflict with deletes of other rows).
+//
+// Every transaction's work is bounded, whatever the backlog: a merge takes at most
+// mergeBudget rows (the oldest runs of the level that fit), and a run made of at least half
+// that many rows (RecentTable after a long wait) goes straight to the next level without
+// being rewritten. Before the bound, runs of 7M rows made while compaction lagged were merged
+// into runs of 50M rows: minutes of CPU and a transaction whose memory grew with them.
 
 // Defaults of compaction.
 const (
 	// DefaultCompactRows is how many rows RecentTable gathers before they become a run.
 	DefaultCompactRows = 1 << 20
-	// DefaultCompactFanout runs of one level are merged into one run of the next.
+	// DefaultCompactFanout runs of one level are merged into one run of the next (fewer when
+	// they hold more than the merge budget, 2 × DefaultCompactRows × DefaultCompactFanout rows).
 	DefaultCompactFanout = 8
 	// DefaultCompactMaxLevel: runs of this level are not merged further. With the defaults a
-	// row is rewritten at most twice (into a run of ~1M rows, then into one of ~8M), and a
-	// query for one book reads one or two row groups of each ~8M-row run.
+	// row is rewritten at most twice (into a run of ~1M rows, then into one of 8-16M), and a
+	// query for one book reads one or two row groups of each such run.
 	DefaultCompactMaxLevel = 1
 	// DefaultCompactEvery is how often the compactor looks at the tables.
 	DefaultCompactEvery = time.Second
@@ -49,6 +56,16 @@ const (
 
 // recentColumns is columnList qualified by the alias r (RecentTable in the compaction join).
 var recentColumns = "r." + strings.ReplaceAll(columnList, ", ", ", r.")
+
+// mergeBudget is the most rows one merge of level rewrites: twice what fanout runs of the
+// level's usual size hold.
+func (c *Consumer) mergeBudget(level int) int64 {
+	b := 2 * c.compactRows
+	for range level + 1 {
+		b *= int64(c.compactFanout)
+	}
+	return b
+}
 
 // sortKey orders a run. Book ids (random_id) are unique across workspaces and modes, so the
 // book alone makes the range; time within a book serves date filters and newest-first pages.
@@ -225,7 +242,10 @@ func (c *Consumer) compactRecent(stop context.Context) error {
 	// and the two counts must match.
 	movable := fmt.Sprintf(`%s r JOIN %s o ON o."partition" = (r.id & %d) WHERE (r.id >> %d) < o.next_offset`,
 		RecentTable, OffsetsTable, ingest.MaxPartitions-1, partitionBits)
-	if n, err = c.moveSorted(ctx, tx, recentColumns, "r.book_id", movable, n, run); err != nil {
+	if _, err := tx.ExecContext(ctx, eventTableDDL(runTable(run))); err != nil {
+		return err
+	}
+	if n, err = c.moveSorted(ctx, tx, runTable(run), recentColumns, "r.book_id", movable, n); err != nil {
 		return err
 	}
 	if err := stop.Err(); err != nil {
@@ -235,7 +255,16 @@ func (c *Consumer) compactRecent(stop context.Context) error {
 		RecentTable, OffsetsTable, ingest.MaxPartitions-1, partitionBits)); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO `+RunsTable+` VALUES (?, 0, ?, ?)`, run, n, time.Now().UTC()); err != nil {
+	// A run of at least half a merge's budget would be most of a merge by itself: it goes
+	// straight to the next level (at most the top one).
+	level := 0
+	if n >= c.mergeBudget(0)/2 && c.compactMaxLevel > 0 {
+		level = 1
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO `+RunsTable+` VALUES (?, ?, ?, ?)`, run, level, n, time.Now().UTC()); err != nil {
+		return err
+	}
+	if err := replaceEventsView(ctx, tx); err != nil {
 		return err
 	}
 	if err := c.step(stepCompacted); err != nil {
@@ -253,8 +282,11 @@ func (c *Consumer) compactRecent(stop context.Context) error {
 	c.stats.MoveCommitMax = max(c.stats.MoveCommitMax, held)
 	c.stats.Compactions++
 	c.stats.CompactedRows += uint64(n)
+	if level > 0 {
+		c.stats.Promoted++
+	}
 	c.mu.Unlock()
-	c.logger.Debug("analytics: run made", "run", run, "rows", n, "took", time.Since(start))
+	c.logger.Debug("analytics: run made", "run", run, "level", level, "rows", n, "took", time.Since(start))
 	return nil
 }
 
@@ -276,31 +308,50 @@ func (c *Consumer) mergeLevel(stop context.Context, level int) error {
 	if err != nil {
 		return err
 	}
-	var runs []string
-	var total int64
+	type listed struct{ run, rows int64 }
+	var all []listed
 	for rows.Next() {
-		var run, n int64
-		if err := rows.Scan(&run, &n); err != nil {
+		var l listed
+		if err := rows.Scan(&l.run, &l.rows); err != nil {
 			rows.Close()
 			return err
 		}
-		runs = append(runs, strconv.FormatInt(run, 10))
-		total += n
+		all = append(all, l)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if len(runs) < c.compactFanout || stop.Err() != nil {
+	if len(all) < c.compactFanout || stop.Err() != nil {
 		return stop.Err()
+	}
+	// The oldest runs that fit the budget (at least two: a run of half the budget or more
+	// never stays at this level).
+	budget := c.mergeBudget(level)
+	var inputs []int64
+	var total int64
+	for _, l := range all[:c.compactFanout] {
+		if len(inputs) >= 2 && total+l.rows > budget {
+			break
+		}
+		inputs = append(inputs, l.run)
+		total += l.rows
 	}
 	run, err := nextRun(ctx, tx)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	in := "(" + strings.Join(runs, ", ") + ")"
-	moved, err := c.moveSorted(ctx, tx, columnList, "book_id", SortedTable+" WHERE run IN "+in, total, run)
+	var from, in []string
+	for _, r := range inputs {
+		from = append(from, "SELECT "+columnList+" FROM "+runTable(r))
+		in = append(in, strconv.FormatInt(r, 10))
+	}
+	source := "(" + strings.Join(from, " UNION ALL ") + ") m WHERE true"
+	if _, err := tx.ExecContext(ctx, eventTableDDL(runTable(run))); err != nil {
+		return err
+	}
+	moved, err := c.moveSorted(ctx, tx, runTable(run), columnList, "book_id", source, total)
 	if err != nil {
 		return err
 	}
@@ -310,13 +361,18 @@ func (c *Consumer) mergeLevel(stop context.Context, level int) error {
 	if err := stop.Err(); err != nil {
 		return err
 	}
-	if err := execN(ctx, tx, total, `DELETE FROM `+SortedTable+` WHERE run IN `+in); err != nil {
-		return err
+	for _, r := range inputs {
+		if _, err := tx.ExecContext(ctx, `DROP TABLE `+runTable(r)); err != nil {
+			return err
+		}
 	}
-	if err := execN(ctx, tx, int64(len(runs)), `DELETE FROM `+RunsTable+` WHERE run IN `+in); err != nil {
+	if err := execN(ctx, tx, int64(len(inputs)), `DELETE FROM `+RunsTable+` WHERE run IN (`+strings.Join(in, ", ")+`)`); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO `+RunsTable+` VALUES (?, ?, ?, ?)`, run, level+1, total, time.Now().UTC()); err != nil {
+		return err
+	}
+	if err := replaceEventsView(ctx, tx); err != nil {
 		return err
 	}
 	if err := c.step(stepMerged); err != nil {
@@ -334,23 +390,23 @@ func (c *Consumer) mergeLevel(stop context.Context, level int) error {
 	c.stats.MoveCommitMax = max(c.stats.MoveCommitMax, held)
 	c.stats.Merges++
 	c.mu.Unlock()
-	c.logger.Debug("analytics: runs merged", "runs", len(runs), "into", run, "level", level+1, "rows", total, "took", time.Since(start))
+	c.logger.Debug("analytics: runs merged", "runs", len(inputs), "into", run, "level", level+1, "rows", total, "took", time.Since(start))
 	return nil
 }
 
 // moveSorted inserts the rows of source (a FROM clause ending in a WHERE condition; book is
-// its book_id column) into SortedTable as run, in sortKey order, and returns how many it
-// inserted. Up to c.compactChunk rows (by the caller's count, an upper bound) are one sort;
+// its book_id column, cols its event columns) into table, in sortKey order, and returns how
+// many it inserted. Up to c.compactChunk rows (by the caller's count, an upper bound) are one sort;
 // more are sorted in consecutive ranges of books of about c.compactChunk rows each (a book is
 // never split), appended one after another, so the run is still in sortKey order. One sort of
 // a whole merge (8-16M rows) took DuckDB to its memory limit and spilled, and the process's
 // memory between such sorts crept up over a long run; sorts of a bounded size keep the
 // compactor's memory independent of how much waits or is merged. A range's statement finds
 // its rows through the zone maps of sorted runs, or by scanning book_id of RecentTable.
-func (c *Consumer) moveSorted(ctx context.Context, tx *sql.Tx, cols, book, source string, count, run int64) (int64, error) {
+func (c *Consumer) moveSorted(ctx context.Context, tx *sql.Tx, table, cols, book, source string, count int64) (int64, error) {
 	insert := func(cond string, args ...any) (int64, error) {
-		res, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s, run) SELECT %s, %d FROM %s%s ORDER BY %s`,
-			SortedTable, columnList, cols, run, source, cond, sortKey), args...)
+		res, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s%s ORDER BY %s`,
+			table, columnList, cols, source, cond, sortKey), args...)
 		if err != nil {
 			return 0, err
 		}

@@ -4,45 +4,62 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
 	"flipbook/ingest"
 )
 
-// checkRuns fails unless event_runs accounts for every row of the sorted table and each run is
-// stored in sort order.
+// checkRuns fails unless event_runs lists exactly the run tables there are, each with its
+// table's row count, and each run is stored in sort order.
 func checkRuns(t testing.TB, db *DB) {
 	t.Helper()
 	q := db.Handle()
-	var runs, listed, stored int64
-	if err := q.QueryRow(`SELECT count(*), coalesce(sum(rows), 0) FROM `+RunsTable).Scan(&runs, &listed); err != nil {
+	runs, err := listRuns(context.Background(), q)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.QueryRow(`SELECT count(*) FROM ` + SortedTable).Scan(&stored); err != nil {
+	var tables []string
+	rows, err := q.Query(`SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND starts_with(table_name, ?)
+		ORDER BY table_name`, catalog, runTablePrefix)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if listed != stored {
-		t.Fatalf("runs list %d rows, sorted table holds %d", listed, stored)
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		tables = append(tables, n)
 	}
-	var mismatched int64
-	if err := q.QueryRow(`SELECT count(*) FROM ` + RunsTable + ` r FULL JOIN
-		(SELECT run, count(*) AS n FROM ` + SortedTable + ` GROUP BY run) s USING (run)
-		WHERE r.rows IS DISTINCT FROM s.n`).Scan(&mismatched); err != nil {
-		t.Fatal(err)
+	rows.Close()
+	var want []string
+	for _, r := range runs {
+		want = append(want, runTable(r))
 	}
-	if mismatched != 0 {
-		t.Fatalf("%d runs whose listed row count differs from the stored one", mismatched)
+	slices.Sort(want)
+	if !slices.Equal(tables, want) {
+		t.Fatalf("run tables %v, event_runs lists %v", tables, want)
 	}
-	// Storage order (rowid) within a run follows the sort key.
-	var unordered int64
-	if err := q.QueryRow(`SELECT count(*) FROM (
-		SELECT (book_id, occurred_at, id) < lag((book_id, occurred_at, id)) OVER (PARTITION BY run ORDER BY rowid) AS back
-		FROM ` + SortedTable + `) WHERE back`).Scan(&unordered); err != nil {
-		t.Fatal(err)
+	if ok, err := tableExists(context.Background(), q, legacySortedTable); err != nil || ok {
+		t.Fatalf("%s still exists (%v)", legacySortedTable, err)
 	}
-	if unordered != 0 {
-		t.Fatalf("%d rows stored out of their run's order", unordered)
+	for _, r := range runs {
+		var listed, stored, unordered int64
+		if err := q.QueryRow(`SELECT rows FROM `+RunsTable+` WHERE run = ?`, r).Scan(&listed); err != nil {
+			t.Fatal(err)
+		}
+		// Storage order (rowid) follows the sort key.
+		if err := q.QueryRow(`SELECT count(*), count(*) FILTER (WHERE back) FROM (
+			SELECT (book_id, occurred_at, id) < lag((book_id, occurred_at, id)) OVER (ORDER BY rowid) AS back
+			FROM ` + runTable(r) + `)`).Scan(&stored, &unordered); err != nil {
+			t.Fatal(err)
+		}
+		if listed != stored {
+			t.Fatalf("run %d: event_runs lists %d rows, its table holds %d", r, listed, stored)
+		}
+		if unordered != 0 {
+			t.Fatalf("run %d: %d rows stored out of order", r, unordered)
+		}
 	}
 }
 

@@ -76,6 +76,7 @@ type Stats struct {
 	Compactions   uint64 // runs made from RecentTable
 	CompactedRows uint64 // rows moved into those runs
 	Merges        uint64 // merges of runs into a run of the next level
+	Promoted      uint64 // runs made at level 1 at once (at least half a merge's budget)
 	CompactChunks uint64 // sorts of one range of books, in moves of more than one chunk
 	Reattaches    uint64 // times the compactor reattached the file (reattach.go)
 	// MoveCommitMax is the longest a compaction's or merge's commit kept queries out

@@ -28,24 +28,25 @@ import (
 // version is refused rather than misread.
 //
 // Version 2 added book_pages (and fills latitude/longitude); a version 1 database gets the new
-// columns with ALTER TABLE on open, its rows keep NULL there.
-const SchemaVersion = 2
+// columns with ALTER TABLE on open, its rows keep NULL there. Version 3 keeps each sorted run
+// in a table of its own (runs.go); Open moves the runs of an older database's one sorted
+// table into their own tables.
+const SchemaVersion = 3
 
 // Tables and views (docs/ARCHITECTURE.md, "Analytics store").
 //
 // Every reader event, interaction and access events alike, is one row of the same shape (one
 // append per batch, and the audit log, which mixes both, is one ordered scan). Rows live in
-// one of two tables: RecentTable, where the consumer appends in arrival order, and SortedTable,
-// runs of rows sorted by (book_id, occurred_at) that the compactor moves them into, so a query
-// for one book reads a few row groups per run (DuckDB's min/max zone maps) instead of every
-// book's rows. A row is in exactly one of the two at any snapshot. Queries use the views.
+// RecentTable, where the consumer appends in arrival order, or in a run: a table of rows
+// sorted by (book_id, occurred_at, id) that the compactor moves them into (runs.go), so a
+// query for one book reads a few row groups per run (DuckDB's min/max zone maps) instead of
+// every book's rows. A row is in exactly one table at any snapshot. Queries use the views.
 const (
 	RecentTable  = "events_recent"
-	SortedTable  = "events_sorted" // the event columns, then run
-	RunsTable    = "event_runs"    // run, level, rows, created_at: the runs of SortedTable
+	RunsTable    = "event_runs" // run, level, rows, created_at: the runs, each in table runTable(run)
 	OffsetsTable = "consumer_offsets"
 
-	// EventsView is every stored event (both tables).
+	// EventsView is every stored event (the runs and RecentTable).
 	EventsView = "events"
 	// InteractionView is the interaction events (spec §2.8): EventsView without access events.
 	InteractionView = "interaction_events"
@@ -226,48 +227,47 @@ func (d *DB) releaseAppender(c *sql.Conn) error {
 	return err
 }
 
-// schemaDDL is the schema, idempotent. Column order of both event tables is the order of
-// eventColumns (arrow.go): the consumer inserts with SELECT *, so the two must agree, and a test
-// checks it.
-func schemaDDL() []string {
-	var defs, names []string
-	for _, c := range eventColumns {
-		defs = append(defs, "\t"+c.name+" "+c.sqlType)
-		names = append(names, c.name)
-	}
-	cols := strings.Join(names, ", ")
-	in := func(types []string) string { return "('" + strings.Join(types, "', '") + "')" }
-	ddl := []string{
+// baseDDL creates the tables every version has, idempotent. The event tables' columns are
+// eventColumns (arrow.go); every insert names its columns, so a column added by a later
+// version may sit anywhere in an older table.
+func baseDDL() []string {
+	return []string{
 		`CREATE TABLE IF NOT EXISTS schema_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)`,
-		"CREATE TABLE IF NOT EXISTS " + RecentTable + " (\n" + strings.Join(defs, ",\n") + "\n)",
-		"CREATE TABLE IF NOT EXISTS " + SortedTable + " (\n" + strings.Join(defs, ",\n") + ",\n\trun BIGINT NOT NULL\n)",
+		eventTableDDL(RecentTable),
 		`CREATE TABLE IF NOT EXISTS ` + RunsTable + ` (run BIGINT PRIMARY KEY, level INTEGER NOT NULL,
 	rows BIGINT NOT NULL, created_at TIMESTAMP NOT NULL)`,
 		`CREATE TABLE IF NOT EXISTS ` + OffsetsTable + ` ("partition" INTEGER PRIMARY KEY, next_offset UBIGINT NOT NULL)`,
 	}
-	// Columns added after version 1 (nullable, so existing rows need no value).
+}
+
+// addedColumnsDDL adds the columns added after version 1 (nullable, so existing rows need no
+// value) to each of tables.
+func addedColumnsDDL(tables []string) []string {
+	var ddl []string
 	for _, c := range eventColumns {
 		if c.nullable() {
-			for _, t := range []string{RecentTable, SortedTable} {
+			for _, t := range tables {
 				ddl = append(ddl, "ALTER TABLE "+t+" ADD COLUMN IF NOT EXISTS "+c.name+" "+c.sqlType)
 			}
 		}
 	}
-	return append(ddl,
-		`CREATE OR REPLACE VIEW `+EventsView+` AS
-	SELECT `+cols+` FROM `+SortedTable+`
-	UNION ALL
-	SELECT `+cols+` FROM `+RecentTable,
-		`CREATE OR REPLACE VIEW `+InteractionView+` AS SELECT * FROM `+EventsView+
-			` WHERE event_type IN `+in(ingest.InteractionTypes),
-		`CREATE OR REPLACE VIEW `+AuditView+` AS SELECT
+	return ddl
+}
+
+// viewsDDL defines the views built on EventsView (which replaceEventsView defines).
+func viewsDDL() []string {
+	in := func(types []string) string { return "('" + strings.Join(types, "', '") + "')" }
+	return []string{
+		`CREATE OR REPLACE VIEW ` + InteractionView + ` AS SELECT * FROM ` + EventsView +
+			` WHERE event_type IN ` + in(ingest.InteractionTypes),
+		`CREATE OR REPLACE VIEW ` + AuditView + ` AS SELECT
 	id, workspace, mode, book_id, session_id, event_type,
 	CASE WHEN starts_with(event_type, 'access_') THEN 'access' ELSE 'interaction' END AS source,
 	id AS source_event_id, viewer_id, viewer_email, tracked_link_id, page_number, active_ms,
 	reason, metadata, occurred_at, created_at
-FROM `+EventsView+` WHERE event_type IN `+in(AuditTypes),
+FROM ` + EventsView + ` WHERE event_type IN ` + in(AuditTypes),
 		sessionViewDDL,
-	)
+	}
 }
 
 // sessionViewDDL defines SessionView; every measure is defined in docs/ANALYTICS.md, "View
@@ -341,16 +341,58 @@ func (d *DB) createSchema(ctx context.Context) error {
 		return fmt.Errorf("analytics: schema: %w", err)
 	}
 	defer tx.Rollback()
-	for _, s := range schemaDDL() {
-		if _, err := tx.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("analytics: schema: %w\n%s", err, s)
-		}
+	if err := schemaIn(ctx, tx); err != nil {
+		return fmt.Errorf("analytics: schema: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO schema_meta VALUES ('version', ?)`,
 		strconv.Itoa(SchemaVersion)); err != nil {
 		return fmt.Errorf("analytics: schema: %w", err)
 	}
 	return tx.Commit()
+}
+
+// schemaIn creates or migrates the schema in tx: the tables, the columns added since version
+// 1, the runs of a version 2 sorted table moved into their own tables, the views.
+func schemaIn(ctx context.Context, tx *sql.Tx) error {
+	exec := func(stmts []string) error {
+		for _, s := range stmts {
+			if _, err := tx.ExecContext(ctx, s); err != nil {
+				return fmt.Errorf("%w\n%s", err, s)
+			}
+		}
+		return nil
+	}
+	if err := exec(baseDDL()); err != nil {
+		return err
+	}
+	legacy, err := tableExists(ctx, tx, legacySortedTable)
+	if err != nil {
+		return err
+	}
+	runs, err := listRuns(ctx, tx)
+	if err != nil {
+		return err
+	}
+	tables := []string{RecentTable}
+	if legacy {
+		tables = append(tables, legacySortedTable)
+	} else {
+		for _, r := range runs {
+			tables = append(tables, runTable(r))
+		}
+	}
+	if err := exec(addedColumnsDDL(tables)); err != nil {
+		return err
+	}
+	if legacy {
+		if err := migrateSortedTable(ctx, tx); err != nil {
+			return err
+		}
+	}
+	if err := replaceEventsView(ctx, tx); err != nil {
+		return err
+	}
+	return exec(viewsDDL())
 }
 
 // Offsets returns the stored next offset of every partition that has one.

@@ -184,7 +184,7 @@ func (r Reader) QueryRowContext(ctx context.Context, query string, args ...any) 
 
 // attachSQL attaches the file at path as catalog.
 func attachSQL(path string) string {
-	return fmt.Sprintf("ATTACH IF NOT EXISTS '%s' AS %s (ROW_GROUP_SIZE %d)",
+	return fmt.Sprintf("ATTACH IF NOT EXISTS '%s' AS %s (ROW_GROUP_SIZE %d, STORAGE_VERSION 'v1.5.0')",
 		strings.ReplaceAll(path, "'", "''"), catalog, RowGroupSize)
 }
 

@@ -172,8 +172,8 @@ func TestSchemaVersion1Migrates(t *testing.T) {
 			`CREATE TABLE schema_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)`,
 			`INSERT INTO schema_meta VALUES ('version', '1')`,
 			`CREATE TABLE ` + RecentTable + ` (` + strings.Join(defs, ", ") + `)`,
-			`CREATE TABLE ` + SortedTable + ` (` + strings.Join(defs, ", ") + `, run BIGINT NOT NULL)`,
-			`INSERT INTO ` + SortedTable + ` (id, workspace, mode, book_id, session_id, event_type, viewer_email,
+			`CREATE TABLE ` + legacySortedTable + ` (` + strings.Join(defs, ", ") + `, run BIGINT NOT NULL)`,
+			`INSERT INTO ` + legacySortedTable + ` (id, workspace, mode, book_id, session_id, event_type, viewer_email,
 				source_type, url, exit_reason, reason, occurred_at, created_at, page_number, active_ms, run)
 				VALUES (1, 1, 'l', 'old', 's', 'page_segment_completed', '', 'direct', '', '', '',
 				TIMESTAMP '2026-01-01 00:00:00', TIMESTAMP '2026-01-01 00:00:00', 1, 4000, 1)`,
@@ -187,7 +187,8 @@ func TestSchemaVersion1Migrates(t *testing.T) {
 	defer db.Close()
 	var version string
 	require.NoError(t, db.Handle().QueryRow(`SELECT value FROM schema_meta WHERE key = 'version'`).Scan(&version))
-	require.Equal(t, "2", version)
+	require.Equal(t, strconv.Itoa(SchemaVersion), version)
+	checkRuns(t, db)
 
 	log := newMemLog(1)
 	c := startConsumer(t, db, log, WithCompaction(1, 8), withCompactEvery(5*time.Millisecond))

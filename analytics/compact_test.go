@@ -51,7 +51,7 @@ func checkRuns(t testing.TB, db *DB) {
 		// Storage order (rowid) follows the sort key.
 		if err := q.QueryRow(`SELECT count(*), count(*) FILTER (WHERE back) FROM (
 			SELECT (book_id, occurred_at, id) < lag((book_id, occurred_at, id)) OVER (ORDER BY rowid) AS back
-			FROM ` + runTable(r) + `)`).Scan(&stored, &unordered); err != nil {
+			FROM `+runTable(r)+`)`).Scan(&stored, &unordered); err != nil {
 			t.Fatal(err)
 		}
 		if listed != stored {

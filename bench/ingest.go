@@ -303,6 +303,7 @@ type ingestStatus struct {
 		Compactions   uint64  `json:"compactions"`
 		CompactedRows uint64  `json:"compacted_rows"`
 		Merges        uint64  `json:"merges"`
+		Promoted      uint64  `json:"promoted"`
 		Reattaches    uint64  `json:"reattaches"`
 		MoveCommitMax float64 `json:"move_commit_max_ms"`
 	} `json:"consumer"`
@@ -946,8 +947,8 @@ func (r *ingestRun) analyse(o IngestOptions) ingestResult {
 		if c.Compactions == 0 {
 			verdict = "not reached (fewer rows than one run)"
 		}
-		res.compaction = fmt.Sprintf("%d runs made (%s rows moved), %d merges, %d reattaches, queries held off by a commit at most %.0f ms; rows waiting in %s: peak %s in the first half, %s in the second, %s at the end: %s",
-			c.Compactions, thousands(float64(c.CompactedRows)), c.Merges, c.Reattaches, c.MoveCommitMax, analytics.RecentTable,
+		res.compaction = fmt.Sprintf("%d runs made (%s rows moved, %d at level 1 at once), %d merges, %d reattaches, queries held off by a commit at most %.0f ms; rows waiting in %s: peak %s in the first half, %s in the second, %s at the end: %s",
+			c.Compactions, thousands(float64(c.CompactedRows)), c.Promoted, c.Merges, c.Reattaches, c.MoveCommitMax, analytics.RecentTable,
 			thousands(float64(peak1)), thousands(float64(peak2)), thousands(float64(waiting(last))), verdict)
 	}
 	return res

@@ -173,6 +173,7 @@ type ingestConsumerJSON struct {
 	Compactions   uint64 `json:"compactions"`
 	CompactedRows uint64 `json:"compacted_rows"`
 	Merges        uint64 `json:"merges"`
+	Promoted      uint64 `json:"promoted"`   // runs made at level 1 at once (too big to merge)
 	Reattaches    uint64 `json:"reattaches"` // times the analytics file was reattached (frees DuckDB's metadata)
 	// MoveCommitMaxMs is the longest a compaction's commit kept analytics queries waiting.
 	MoveCommitMaxMs float64 `json:"move_commit_max_ms"`
@@ -207,7 +208,7 @@ func (s *Service) adminIngest(r *Request) (*Result, error) {
 	out := ingestJSON{Log: "embedded", Partitions: make([]ingestPartJSON, len(ends)),
 		Consumer: ingestConsumerJSON{Events: st.Events, Batches: st.Batches, Skipped: st.Skipped, Errors: st.Errors,
 			LastError: st.LastError, Compactions: st.Compactions, CompactedRows: st.CompactedRows, Merges: st.Merges,
-			Reattaches: st.Reattaches, MoveCommitMaxMs: float64(st.MoveCommitMax.Microseconds()) / 1000}}
+			Promoted: st.Promoted, Reattaches: st.Reattaches, MoveCommitMaxMs: float64(st.MoveCommitMax.Microseconds()) / 1000}}
 	if len(s.cfg.KafkaBrokers) > 0 {
 		out.Log = "kafka"
 	}

@@ -304,22 +304,13 @@ func (c *Consumer) mergeLevel(stop context.Context, level int) error {
 		return err
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT run, rows FROM `+RunsTable+` WHERE level = ? ORDER BY run`, level)
-	if err != nil {
-		return err
-	}
 	type listed struct{ run, rows int64 }
-	var all []listed
-	for rows.Next() {
-		var l listed
-		if err := rows.Scan(&l.run, &l.rows); err != nil {
-			rows.Close()
-			return err
-		}
-		all = append(all, l)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	rows, err := tx.QueryContext(ctx, `SELECT run, rows FROM `+RunsTable+` WHERE level = ? ORDER BY run`, level)
+	all, err := collect(rows, err, func(rows *sql.Rows) (l listed, err error) {
+		err = rows.Scan(&l.run, &l.rows)
+		return l, err
+	})
+	if err != nil {
 		return err
 	}
 	if len(all) < c.compactFanout || stop.Err() != nil {

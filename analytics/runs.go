@@ -46,22 +46,33 @@ type execQuerier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// listRuns returns the runs RunsTable lists, oldest first.
-func listRuns(ctx context.Context, q execQuerier) ([]int64, error) {
-	rows, err := q.QueryContext(ctx, `SELECT run FROM `+RunsTable+` ORDER BY run`)
+// collect reads every row of a query's result (rows, err as QueryContext returned them), each
+// with scan.
+func collect[T any](rows *sql.Rows, err error, scan func(*sql.Rows) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var runs []int64
+	var out []T
 	for rows.Next() {
-		var r int64
-		if err := rows.Scan(&r); err != nil {
+		v, err := scan(rows)
+		if err != nil {
 			return nil, err
 		}
-		runs = append(runs, r)
+		out = append(out, v)
 	}
-	return runs, rows.Err()
+	return out, rows.Err()
+}
+
+func scanInt64(rows *sql.Rows) (v int64, err error) {
+	err = rows.Scan(&v)
+	return v, err
+}
+
+// listRuns returns the runs RunsTable lists, oldest first.
+func listRuns(ctx context.Context, q execQuerier) ([]int64, error) {
+	rows, err := q.QueryContext(ctx, `SELECT run FROM `+RunsTable+` ORDER BY run`)
+	return collect(rows, err, scanInt64)
 }
 
 // eventsViewDDL defines EventsView over the given runs' tables and RecentTable.
@@ -136,17 +147,8 @@ const legacySortedTable = "events_sorted"
 func tableExists(ctx context.Context, q execQuerier, table string) (bool, error) {
 	rows, err := q.QueryContext(ctx, `SELECT count(*) FROM duckdb_tables()
 		WHERE database_name = ? AND schema_name = 'main' AND table_name = ?`, catalog, table)
-	if err != nil {
-		return false, err
-	}
-	defer rows.Close()
-	var n int
-	for rows.Next() {
-		if err := rows.Scan(&n); err != nil {
-			return false, err
-		}
-	}
-	return n > 0, rows.Err()
+	n, err := collect(rows, err, scanInt64)
+	return len(n) == 1 && n[0] > 0, err
 }
 
 // migrateSortedTable moves every run of legacySortedTable into a table of its own (in sort
@@ -155,23 +157,11 @@ func tableExists(ctx context.Context, q execQuerier, table string) (bool, error)
 // transaction of Open, so a crash leaves the version 2 layout whole.
 func migrateSortedTable(ctx context.Context, tx *sql.Tx) error {
 	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT run FROM `+legacySortedTable+` ORDER BY run`)
+	runs, err := collect(rows, err, scanInt64)
 	if err != nil {
 		return err
 	}
-	var runs []int64
-	for rows.Next() {
-		var r int64
-		if err := rows.Scan(&r); err != nil {
-			rows.Close()
-			return err
-		}
-		runs = append(runs, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	stmts := []string{}
+	var stmts []string
 	for _, r := range runs {
 		stmts = append(stmts, eventTableDDL(runTable(r)), fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE run = %d ORDER BY %s`,
 			runTable(r), columnList, columnList, legacySortedTable, r, sortKey))

@@ -14,30 +14,43 @@ import (
 	"flipbook/ingest"
 )
 
+// writeOldDatabase writes analytics.duckdb in dir as an older schema version did: as DuckDB's
+// main database, with the statements stmts makes from the event columns' definitions (without
+// the column named skip).
+func writeOldDatabase(t *testing.T, dir, skip string, stmts func(defs string) []string) {
+	t.Helper()
+	db, err := sql.Open("duckdb", filepath.Join(dir, "analytics.duckdb"))
+	require.NoError(t, err)
+	defer db.Close()
+	var defs []string
+	for _, c := range eventColumns {
+		if c.name != skip {
+			defs = append(defs, c.name+" "+c.sqlType)
+		}
+	}
+	for _, s := range stmts(strings.Join(defs, ", ")) {
+		_, err := db.Exec(s)
+		require.NoError(t, err, s)
+	}
+}
+
 // TestSchemaVersion2Migrates: a database of schema version 2 (every run in one sorted table
 // with a run column) opens with each run in a table of its own, in sort order, listed with its
 // level and row count; no row is lost or doubled, and new rows are compacted and merged with
 // the migrated level-0 run.
 func TestSchemaVersion2Migrates(t *testing.T) {
 	dir := t.TempDir()
-	func() {
-		db, err := sql.Open("duckdb", filepath.Join(dir, "analytics.duckdb"))
-		require.NoError(t, err)
-		defer db.Close()
-		var defs []string
-		for _, c := range eventColumns {
-			defs = append(defs, c.name+" "+c.sqlType)
-		}
-		row := func(id int64, book string, minute, run int) string {
-			return `INSERT INTO ` + legacySortedTable + ` (` + columnList + `, run) VALUES (` + itoa(id) + `, 1, 'l', '` + book +
-				`', 's', 'page_segment_completed', NULL, '', NULL, 'direct', NULL, 1, 1000, '', '', '', NULL, NULL, NULL, NULL, NULL, NULL,
-				TIMESTAMP '2026-01-01 00:00:00' + INTERVAL ` + itoa(int64(minute)) + ` MINUTE, TIMESTAMP '2026-01-01 00:00:00', 10, ` + itoa(int64(run)) + `)`
-		}
-		for _, s := range []string{
+	row := func(id int64, book string, minute, run int) string {
+		return `INSERT INTO ` + legacySortedTable + ` (` + columnList + `, run) VALUES (` + itoa(id) + `, 1, 'l', '` + book +
+			`', 's', 'page_segment_completed', NULL, '', NULL, 'direct', NULL, 1, 1000, '', '', '', NULL, NULL, NULL, NULL, NULL, NULL,
+			TIMESTAMP '2026-01-01 00:00:00' + INTERVAL ` + itoa(int64(minute)) + ` MINUTE, TIMESTAMP '2026-01-01 00:00:00', 10, ` + itoa(int64(run)) + `)`
+	}
+	writeOldDatabase(t, dir, "", func(defs string) []string {
+		return []string{
 			`CREATE TABLE schema_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)`,
 			`INSERT INTO schema_meta VALUES ('version', '2')`,
-			`CREATE TABLE ` + RecentTable + ` (` + strings.Join(defs, ", ") + `)`,
-			`CREATE TABLE ` + legacySortedTable + ` (` + strings.Join(defs, ", ") + `, run BIGINT NOT NULL)`,
+			`CREATE TABLE ` + RecentTable + ` (` + defs + `)`,
+			`CREATE TABLE ` + legacySortedTable + ` (` + defs + `, run BIGINT NOT NULL)`,
 			`CREATE TABLE ` + RunsTable + ` (run BIGINT PRIMARY KEY, level INTEGER NOT NULL, rows BIGINT NOT NULL, created_at TIMESTAMP NOT NULL)`,
 			`CREATE TABLE ` + OffsetsTable + ` ("partition" INTEGER PRIMARY KEY, next_offset UBIGINT NOT NULL)`,
 			// Run 4 (level 1) first in the table, then run 7 (level 0); a run holds its rows in
@@ -45,11 +58,8 @@ func TestSchemaVersion2Migrates(t *testing.T) {
 			row(101, "a", 1, 4), row(102, "a", 2, 4), row(103, "b", 1, 4),
 			row(201, "a", 3, 7), row(202, "c", 1, 7),
 			`INSERT INTO ` + RunsTable + ` VALUES (4, 1, 3, TIMESTAMP '2026-01-01 00:00:00'), (7, 0, 2, TIMESTAMP '2026-01-01 00:00:00')`,
-		} {
-			_, err := db.Exec(s)
-			require.NoError(t, err, s)
 		}
-	}()
+	})
 
 	db := openTestDB(t, dir)
 	defer db.Close()

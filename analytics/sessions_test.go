@@ -3,7 +3,6 @@ package analytics
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -158,30 +157,18 @@ func TestViewEventMeasures(t *testing.T) {
 // and compactions with the columns in their new places.
 func TestSchemaVersion1Migrates(t *testing.T) {
 	dir := t.TempDir()
-	func() {
-		db, err := sql.Open("duckdb", filepath.Join(dir, "analytics.duckdb"))
-		require.NoError(t, err)
-		defer db.Close()
-		var defs []string
-		for _, c := range eventColumns {
-			if c.name != "book_pages" {
-				defs = append(defs, c.name+" "+c.sqlType)
-			}
-		}
-		for _, s := range []string{
+	writeOldDatabase(t, dir, "book_pages", func(defs string) []string {
+		return []string{
 			`CREATE TABLE schema_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)`,
 			`INSERT INTO schema_meta VALUES ('version', '1')`,
-			`CREATE TABLE ` + RecentTable + ` (` + strings.Join(defs, ", ") + `)`,
-			`CREATE TABLE ` + legacySortedTable + ` (` + strings.Join(defs, ", ") + `, run BIGINT NOT NULL)`,
+			`CREATE TABLE ` + RecentTable + ` (` + defs + `)`,
+			`CREATE TABLE ` + legacySortedTable + ` (` + defs + `, run BIGINT NOT NULL)`,
 			`INSERT INTO ` + legacySortedTable + ` (id, workspace, mode, book_id, session_id, event_type, viewer_email,
 				source_type, url, exit_reason, reason, occurred_at, created_at, page_number, active_ms, run)
 				VALUES (1, 1, 'l', 'old', 's', 'page_segment_completed', '', 'direct', '', '', '',
 				TIMESTAMP '2026-01-01 00:00:00', TIMESTAMP '2026-01-01 00:00:00', 1, 4000, 1)`,
-		} {
-			_, err := db.Exec(s)
-			require.NoError(t, err, s)
 		}
-	}()
+	})
 
 	db := openTestDB(t, dir)
 	defer db.Close()

@@ -14,7 +14,8 @@ import (
 // Compaction keeps a book's rows findable by range (DESIGN §8). The consumer appends in
 // arrival order, where every row group holds every book; the compactor moves RecentTable's
 // rows into a new run (a table of its own, runs.go) sorted by sortKey, and merges runs of one
-// level into one run of the next (size-tiered, like an LSM tree). A query for one book then
+// level into one run of the next (size-tiered, like an LSM tree); runs of the top level are
+// appended to ArchiveTable. A query for one book then
 // reads, per run, the one or two row groups whose min/max book_id bracket it, plus RecentTable
 // (at most about CompactRows rows). Each move is one transaction on the compacting connection:
 // the rows leave one place and arrive in the other together, and EventsView changes with them,
@@ -23,8 +24,8 @@ import (
 //
 // Every transaction's work is bounded, whatever the backlog: a merge takes at most
 // mergeBudget rows (the oldest runs of the level that fit), and a run made of at least half
-// that many rows (RecentTable after a long wait) goes straight to the next level without
-// being rewritten. Before the bound, runs of 7M rows made while compaction lagged were merged
+// that many rows (RecentTable after a long wait) goes straight to the top level without
+// being rewritten again. Before the bound, runs of 7M rows made while compaction lagged were merged
 // into runs of 50M rows: minutes of CPU and a transaction whose memory grew with them.
 
 // Defaults of compaction.
@@ -169,7 +170,7 @@ func (c *Consumer) compactOnce(ctx context.Context) error {
 	if err := c.compactRecent(ctx); err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
-	for level := 0; level < c.compactMaxLevel; level++ {
+	for level := 0; level < TopLevel; level++ {
 		if err := c.mergeLevel(ctx, level); err != nil {
 			return fmt.Errorf("merge level %d: %w", level, err)
 		}
@@ -242,10 +243,17 @@ func (c *Consumer) compactRecent(stop context.Context) error {
 	// and the two counts must match.
 	movable := fmt.Sprintf(`%s r JOIN %s o ON o."partition" = (r.id & %d) WHERE (r.id >> %d) < o.next_offset`,
 		RecentTable, OffsetsTable, ingest.MaxPartitions-1, partitionBits)
-	if _, err := tx.ExecContext(ctx, eventTableDDL(runTable(run))); err != nil {
+	// A run of at least half a merge's budget would be most of a merge by itself: it goes
+	// straight to the top level (appended to the archive), counted by the rows waiting.
+	level := 0
+	if n >= c.mergeBudget(0)/2 {
+		level = TopLevel
+	}
+	home := runHome(run, level)
+	if _, err := tx.ExecContext(ctx, eventTableDDL(home)); err != nil {
 		return err
 	}
-	if n, err = c.moveSorted(ctx, tx, runTable(run), recentColumns, "r.book_id", movable, n); err != nil {
+	if n, err = c.moveSorted(ctx, tx, home, recentColumns, "r.book_id", movable, n); err != nil {
 		return err
 	}
 	if err := stop.Err(); err != nil {
@@ -254,12 +262,6 @@ func (c *Consumer) compactRecent(stop context.Context) error {
 	if err := execN(ctx, tx, n, fmt.Sprintf(`DELETE FROM %s r USING %s o WHERE o."partition" = (r.id & %d) AND (r.id >> %d) < o.next_offset`,
 		RecentTable, OffsetsTable, ingest.MaxPartitions-1, partitionBits)); err != nil {
 		return err
-	}
-	// A run of at least half a merge's budget would be most of a merge by itself: it goes
-	// straight to the next level (at most the top one).
-	level := 0
-	if n >= c.mergeBudget(0)/2 && c.compactMaxLevel > 0 {
-		level = 1
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO `+RunsTable+` VALUES (?, ?, ?, ?)`, run, level, n, time.Now().UTC()); err != nil {
 		return err
@@ -339,10 +341,11 @@ func (c *Consumer) mergeLevel(stop context.Context, level int) error {
 		in = append(in, strconv.FormatInt(r, 10))
 	}
 	source := "(" + strings.Join(from, " UNION ALL ") + ") m WHERE true"
-	if _, err := tx.ExecContext(ctx, eventTableDDL(runTable(run))); err != nil {
+	home := runHome(run, level+1)
+	if _, err := tx.ExecContext(ctx, eventTableDDL(home)); err != nil {
 		return err
 	}
-	moved, err := c.moveSorted(ctx, tx, runTable(run), columnList, "book_id", source, total)
+	moved, err := c.moveSorted(ctx, tx, home, columnList, "book_id", source, total)
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ type Stats struct {
 	Compactions   uint64 // runs made from RecentTable
 	CompactedRows uint64 // rows moved into those runs
 	Merges        uint64 // merges of runs into a run of the next level
-	Promoted      uint64 // runs made at level 1 at once (at least half a merge's budget)
+	Promoted      uint64 // runs appended to the archive at once (at least half a merge's budget)
 	CompactChunks uint64 // sorts of one range of books, in moves of more than one chunk
 	Reattaches    uint64 // times the compactor reattached the file (reattach.go)
 	// MoveCommitMax is the longest a compaction's or merge's commit kept queries out
@@ -96,13 +96,12 @@ type Consumer struct {
 	logger   *slog.Logger
 	mem      memory.Allocator
 
-	compactRows     int64
-	compactFanout   int
-	compactMaxLevel int
-	compactEvery    time.Duration
-	compactChunk    int64
-	reattachRows    int64 // rows written into runs that make the compactor reattach the file
-	written         int64 // rows written into runs since the last reattach (compactLoop goroutine)
+	compactRows   int64
+	compactFanout int
+	compactEvery  time.Duration
+	compactChunk  int64
+	reattachRows  int64 // rows written into runs that make the compactor reattach the file
+	written       int64 // rows written into runs since the last reattach (compactLoop goroutine)
 
 	conn        *sql.Conn       // the appending connection, owned by the run goroutine
 	compactConn *sql.Conn       // owned by the compactLoop goroutine
@@ -152,7 +151,7 @@ func NewConsumer(ctx context.Context, db *DB, log ingest.Log, opts ...ConsumerOp
 		maxBatch: DefaultMaxBatch, idleWait: DefaultIdleWait, gatherWait: DefaultGatherWait, logger: slog.Default(),
 		mem:         mallocator.NewMallocator(),
 		compactRows: DefaultCompactRows, compactFanout: DefaultCompactFanout,
-		compactMaxLevel: DefaultCompactMaxLevel, compactEvery: DefaultCompactEvery,
+		compactEvery: DefaultCompactEvery,
 		compactChunk: DefaultCompactChunk, reattachRows: DefaultReattachRows,
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),

@@ -36,7 +36,7 @@ func TestSchemaMatchesArrowAndIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn.Close()
-	for _, table := range []string{RecentTable, runTable(1), EventsView} {
+	for _, table := range []string{RecentTable, ArchiveTable, runTable(1), EventsView} {
 		rows, err := db.Handle().Query(`SELECT column_name, data_type, is_nullable FROM information_schema.columns
 			WHERE table_name = ? ORDER BY ordinal_position`, table)
 		if err != nil {

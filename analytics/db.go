@@ -29,24 +29,25 @@ import (
 //
 // Version 2 added book_pages (and fills latitude/longitude); a version 1 database gets the new
 // columns with ALTER TABLE on open, its rows keep NULL there. Version 3 keeps each sorted run
-// in a table of its own (runs.go); Open moves the runs of an older database's one sorted
-// table into their own tables.
+// in a table of its own until it reaches the top level, then in the archive table (runs.go);
+// Open moves the runs of an older database's one sorted table there.
 const SchemaVersion = 3
 
 // Tables and views (docs/ARCHITECTURE.md, "Analytics store").
 //
 // Every reader event, interaction and access events alike, is one row of the same shape (one
 // append per batch, and the audit log, which mixes both, is one ordered scan). Rows live in
-// RecentTable, where the consumer appends in arrival order, or in a run: a table of rows
-// sorted by (book_id, occurred_at, id) that the compactor moves them into (runs.go), so a
-// query for one book reads a few row groups per run (DuckDB's min/max zone maps) instead of
-// every book's rows. A row is in exactly one table at any snapshot. Queries use the views.
+// RecentTable, where the consumer appends in arrival order, or in a run: rows sorted by
+// (book_id, occurred_at, id) that the compactor moves them into (in a table of the run's own,
+// or appended to ArchiveTable: runs.go), so a query for one book reads a few row groups per
+// run (DuckDB's min/max zone maps) instead of every book's rows. A row is in exactly one table
+// at any snapshot. Queries use the views.
 const (
 	RecentTable  = "events_recent"
-	RunsTable    = "event_runs" // run, level, rows, created_at: the runs, each in table runTable(run)
+	RunsTable    = "event_runs" // run, level, rows, created_at: the runs (where each lives: runHome)
 	OffsetsTable = "consumer_offsets"
 
-	// EventsView is every stored event (the runs and RecentTable).
+	// EventsView is every stored event (ArchiveTable, the other runs' tables, RecentTable).
 	EventsView = "events"
 	// InteractionView is the interaction events (spec §2.8): EventsView without access events.
 	InteractionView = "interaction_events"
@@ -234,6 +235,7 @@ func baseDDL() []string {
 	return []string{
 		`CREATE TABLE IF NOT EXISTS schema_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)`,
 		eventTableDDL(RecentTable),
+		eventTableDDL(ArchiveTable),
 		`CREATE TABLE IF NOT EXISTS ` + RunsTable + ` (run BIGINT PRIMARY KEY, level INTEGER NOT NULL,
 	rows BIGINT NOT NULL, created_at TIMESTAMP NOT NULL)`,
 		`CREATE TABLE IF NOT EXISTS ` + OffsetsTable + ` ("partition" INTEGER PRIMARY KEY, next_offset UBIGINT NOT NULL)`,
@@ -352,7 +354,7 @@ func (d *DB) createSchema(ctx context.Context) error {
 }
 
 // schemaIn creates or migrates the schema in tx: the tables, the columns added since version
-// 1, the runs of a version 2 sorted table moved into their own tables, the views.
+// 1, the runs of a version 2 sorted table moved to where they live now (runs.go), the views.
 func schemaIn(ctx context.Context, tx *sql.Tx) error {
 	exec := func(stmts []string) error {
 		for _, s := range stmts {
@@ -369,17 +371,15 @@ func schemaIn(ctx context.Context, tx *sql.Tx) error {
 	if err != nil {
 		return err
 	}
-	runs, err := listRuns(ctx, tx)
+	runs, err := listRunTables(ctx, tx)
 	if err != nil {
 		return err
 	}
-	tables := []string{RecentTable}
+	tables := []string{RecentTable, ArchiveTable}
 	if legacy {
 		tables = append(tables, legacySortedTable)
 	} else {
-		for _, r := range runs {
-			tables = append(tables, runTable(r))
-		}
+		tables = append(tables, tableNames(runs)...)
 	}
 	if err := exec(addedColumnsDDL(tables)); err != nil {
 		return err

@@ -94,7 +94,7 @@ func TestSchemaVersion2Migrates(t *testing.T) {
 }
 
 // TestMergesStayWithinBudget: runs that hold more than a merge's budget together are merged a
-// few at a time, and a run of half the budget or more is made at level 1 at once, never
+// few at a time, and a run of half the budget or more is appended to the archive at once, never
 // rewritten by a merge.
 func TestMergesStayWithinBudget(t *testing.T) {
 	db := openTestDB(t, t.TempDir())

@@ -947,7 +947,7 @@ func (r *ingestRun) analyse(o IngestOptions) ingestResult {
 		if c.Compactions == 0 {
 			verdict = "not reached (fewer rows than one run)"
 		}
-		res.compaction = fmt.Sprintf("%d runs made (%s rows moved, %d at level 1 at once), %d merges, %d reattaches, queries held off by a commit at most %.0f ms; rows waiting in %s: peak %s in the first half, %s in the second, %s at the end: %s",
+		res.compaction = fmt.Sprintf("%d runs made (%s rows moved, %d into the archive at once), %d merges, %d reattaches, queries held off by a commit at most %.0f ms; rows waiting in %s: peak %s in the first half, %s in the second, %s at the end: %s",
 			c.Compactions, thousands(float64(c.CompactedRows)), c.Promoted, c.Merges, c.Reattaches, c.MoveCommitMax, analytics.RecentTable,
 			thousands(float64(peak1)), thousands(float64(peak2)), thousands(float64(waiting(last))), verdict)
 	}

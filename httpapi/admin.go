@@ -173,7 +173,7 @@ type ingestConsumerJSON struct {
 	Compactions   uint64 `json:"compactions"`
 	CompactedRows uint64 `json:"compacted_rows"`
 	Merges        uint64 `json:"merges"`
-	Promoted      uint64 `json:"promoted"`   // runs made at level 1 at once (too big to merge)
+	Promoted      uint64 `json:"promoted"`   // runs appended to the archive at once (too big to merge)
 	Reattaches    uint64 `json:"reattaches"` // times the analytics file was reattached (frees DuckDB's metadata)
 	// MoveCommitMaxMs is the longest a compaction's commit kept analytics queries waiting.
 	MoveCommitMaxMs float64 `json:"move_commit_max_ms"`

@@ -119,9 +119,9 @@ func tableNames(runs []int64) []string {
 }
 
 // replaceEventsView makes EventsView read ArchiveTable, the tables of the runs RunsTable lists
-// below TopLevel (as q sees it) and RecentTable. A move or merge calls it in its own transaction, so the view and the tables it
-// reads change together; the views built on EventsView are bound when a query runs, so they
-// follow.
+// below TopLevel (as q sees it) and RecentTable. A move or merge calls it in its own
+// transaction, so the view and the tables it reads change together; the views built on
+// EventsView are bound when a query runs, so they follow.
 func replaceEventsView(ctx context.Context, q execQuerier) error {
 	runs, err := listRunTables(ctx, q)
 	if err != nil {
@@ -134,8 +134,8 @@ func replaceEventsView(ctx context.Context, q execQuerier) error {
 // AddSortedRun registers rows already in sortKey order as one run of the given level: it
 // creates the run's table (below TopLevel), fills it or appends to ArchiveTable with fill (an
 // INSERT on tx into the table it is given, naming its columns, returning the rows inserted),
-// lists the run and points EventsView at it, in one transaction on conn. It is for data generated straight into the store
-// (benchmarks and tests), never while a Consumer runs on d.
+// lists the run and points EventsView at it, in one transaction on conn. It is for data
+// generated straight into the store (benchmarks and tests), never while a Consumer runs on d.
 func (d *DB) AddSortedRun(ctx context.Context, conn *sql.Conn, level int, fill func(tx *sql.Tx, table string) (int64, error)) error {
 	if err := d.gate.enter(ctx); err != nil {
 		return err

@@ -58,15 +58,9 @@ const (
 // recentColumns is columnList qualified by the alias r (RecentTable in the compaction join).
 var recentColumns = "r." + strings.ReplaceAll(columnList, ", ", ", r.")
 
-// mergeBudget is the most rows one merge of level rewrites: twice what fanout runs of the
-// level's usual size hold.
-func (c *Consumer) mergeBudget(level int) int64 {
-	b := 2 * c.compactRows
-	for range level + 1 {
-		b *= int64(c.compactFanout)
-	}
-	return b
-}
+// mergeBudget is the most rows one merge rewrites: twice what fanout runs of the usual size
+// (compactRows) hold.
+func (c *Consumer) mergeBudget() int64 { return 2 * c.compactRows * int64(c.compactFanout) }
 
 // sortKey orders a run. Book ids (random_id) are unique across workspaces and modes, so the
 // book alone makes the range; time within a book serves date filters and newest-first pages.
@@ -246,7 +240,7 @@ func (c *Consumer) compactRecent(stop context.Context) error {
 	// A run of at least half a merge's budget would be most of a merge by itself: it goes
 	// straight to the top level (appended to the archive), counted by the rows waiting.
 	level := 0
-	if n >= c.mergeBudget(0)/2 {
+	if n >= c.mergeBudget()/2 {
 		level = TopLevel
 	}
 	home := runHome(run, level)
@@ -320,7 +314,7 @@ func (c *Consumer) mergeLevel(stop context.Context, level int) error {
 	}
 	// The oldest runs that fit the budget (at least two: a run of half the budget or more
 	// never stays at this level).
-	budget := c.mergeBudget(level)
+	budget := c.mergeBudget()
 	var inputs []int64
 	var total int64
 	for _, l := range all[:c.compactFanout] {

@@ -104,7 +104,7 @@ func TestMergesStayWithinBudget(t *testing.T) {
 	c := startConsumer(t, db, log, WithCompaction(100, 4), withCompactEvery(time.Millisecond))
 	defer c.Close()
 	var budget int64 = 800
-	require.Equal(t, budget, c.mergeBudget(0))
+	require.Equal(t, budget, c.mergeBudget())
 	ctx := waitCtx(t, 30*time.Second)
 	// Each batch waits in events_recent until the compactor has made it a run: runs of 350
 	// rows (four of them are more than the budget), then one of 500 (promoted).

@@ -15,9 +15,8 @@ import (
 // arrival order, where every row group holds every book; the compactor moves RecentTable's
 // rows into a new run (a table of its own, runs.go) sorted by sortKey, and merges runs of one
 // level into one run of the next (size-tiered, like an LSM tree); runs of the top level are
-// appended to ArchiveTable. A query for one book then
-// reads, per run, the one or two row groups whose min/max book_id bracket it, plus RecentTable
-// (at most about CompactRows rows). Each move is one transaction on the compacting connection:
+// appended to ArchiveTable. A query for one book then reads, per run, the one or two row
+// groups whose min/max book_id bracket it, plus RecentTable (at most about CompactRows rows). Each move is one transaction on the compacting connection:
 // the rows leave one place and arrive in the other together, and EventsView changes with them,
 // so a row is never in both and never in neither. Appends to RecentTable go on meanwhile
 // (DuckDB appends do not conflict with deletes of other rows).
@@ -25,8 +24,8 @@ import (
 // Every transaction's work is bounded, whatever the backlog: a merge takes at most
 // mergeBudget rows (the oldest runs of the level that fit), and a run made of at least half
 // that many rows (RecentTable after a long wait) goes straight to the top level without
-// being rewritten again. Before the bound, runs of 7M rows made while compaction lagged were merged
-// into runs of 50M rows: minutes of CPU and a transaction whose memory grew with them.
+// being rewritten again. Before the bound, runs of 7M rows made while compaction lagged were
+// merged into runs of 50M rows: minutes of CPU and a transaction whose memory grew with them.
 
 // Defaults of compaction.
 const (
@@ -312,8 +311,9 @@ func (c *Consumer) mergeLevel(stop context.Context, level int) error {
 	if len(all) < c.compactFanout || stop.Err() != nil {
 		return stop.Err()
 	}
-	// The oldest runs that fit the budget (at least two: a run of half the budget or more
-	// never stays at this level).
+	// The oldest runs that fit the budget, and at least two whatever their size (runs made
+	// since schema version 3 hold less than half the budget each, so two always fit; a bigger
+	// level-0 run migrated from version 2 is merged once, over budget).
 	budget := c.mergeBudget()
 	var inputs []int64
 	var total int64
@@ -384,9 +384,9 @@ func (c *Consumer) mergeLevel(stop context.Context, level int) error {
 
 // moveSorted inserts the rows of source (a FROM clause ending in a WHERE condition; book is
 // its book_id column, cols its event columns) into table, in sortKey order, and returns how
-// many it inserted. Up to c.compactChunk rows (by the caller's count, an upper bound) are one sort;
-// more are sorted in consecutive ranges of books of about c.compactChunk rows each (a book is
-// never split), appended one after another, so the run is still in sortKey order. One sort of
+// many it inserted. Up to c.compactChunk rows (by the caller's count, an upper bound) are one
+// sort; more are sorted in consecutive ranges of books of about c.compactChunk rows each (a
+// book is never split), appended one after another, so the run is still in sortKey order. One sort of
 // a whole merge (8-16M rows) took DuckDB to its memory limit and spilled, and the process's
 // memory between such sorts crept up over a long run; sorts of a bounded size keep the
 // compactor's memory independent of how much waits or is merged. A range's statement finds

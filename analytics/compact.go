@@ -386,8 +386,8 @@ func (c *Consumer) mergeLevel(stop context.Context, level int) error {
 // its book_id column, cols its event columns) into table, in sortKey order, and returns how
 // many it inserted. Up to c.compactChunk rows (by the caller's count, an upper bound) are one
 // sort; more are sorted in consecutive ranges of books of about c.compactChunk rows each (a
-// book is never split), appended one after another, so the run is still in sortKey order. One sort of
-// a whole merge (8-16M rows) took DuckDB to its memory limit and spilled, and the process's
+// book is never split), appended one after another, so the run is still in sortKey order. One
+// sort of a whole merge (8-16M rows) took DuckDB to its memory limit and spilled, and the process's
 // memory between such sorts crept up over a long run; sorts of a bounded size keep the
 // compactor's memory independent of how much waits or is merged. A range's statement finds
 // its rows through the zone maps of sorted runs, or by scanning book_id of RecentTable.

@@ -92,7 +92,7 @@ func validHost(h string) bool {
 	return true
 }
 
-func (s *Service) listSubscribers(r *Request) (*Result, error) {
+func (s *Service) ListSubscribers(r *Request) (*Result, error) {
 	per := 25
 	if n, ok := r.Int("pagination[per_page]"); ok {
 		per = int(n)
@@ -126,7 +126,7 @@ func (s *Service) listSubscribers(r *Request) (*Result, error) {
 	return &Result{Data: data, Meta: meta}, nil
 }
 
-func (s *Service) createSubscriber(r *Request) (*Result, error) {
+func (s *Service) CreateSubscriber(r *Request) (*Result, error) {
 	rid := r.Str("book_id")
 	if _, err := s.Store.GetBook(r.Auth.Tenant, rid); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
@@ -155,7 +155,7 @@ func (s *Service) createSubscriber(r *Request) (*Result, error) {
 	return &Result{Status: status, Data: subJSON(added.Entry), Meta: map[string]any{"created": added.Created}}, nil
 }
 
-func (s *Service) deleteSubscriber(r *Request) (*Result, error) {
+func (s *Service) DeleteSubscriber(r *Request) (*Result, error) {
 	id, _ := r.Int("subscriber")
 	sub, err := s.Store.Subscriber(r.Auth.Tenant, id)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -181,7 +181,7 @@ func embJSON(d *storage.EmbedDomain) embedDomainJSON {
 	return embedDomainJSON{ID: strconv.FormatInt(d.ID, 10), Domain: d.Domain, IncludesSubdomains: true, CreatedAt: fmtTime(d.CreatedAt)}
 }
 
-func (s *Service) listEmbedDomains(r *Request) (*Result, error) {
+func (s *Service) ListEmbedDomains(r *Request) (*Result, error) {
 	b, err := s.loadBook(r)
 	if err != nil {
 		return nil, err
@@ -197,7 +197,7 @@ func (s *Service) listEmbedDomains(r *Request) (*Result, error) {
 	return &Result{Data: data, Meta: map[string]any{"total": len(data), "domains_enabled": len(data) > 0}}, nil
 }
 
-func (s *Service) createEmbedDomain(r *Request) (*Result, error) {
+func (s *Service) CreateEmbedDomain(r *Request) (*Result, error) {
 	b, err := s.loadBook(r)
 	if err != nil {
 		return nil, err
@@ -213,7 +213,7 @@ func (s *Service) createEmbedDomain(r *Request) (*Result, error) {
 	return &Result{Data: embJSON(added.Entry), Meta: map[string]any{"created": added.Created}}, nil
 }
 
-func (s *Service) deleteEmbedDomain(r *Request) (*Result, error) {
+func (s *Service) DeleteEmbedDomain(r *Request) (*Result, error) {
 	b, err := s.loadBook(r)
 	if err != nil {
 		return nil, err
@@ -243,7 +243,7 @@ func (s *Service) tlJSON(l *storage.TrackedLink) trackedLinkJSON {
 		Metadata: l.Metadata, URL: s.cfg.PublicURL + "/l/" + l.Slug, CreatedAt: fmtTime(l.CreatedAt)}
 }
 
-func (s *Service) listTrackedLinks(r *Request) (*Result, error) {
+func (s *Service) ListTrackedLinks(r *Request) (*Result, error) {
 	b, err := s.loadBook(r)
 	if err != nil {
 		return nil, err
@@ -270,7 +270,7 @@ func validSlug(s string) bool {
 	return s != "" && s[0] != '.'
 }
 
-func (s *Service) createTrackedLink(r *Request) (*Result, error) {
+func (s *Service) CreateTrackedLink(r *Request) (*Result, error) {
 	b, err := s.loadBook(r)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"flipbook/actors"
 	"flipbook/analytics"
+	"flipbook/api"
 	"flipbook/ingest"
 	"flipbook/storage"
 )
@@ -47,26 +48,26 @@ func newKeyJSON(k *actors.NewKey) keyJSON {
 
 func (s *Service) adminOperations() []*Operation {
 	scopeItem := &Param{Kind: KString, Enum: append([]string{"*"}, Scopes...)}
-	idParam := Param{Name: "id", In: InPath, Kind: KInt, Required: true, Min: f64(1)}
+	idParam := Param{Name: "id", In: InPath, Kind: KInt, Required: true, Min: api.F64(1)}
 	ops := []*Operation{
 		{ID: "admin.create_workspace", Method: "POST", Path: "/workspaces", Auth: AuthAdmin, Write: true,
 			Summary: "Create a workspace.",
 			Params: []Param{
-				pStr("name", InBody, 255).req(),
-				pEnum("plan", InBody, planEnum()...).req(),
+				api.Str("name", InBody, 255).Req(),
+				api.Enum("plan", InBody, actors.PlanNames...).Req(),
 			},
 			Handler: s.adminCreateWorkspace},
 		{ID: "admin.update_workspace", Method: "PUT", Path: "/workspaces/{id}", Auth: AuthAdmin, Write: true,
 			Summary: "Change a workspace's plan.",
-			Params:  []Param{idParam, pEnum("plan", InBody, planEnum()...).req()},
+			Params:  []Param{idParam, api.Enum("plan", InBody, actors.PlanNames...).Req()},
 			Handler: s.adminUpdateWorkspace},
 		{ID: "admin.create_key", Method: "POST", Path: "/workspaces/{id}/keys", Auth: AuthAdmin, Write: true,
 			Summary: "Create an API key; the key is shown only in this response.",
 			Params: []Param{
 				idParam,
-				pStr("name", InBody, 255),
+				api.Str("name", InBody, 255),
 				{Name: "scopes", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: 32, Items: scopeItem},
-				pEnum("mode", InBody, "live", "test"),
+				api.Enum("mode", InBody, "live", "test"),
 			},
 			Handler: s.adminCreateKey},
 		{ID: "admin.rotate_key", Method: "POST", Path: "/keys/{id}/rotate", Auth: AuthAdmin, Write: true,
@@ -106,7 +107,7 @@ func (s *Service) adminCreateWorkspace(r *Request) (*Result, error) {
 func (s *Service) adminUpdateWorkspace(r *Request) (*Result, error) {
 	id, _ := r.Int("id")
 	w, err := s.Actors.SetPlan(id, r.Str("plan"))
-	s.auth.invalidate()
+	s.caller.InvalidateAuth()
 	if err != nil {
 		return nil, adminNotFound(err, "workspace")
 	}
@@ -139,7 +140,7 @@ func (s *Service) adminCreateKey(r *Request) (*Result, error) {
 func (s *Service) adminRotateKey(r *Request) (*Result, error) {
 	id, _ := r.Int("id")
 	k, err := s.Actors.RotateKey(id)
-	s.auth.invalidate()
+	s.caller.InvalidateAuth()
 	if err != nil {
 		return nil, adminNotFound(err, "key")
 	}
@@ -149,7 +150,7 @@ func (s *Service) adminRotateKey(r *Request) (*Result, error) {
 func (s *Service) adminRevokeKey(r *Request) (*Result, error) {
 	id, _ := r.Int("id")
 	k, err := s.Actors.RevokeKey(id)
-	s.auth.invalidate()
+	s.caller.InvalidateAuth()
 	if err != nil {
 		return nil, adminNotFound(err, "key")
 	}

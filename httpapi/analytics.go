@@ -13,7 +13,6 @@ import (
 
 	"flipbook/actors"
 	"flipbook/analytics"
-	"flipbook/ingest"
 	"flipbook/storage"
 )
 
@@ -21,25 +20,8 @@ import (
 // the caller's tenant at a time (reader journey: every book of the tenant). Measures are defined
 // in docs/ANALYTICS.md.
 
-// Analytics list limits.
-const (
-	DefaultAnalyticsLimit = 100
-	MaxAnalyticsLimit     = 500
-	// analyticsTimeout bounds one analytics query.
-	analyticsTimeout = 30 * time.Second
-)
-
-// Parameter constructors shared by the analytics operations and the exports.
-func pBookID() Param { return pStr("book_id", InQuery, 64).req() }
-func pDate() Param {
-	return pStr("date", InQuery, 22).desc("YYYY-MM-DD or YYYY-MM-DD..YYYY-MM-DD (UTC days, inclusive)")
-}
-func pTrackedLinkID() Param { return pInt("tracked_link_id", InQuery, 1, 1<<53) }
-func pViewerID() Param      { return pInt("viewer_id", InQuery, 1, 1<<53) }
-func pSessionID() Param     { return pStr("session_id", InQuery, 255) }
-func pPageNumber() Param    { return pInt("page_number", InQuery, 1, 100000) }
-func pLimit() Param         { return pInt("limit", InQuery, 1, MaxAnalyticsLimit) }
-func pCursor() Param        { return pStr("cursor", InQuery, 512) }
+// analyticsTimeout bounds one analytics query.
+const analyticsTimeout = 30 * time.Second
 
 // parseDate reads the date parameter (DESIGN §11): one UTC day or an inclusive range of days.
 // It returns [from, to).
@@ -299,7 +281,7 @@ func scanInteraction(rows *sql.Rows) (interactionEventJSON, keyset, error) {
 
 // listInteractionEvents is GET /analytics/interaction-events: newest first (occurred_at, then
 // id, descending).
-func (s *Service) listInteractionEvents(r *Request) (*Result, error) {
+func (s *Service) ListInteractionEvents(r *Request) (*Result, error) {
 	f, _, err := s.analyticsFilter(r, true)
 	if err != nil {
 		return nil, err
@@ -360,7 +342,7 @@ func scanAudit(rows *sql.Rows) (auditEventJSON, keyset, error) {
 }
 
 // listAuditLog is GET /analytics/audit-log: chronological (occurred_at, then id, ascending).
-func (s *Service) listAuditLog(r *Request) (*Result, error) {
+func (s *Service) ListAuditLog(r *Request) (*Result, error) {
 	f, _, err := s.analyticsFilter(r, true)
 	if err != nil {
 		return nil, err
@@ -439,7 +421,7 @@ func (s *Service) linkRefs(b *storage.Book) func(sql.NullInt64) *trackedLinkRef 
 
 // listViewEvents is GET /analytics/book-view-events: one record per reading session, newest
 // session first (by id: a session's id is its first event's, so the order never changes).
-func (s *Service) listViewEvents(r *Request) (*Result, error) {
+func (s *Service) ListViewEvents(r *Request) (*Result, error) {
 	f, b, err := s.analyticsFilter(r, true)
 	if err != nil {
 		return nil, err
@@ -471,28 +453,4 @@ func (s *Service) listViewEvents(r *Request) (*Result, error) {
 		return nil, err
 	}
 	return &Result{Data: data, Meta: meta}, nil
-}
-
-// analyticsOperations are the operations of spec §4.4.
-func (s *Service) analyticsOperations() []*Operation {
-	op := func(id, path, tool, summary string, params []Param, h func(*Request) (*Result, error)) *Operation {
-		return &Operation{ID: "analytics." + id, Method: "GET", Path: "/analytics/" + path, Tool: tool,
-			Scope: "analytics:read", Plan: actors.PlanCompany, ReadOnly: true, Summary: summary, Params: params, Handler: h}
-	}
-	return append([]*Operation{
-		op("book_view_events", "book-view-events", "analytics_list_book_view_events",
-			"View events of a flipbook: one per reading session with its measures, newest first.",
-			[]Param{pBookID(), pDate(), pLimit(), pCursor(), pStr("source_host", InQuery, 255), pViewerID(), pTrackedLinkID()},
-			s.listViewEvents),
-		op("interaction_events", "interaction-events", "analytics_list_interaction_events",
-			"Raw interaction events of a flipbook, newest first.",
-			[]Param{pBookID(), pViewerID(), pEnum("event_type", InQuery, ingest.InteractionTypes...), pPageNumber(),
-				pSessionID(), pDate(), pTrackedLinkID(), pLimit(), pCursor()},
-			s.listInteractionEvents),
-		op("audit_log", "audit-log", "analytics_list_audit_log",
-			"The flipbook's audit log (access attempts, downloads, clicks, forms), oldest first.",
-			[]Param{pBookID(), pViewerID(), pEnum("event_type", InQuery, analytics.AuditTypes...), pDate(), pTrackedLinkID(),
-				pLimit(), pCursor()},
-			s.listAuditLog),
-	}, s.analyticsAggregateOperations(op)...)
 }

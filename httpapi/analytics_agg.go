@@ -21,7 +21,7 @@ func analyticsCtx() (context.Context, context.CancelFunc) {
 }
 
 // pagePerformance is GET /analytics/page-performance: one page summary per page of the book.
-func (s *Service) pagePerformance(r *Request) (*Result, error) {
+func (s *Service) PagePerformance(r *Request) (*Result, error) {
 	f, b, err := s.analyticsFilter(r, true)
 	if err != nil {
 		return nil, err
@@ -40,7 +40,7 @@ func (s *Service) pagePerformance(r *Request) (*Result, error) {
 }
 
 // bookFlow is GET /analytics/book-flow.
-func (s *Service) bookFlow(r *Request) (*Result, error) {
+func (s *Service) BookFlow(r *Request) (*Result, error) {
 	f, b, err := s.analyticsFilter(r, true)
 	if err != nil {
 		return nil, err
@@ -56,7 +56,7 @@ func (s *Service) bookFlow(r *Request) (*Result, error) {
 
 // readerPages is GET /analytics/reader-pages: per reader and page, identified readers only
 // unless include_anonymous is set or session_id names a session.
-func (s *Service) readerPages(r *Request) (*Result, error) {
+func (s *Service) ReaderPages(r *Request) (*Result, error) {
 	f, _, err := s.analyticsFilter(r, true)
 	if err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ func readersCursorFrom(b []byte) (int64, analytics.ReaderPosition, bool) {
 
 // listReaders is GET /analytics/readers: one summary per reader, cursor paginated. A walk reads
 // one snapshot of the events (the cursor carries it), so it returns every reader once.
-func (s *Service) listReaders(r *Request) (*Result, error) {
+func (s *Service) ListReaders(r *Request) (*Result, error) {
 	f, _, err := s.analyticsFilter(r, true)
 	if err != nil {
 		return nil, err
@@ -134,7 +134,7 @@ func (s *Service) listReaders(r *Request) (*Result, error) {
 
 // readingSessionPages is GET /analytics/reading-session-pages: the pages of one reading
 // session (data) and its view event (meta).
-func (s *Service) readingSessionPages(r *Request) (*Result, error) {
+func (s *Service) ReadingSessionPages(r *Request) (*Result, error) {
 	f, b, err := s.analyticsFilter(r, true)
 	if err != nil {
 		return nil, err
@@ -217,7 +217,7 @@ func durationSeconds(ms int64) string { return itoa64((ms + 500) / 1000) }
 
 // readerJourney is GET /analytics/reader-journey: one identified reader (viewer_id) or one
 // anonymous session (session_id) across every book of the workspace.
-func (s *Service) readerJourney(r *Request) (*Result, error) {
+func (s *Service) ReaderJourney(r *Request) (*Result, error) {
 	_, hasViewer := r.Int("viewer_id")
 	if hasViewer == (r.Str("session_id") != "") {
 		v := Validation{}
@@ -270,40 +270,4 @@ func (s *Service) readerJourney(r *Request) (*Result, error) {
 		TotalDurationSeconds: durationSeconds(j.TotalActiveMs), OverallEngagementScore: analytics.Score(j.OverallEngagement()),
 		TotalVisits: itoa64(j.TotalVisits)}
 	return &Result{Data: out}, nil
-}
-
-// analyticsAggregateOperations are the aggregate operations of spec §4.4 (registered by
-// analyticsOperations).
-func (s *Service) analyticsAggregateOperations(op func(id, path, tool, summary string, params []Param, h func(*Request) (*Result, error)) *Operation) []*Operation {
-	pAnon := func() Param {
-		return pBool("include_anonymous", InQuery).desc("also readers without an address (anonymous sessions); default false")
-	}
-	return []*Operation{
-		op("page_performance", "page-performance", "analytics_list_page_performance",
-			"Per-page engagement of a flipbook: unique readers, active time (total, per reader, per segment, median) and segments, one row per page.",
-			[]Param{pBookID(), pDate(), pTrackedLinkID()},
-			s.pagePerformance),
-		op("book_flow", "book-flow", "analytics_get_book_flow",
-			"How readers move through a flipbook: page-to-page transitions, reach rate and drop-off per page, download and link-click totals.",
-			[]Param{pBookID(), pDate(), pTrackedLinkID()},
-			s.bookFlow),
-		op("readers", "readers", "analytics_list_readers",
-			"One summary per reader of a flipbook (sessions, time spent, pages, downloads, link clicks, engagement); identified readers unless include_anonymous.",
-			[]Param{pBookID(), pViewerID(), pSessionID(), pAnon(), pDate(),
-				pEnum("sort", InQuery, analytics.SortRecent, analytics.SortEngagement).desc("recent (default): latest activity first; engagement: highest score first"),
-				pTrackedLinkID(), pLimit(), pCursor()},
-			s.listReaders),
-		op("reader_pages", "reader-pages", "analytics_list_reader_pages",
-			"Per-reader, per-page engagement of a flipbook (identified readers unless include_anonymous or session_id).",
-			[]Param{pBookID(), pViewerID(), pSessionID(), pDate(), pTrackedLinkID(), pPageNumber(), pAnon()},
-			s.readerPages),
-		op("reading_session_pages", "reading-session-pages", "analytics_list_reading_session_pages",
-			"Per-page breakdown of one reading session (data) with its view event (meta).",
-			[]Param{pBookID(), pInt("view_event_id", InQuery, 1, 1<<62).req().desc("the id of a view event (book-view-events)")},
-			s.readingSessionPages),
-		op("reader_journey", "reader-journey", "analytics_get_reader_journey",
-			"One reader's (viewer_id) or one anonymous session's (session_id) activity across every flipbook of the workspace: totals, per book, and a timeline of visits. Exactly one of viewer_id and session_id.",
-			[]Param{pViewerID(), pSessionID(), pDate()},
-			s.readerJourney),
-	}
 }

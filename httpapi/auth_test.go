@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"flipbook/actors"
+	"flipbook/api"
 	"flipbook/storage"
 )
 
@@ -130,7 +131,7 @@ func TestPlanGate(t *testing.T) {
 	op := &Operation{ID: "x", Plan: actors.PlanCompany}
 	for plan, want := range map[string]bool{"free": false, "pro": false, "company": true, "enterprise": true} {
 		p := &Principal{Key: &storage.APIKey{Scopes: []string{"*"}}, Workspace: &storage.Workspace{Plan: plan}}
-		err := authorize(op, p)
+		err := api.Authorize(op, p)
 		if want {
 			require.Nil(t, err, plan)
 		} else {

@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"flipbook/analytics"
+	"flipbook/api"
 )
 
 // BenchmarkGetBook measures the handler path of GET /books/{book} without the network.
@@ -196,7 +197,7 @@ func BenchmarkCollectParse(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		ctx.Request.Reset()
 		ctx.Request.SetBody(body)
-		if _, err := h.svc.parseRequest(&ctx, op); err != nil {
+		if err := readArgs(&ctx, op, &api.Args{}); err != nil {
 			b.Fatal(err)
 		}
 	}

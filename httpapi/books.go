@@ -101,7 +101,7 @@ const (
 	NameScanBudget = 5000
 )
 
-func (s *Service) listBooks(r *Request) (*Result, error) {
+func (s *Service) ListBooks(r *Request) (*Result, error) {
 	q := storage.BookQuery{Limit: DefaultBookLimit, Sort: storage.SortCreated, Desc: true, ScanBudget: NameScanBudget}
 	if n, ok := r.Int("limit"); ok {
 		q.Limit = int(n)
@@ -153,7 +153,7 @@ func (s *Service) loadBook(r *Request) (*storage.Book, error) {
 	return b, err
 }
 
-func (s *Service) getBook(r *Request) (*Result, error) {
+func (s *Service) GetBook(r *Request) (*Result, error) {
 	b, err := s.loadBook(r)
 	if err != nil {
 		return nil, err
@@ -161,7 +161,7 @@ func (s *Service) getBook(r *Request) (*Result, error) {
 	return &Result{Data: s.bookWire(b)}, nil
 }
 
-func (s *Service) updateBook(r *Request) (*Result, error) {
+func (s *Service) UpdateBook(r *Request) (*Result, error) {
 	if _, err := s.loadBook(r); err != nil { // 404 without spawning an actor for unknown ids
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func (s *Service) updateBook(r *Request) (*Result, error) {
 	return &Result{Data: s.bookWire(b)}, nil
 }
 
-func (s *Service) deleteBook(r *Request) (*Result, error) {
+func (s *Service) DeleteBook(r *Request) (*Result, error) {
 	if _, err := s.loadBook(r); err != nil {
 		return nil, err
 	}

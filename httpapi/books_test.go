@@ -110,7 +110,7 @@ func TestUpdateBookSettings(t *testing.T) {
 }
 
 func (h *harness) principal(tb testing.TB, key string) *Principal {
-	p, aerr := h.svc.authenticate(fakeCtx(key), &Operation{Auth: AuthKey}, time.Now())
+	p, aerr := h.svc.caller.Authenticate(key, "127.0.0.1")
 	require.Nil(tb, aerr)
 	return p
 }

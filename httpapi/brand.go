@@ -14,42 +14,11 @@ import (
 // Brand (spec §2.4, §4.6): one per workspace and mode. Writes take multipart/form-data (the
 // logo is a file part) or JSON; decisions in docs/DECISIONS.md, "Brand".
 
-// MaxLogoBytes is the largest logo accepted (the spec's "max 2048", in kilobytes).
-const MaxLogoBytes = 2048 << 10
-
 // logoTypes are the accepted logo formats, by content, with their file extension. SVG is not
 // accepted: it can carry scripts and is served from the service's own origin.
 var logoTypes = map[string]string{"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
 
 var hexColor = regexp.MustCompile(`^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
-
-func brandParams(update bool) []Param {
-	company := pStr("company_name", InBody, 255).minLen(1)
-	if !update {
-		company = company.req()
-	}
-	ps := []Param{
-		company,
-		pStr("about_brand", InBody, 5000),
-		pStr("contact_number", InBody, 64),
-		pStr("facebook", InBody, 255),
-		pStr("google_analytics", InBody, 64).desc("Google Analytics measurement id, e.g. G-XXXXXXX"),
-		pStr("instagram", InBody, 255),
-		pStr("linkedin", InBody, 255),
-		pStr("pinterest", InBody, 255),
-		pStr("primary_color", InBody, 7).desc("CSS hex colour, #rgb or #rrggbb"),
-		pStr("secondary_color", InBody, 7).desc("CSS hex colour, #rgb or #rrggbb"),
-		pStr("tertiary_color", InBody, 7).desc("CSS hex colour, #rgb or #rrggbb"),
-		pStr("twitter", InBody, 255),
-		pStr("youtube", InBody, 255),
-		pStr("website_url", InBody, 2048).format("uri"),
-		{Name: "file", In: InBody, Kind: KFile, MaxItems: 1, Desc: "logo: PNG, JPEG, GIF or WebP, at most 2048 KB"},
-	}
-	if update {
-		ps = append([]Param{{Name: "id", In: InBody, Kind: KInt, Required: true, Min: f64(1)}}, ps...)
-	}
-	return ps
-}
 
 type brandColorJSON struct {
 	ID        int64   `json:"id"`
@@ -119,7 +88,7 @@ func brandMeta(ws *storage.Workspace) map[string]any {
 	return map[string]any{"plan": ws.Plan, "take_over_branding_available": actors.Plans[ws.Plan].TakeOverBrand}
 }
 
-func (s *Service) getBrand(r *Request) (*Result, error) {
+func (s *Service) GetBrand(r *Request) (*Result, error) {
 	b, err := s.Store.Brand(r.Auth.Tenant)
 	if errors.Is(err, storage.ErrNotFound) {
 		return &Result{Data: map[string]any{"brand": nil}, Meta: brandMeta(r.Auth.Workspace)}, nil
@@ -130,8 +99,8 @@ func (s *Service) getBrand(r *Request) (*Result, error) {
 	return &Result{Data: map[string]any{"brand": s.brandJSON(b, r.Auth.Workspace)}, Meta: brandMeta(r.Auth.Workspace)}, nil
 }
 
-func (s *Service) createBrand(r *Request) (*Result, error) { return s.saveBrand(r, true) }
-func (s *Service) updateBrand(r *Request) (*Result, error) { return s.saveBrand(r, false) }
+func (s *Service) CreateBrand(r *Request) (*Result, error) { return s.saveBrand(r, true) }
+func (s *Service) UpdateBrand(r *Request) (*Result, error) { return s.saveBrand(r, false) }
 
 func (s *Service) saveBrand(r *Request, create bool) (*Result, error) {
 	m := &actors.SaveBrand{Create: create, Fields: map[actors.BrandField]*string{}}
@@ -215,7 +184,7 @@ func readLogo(fh *multipart.FileHeader) ([]byte, string, string) {
 	return data, ext, ""
 }
 
-func (s *Service) toggleTakeOverBranding(r *Request) (*Result, error) {
+func (s *Service) ToggleTakeOverBranding(r *Request) (*Result, error) {
 	b, err := s.Actors.ToggleTakeOver(r.Auth.Tenant, r.Auth.Workspace.Plan)
 	if err != nil {
 		return nil, notFoundAs(err, "brand")

@@ -9,6 +9,7 @@ import (
 	"github.com/bytedance/sonic"
 
 	"flipbook/analytics"
+	"flipbook/api"
 	"flipbook/ingest"
 )
 
@@ -30,19 +31,19 @@ const TypeAccessDenied = "AccessDenied"
 
 func collectParams() []Param {
 	return []Param{
-		pStr("book_id", InBody, 64).req(),
-		pStr("session_id", InBody, 255).req().minLen(1),
-		pStr("reader_token", InBody, 2048),
-		pStr("tracked_link", InBody, 255),
-		pStr("source_host", InBody, 255),
+		api.Str("book_id", InBody, 64).Req(),
+		api.Str("session_id", InBody, 255).Req().MinLength(1),
+		api.Str("reader_token", InBody, 2048),
+		api.Str("tracked_link", InBody, 255),
+		api.Str("source_host", InBody, 255),
 		{Name: "events", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: MaxCollectEvents,
 			Items: &Param{Kind: KObject, Props: []Param{
-				pEnum("type", InBody, ingest.InteractionTypes...).req(),
-				pInt("page_number", InBody, 1, 100000),
-				{Name: "active_ms", In: InBody, Kind: KInt, Min: f64(0), Max: f64(MaxActiveMs)},
-				pTime("occurred_at", InBody),
-				pStr("url", InBody, 2048),
-				pStr("exit_reason", InBody, 255),
+				api.Enum("type", InBody, ingest.InteractionTypes...).Req(),
+				api.Int("page_number", InBody, 1, 100000),
+				{Name: "active_ms", In: InBody, Kind: KInt, Min: api.F64(0), Max: api.F64(MaxActiveMs)},
+				api.Time("occurred_at", InBody),
+				api.Str("url", InBody, 2048),
+				api.Str("exit_reason", InBody, 255),
 				{Name: "form", In: InBody, Kind: KObject, Nullable: true},
 			}}},
 	}
@@ -111,7 +112,7 @@ func (s *Service) collect(r *Request) (*Result, error) {
 			OccurredAt: r.Now, ReceivedAt: r.Now, BookPages: int32(b.PageCount),
 			Type: m.typ, PageNumber: int32(m.page), ActiveMs: m.activeMs, URL: m.url, ExitReason: m.exit,
 		}
-		r.Geo.apply(&e)
+		readerGeo(r).apply(&e)
 		if t := m.at; !t.IsZero() {
 			if t.After(latest) || t.Before(earliest) {
 				v.Add(fmt.Sprintf("events.%d.occurred_at", i), "must be within the last 7 days and not in the future")
@@ -209,9 +210,9 @@ func (s *Service) limitPublic(r *Request) error {
 	if s.limCollect == nil {
 		return nil
 	}
-	d := s.limCollect.allow(r.IP, r.Now)
-	if !d.allowed {
-		return tooMany(d, fmt.Sprintf("too many requests from this address (limit %d per minute)", d.limit))
+	d := s.limCollect.Allow(r.IP, r.Now)
+	if !d.Allowed {
+		return api.TooMany(d, fmt.Sprintf("too many requests from this address (limit %d per minute)", d.Limit))
 	}
 	return nil
 }
@@ -244,7 +245,7 @@ func (s *Service) viewerAccess(r *Request) (*Result, error) {
 	base := ingest.Event{Workspace: b.Workspace, Mode: byte(b.Mode), BookID: b.RandomID, SessionID: r.Str("session_id"),
 		ViewerID: viewer, ViewerEmail: email, SourceType: "direct", OccurredAt: r.Now, ReceivedAt: r.Now,
 		BookPages: int32(b.PageCount)}
-	r.Geo.apply(&base)
+	readerGeo(r).apply(&base)
 	req, res := base, base
 	req.Type = ingest.AccessRequested
 	res.Type, res.Reason = ingest.AccessRejected, reason

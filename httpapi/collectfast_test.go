@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"flipbook/api"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -22,7 +23,7 @@ func genericCollect(body []byte) (map[string]any, bool) {
 	if !ok {
 		return nil, false
 	}
-	params, err := validateParams(collectParams(), nil, nil, m, false)
+	params, err := api.Validate(collectParams(), &api.Args{Body: m})
 	return params, err == nil
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/bytedance/sonic"
 
-	"flipbook/actors"
 	"flipbook/analytics"
 	"flipbook/ingest"
 	"flipbook/storage"
@@ -23,12 +22,6 @@ import (
 
 // csvContentType is the Content-Type of every export.
 const csvContentType = "text/csv; charset=utf-8"
-
-// ExportSources are the values of the analytics export's source parameter.
-var ExportSources = []string{"view_events", "interaction_events"}
-
-// accessTypes are the access gate's event types (the access-audit export).
-var accessTypes = []string{ingest.AccessRequested, ingest.AccessGranted, ingest.AccessRejected}
 
 // exportDef is one export's query and columns.
 type exportDef struct {
@@ -202,40 +195,7 @@ func jsonText(v any) string {
 	return string(b)
 }
 
-// exportOperations are the operations of spec §4.5.
-func (s *Service) exportOperations() []*Operation {
-	op := func(id, path, tool, plan, summary string, params []Param, h func(*Request) (*Result, error)) *Operation {
-		return &Operation{ID: "exports." + id, Method: "GET", Path: path, Tool: tool, Scope: "exports:read", Plan: plan,
-			ReadOnly: true, Summary: summary, Params: append([]Param{pStr("book", InPath, 64).req()}, params...), Handler: h}
-	}
-	company := actors.PlanCompany
-	return append([]*Operation{
-		op("analytics", "/exports/analytics/{book}", "exports_download_book_analytics_csv", company,
-			"CSV of a flipbook's analytics: its view events (source view_events, the default; one row per reading session) or its interaction events.",
-			[]Param{pEnum("source", InQuery, ExportSources...).desc("view_events (default) or interaction_events"),
-				pDate(), pViewerID(), pTrackedLinkID(), pSessionID(), pStr("source_host", InQuery, 255)},
-			s.exportAnalytics),
-		op("access_audit", "/exports/books/{book}/access-audit", "exports_download_book_access_audit_csv", company,
-			"CSV of a flipbook's access attempts (email gate: requested, granted, rejected), oldest first.",
-			[]Param{pViewerID(), pEnum("event_type", InQuery, accessTypes...), pDate()},
-			s.exportAccessAudit),
-		op("audit_log", "/exports/books/{book}/audit-log", "exports_download_book_audit_log_csv", company,
-			"CSV of a flipbook's audit log, oldest first (the rows of GET /analytics/audit-log).",
-			[]Param{pViewerID(), pEnum("event_type", InQuery, analytics.AuditTypes...), pDate(), pTrackedLinkID()},
-			s.exportAuditLog),
-		op("interaction_events", "/exports/books/{book}/interaction-events", "exports_download_book_interaction_events_csv", company,
-			"CSV of a flipbook's interaction events, newest first (the rows of GET /analytics/interaction-events).",
-			[]Param{pViewerID(), pEnum("event_type", InQuery, ingest.InteractionTypes...), pPageNumber(), pSessionID(),
-				pDate(), pTrackedLinkID()},
-			s.exportInteractionEvents),
-		op("leads", "/exports/books/{book}/leads", "exports_download_book_leads_csv", "",
-			"CSV of a flipbook's lead form submissions with the form's fields, oldest first.",
-			[]Param{pViewerID(), pSessionID(), pDate(), pTrackedLinkID()},
-			s.exportLeads),
-	}, s.aggregateExportOperations(op)...)
-}
-
-func (s *Service) exportInteractionEvents(r *Request) (*Result, error) {
+func (s *Service) ExportInteractionEvents(r *Request) (*Result, error) {
 	f, b, err := s.exportFilter(r)
 	if err != nil {
 		return nil, err
@@ -244,7 +204,7 @@ func (s *Service) exportInteractionEvents(r *Request) (*Result, error) {
 		timeCol: "occurred_at", desc: true, cols: interactionColumns()})
 }
 
-func (s *Service) exportAuditLog(r *Request) (*Result, error) {
+func (s *Service) ExportAuditLog(r *Request) (*Result, error) {
 	f, b, err := s.exportFilter(r)
 	if err != nil {
 		return nil, err
@@ -253,7 +213,7 @@ func (s *Service) exportAuditLog(r *Request) (*Result, error) {
 		timeCol: "occurred_at", cols: auditColumns()})
 }
 
-func (s *Service) exportAccessAudit(r *Request) (*Result, error) {
+func (s *Service) ExportAccessAudit(r *Request) (*Result, error) {
 	f, b, err := s.exportFilter(r)
 	if err != nil {
 		return nil, err
@@ -265,7 +225,7 @@ func (s *Service) exportAccessAudit(r *Request) (*Result, error) {
 		timeCol: "occurred_at", cols: auditColumns()})
 }
 
-func (s *Service) exportLeads(r *Request) (*Result, error) {
+func (s *Service) ExportLeads(r *Request) (*Result, error) {
 	f, b, err := s.exportFilter(r)
 	if err != nil {
 		return nil, err
@@ -275,7 +235,7 @@ func (s *Service) exportLeads(r *Request) (*Result, error) {
 		timeCol: "occurred_at", cols: leadColumns()})
 }
 
-func (s *Service) exportAnalytics(r *Request) (*Result, error) {
+func (s *Service) ExportAnalytics(r *Request) (*Result, error) {
 	f, b, err := s.exportFilter(r)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"flipbook/actors"
 	"flipbook/analytics"
 	"flipbook/storage"
 )
@@ -242,7 +241,7 @@ func aggregateExport[T any](s *Service, r *Request, b *storage.Book, name string
 		Filename: b.RandomID + "-" + name + "-" + r.Now.UTC().Format(time.DateOnly) + ".csv"}, nil
 }
 
-func (s *Service) exportPagePerformance(r *Request) (*Result, error) {
+func (s *Service) ExportPagePerformance(r *Request) (*Result, error) {
 	f, b, err := s.exportFilter(r)
 	if err != nil {
 		return nil, err
@@ -252,7 +251,7 @@ func (s *Service) exportPagePerformance(r *Request) (*Result, error) {
 	})
 }
 
-func (s *Service) exportReaderPages(r *Request) (*Result, error) {
+func (s *Service) ExportReaderPages(r *Request) (*Result, error) {
 	f, b, err := s.exportFilter(r)
 	if err != nil {
 		return nil, err
@@ -278,7 +277,7 @@ func (s *Service) exportReaderPages(r *Request) (*Result, error) {
 	})
 }
 
-func (s *Service) exportReaders(r *Request) (*Result, error) {
+func (s *Service) ExportReaders(r *Request) (*Result, error) {
 	f, b, err := s.exportFilter(r)
 	if err != nil {
 		return nil, err
@@ -304,28 +303,4 @@ func (s *Service) exportReaders(r *Request) (*Result, error) {
 			o.Snapshot, o.After = snap, &analytics.ReaderPosition{Value: last.SortValue, Key: last.ID}
 		}
 	})
-}
-
-// aggregateExportOperations are the exports of spec §4.5 over the aggregate analytics
-// (registered by exportOperations).
-func (s *Service) aggregateExportOperations(op func(id, path, tool, plan, summary string, params []Param, h func(*Request) (*Result, error)) *Operation) []*Operation {
-	pAnon := func() Param {
-		return pBool("include_anonymous", InQuery).desc("also readers without an address (anonymous sessions); default false")
-	}
-	return []*Operation{
-		op("page_performance", "/exports/books/{book}/page-performance", "exports_download_book_page_performance_csv", actors.PlanCompany,
-			"CSV of a flipbook's page performance: one page summary per page (the rows of GET /analytics/page-performance).",
-			[]Param{pDate(), pTrackedLinkID()},
-			s.exportPagePerformance),
-		op("reader_pages", "/exports/books/{book}/reader-pages", "exports_download_book_reader_pages_csv", actors.PlanCompany,
-			"CSV of per-reader, per-page engagement (the rows of GET /analytics/reader-pages).",
-			[]Param{pViewerID(), pSessionID(), pDate(), pTrackedLinkID(), pPageNumber(), pAnon()},
-			s.exportReaderPages),
-		op("readers", "/exports/books/{book}/readers", "exports_download_book_readers_csv", actors.PlanCompany,
-			"CSV of a flipbook's readers, one summary per reader (the rows of GET /analytics/readers walked fully).",
-			[]Param{pViewerID(), pSessionID(), pAnon(), pDate(),
-				pEnum("sort", InQuery, analytics.SortRecent, analytics.SortEngagement).desc("recent (default): latest activity first; engagement: highest score first"),
-				pTrackedLinkID()},
-			s.exportReaders),
-	}
 }

@@ -23,6 +23,9 @@ type geo struct {
 	lat, lon              float64
 }
 
+// readerGeo is the location the REST adapter took from trusted edge headers, or nil.
+func readerGeo(r *Request) *geo { g, _ := r.Extra.(*geo); return g }
+
 // geoHeaders lists, per field, the headers read in order (first non-empty wins).
 var geoHeaders = struct{ country, region, city, lat, lon []string }{
 	country: []string{"CloudFront-Viewer-Country", "CF-IPCountry"},

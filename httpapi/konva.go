@@ -12,7 +12,7 @@ import (
 
 // createKonva creates a book from editor content (spec §4.1.3): every page image is decoded and
 // checked (422 per bad index), stored as the book's pages, and a thumbnail is stored or made.
-func (s *Service) createKonva(r *Request) (*Result, error) {
+func (s *Service) CreateKonva(r *Request) (*Result, error) {
 	raws := r.Params["page_images"].([]any)
 	pages := make([]*convert.Image, len(raws))
 	errs := make([]error, len(raws))

@@ -134,16 +134,7 @@ func TestIdempotencyConflictWhileInFlight(t *testing.T) {
 		defer wg.Done()
 		first = h.do(t, "POST", "/api/v1/books/konva", key, body, "Idempotency-Key", "slow-1")
 	}()
-	eventually(t, 20*time.Second, func() bool {
-		h.svc.inflight.mu.Lock()
-		defer h.svc.inflight.mu.Unlock()
-		for r := range h.svc.inflight.m {
-			if r.key == "slow-1" {
-				return true
-			}
-		}
-		return false
-	}, "the first request is in flight")
+	eventually(t, 20*time.Second, func() bool { return h.svc.caller.InFlight("slow-1") }, "the first request is in flight")
 	second := h.do(t, "POST", "/api/v1/books/konva", key, body, "Idempotency-Key", "slow-1")
 	wg.Wait()
 	require.Equal(t, 201, first.Status, "%s", first.Body)

@@ -6,7 +6,6 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +22,7 @@ import (
 
 	"flipbook/actors"
 	"flipbook/analytics"
+	"flipbook/api"
 	"flipbook/ingest"
 	"flipbook/storage"
 )
@@ -31,11 +31,11 @@ import (
 const (
 	DefaultAddr                = "127.0.0.1:8080"
 	DefaultDataDir             = "./data"
-	DefaultRateWorkspace       = 1000 // requests per minute per workspace (spec §8)
-	DefaultRateEndpoint        = 100  // per minute per workspace and operation (spec §8)
-	DefaultRateUnauthenticated = 10   // per minute per IP, for calls without valid credentials (spec §8)
+	DefaultRateWorkspace       = api.DefaultRateWorkspace       // requests per minute per workspace (spec §8)
+	DefaultRateEndpoint        = api.DefaultRateEndpoint        // per minute per workspace and operation (spec §8)
+	DefaultRateUnauthenticated = api.DefaultRateUnauthenticated // per minute per IP, for calls without valid credentials (spec §8)
 	DefaultMaxBodyBytes        = 256 << 20
-	APIBase                    = "/api/v1"
+	APIBase                    = api.Base
 	AdminBase                  = "/admin/v1"
 )
 
@@ -105,19 +105,16 @@ type Service struct {
 	router *router.Router
 	srv    *fasthttp.Server
 
-	limWS, limEP, limIP *limiter
-	limCollect          *limiter
-	readers             readerTokens
-	events              ingest.Log
-	appended            atomic.Uint64 // events this process appended to the log
-	consumer            *analytics.Consumer
+	caller     *api.Caller
+	limCollect *api.Limiter
+	readers    readerTokens
+	events     ingest.Log
+	appended   atomic.Uint64 // events this process appended to the log
+	consumer   *analytics.Consumer
 	// Analytics is the DuckDB store the consumer fills and analytics queries read.
 	Analytics *analytics.DB
-	inflight  inflight
 	streams   streamSet
-	auth      authCache
 	cursors   cursors
-	adminHash []byte
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
@@ -166,13 +163,10 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		cfg: cfg, log: cfg.Logger, Store: st, Actors: sys,
-		limWS: newLimiter(cfg.RateWorkspace), limEP: newLimiter(cfg.RateEndpoint),
-		limIP: newLimiter(cfg.RateUnauthenticated), limCollect: newLimiter(cfg.RateCollect),
-		reqPrefix: actors.RandomString(8) + "-", stop: make(chan struct{}),
-	}
-	if cfg.AdminToken != "" {
-		h := sha256.Sum256([]byte(cfg.AdminToken))
-		s.adminHash = h[:]
+		caller: api.NewCaller(st, api.CallerOptions{RateWorkspace: cfg.RateWorkspace, RateEndpoint: cfg.RateEndpoint,
+			RateUnauthenticated: cfg.RateUnauthenticated, AdminToken: cfg.AdminToken, Logger: cfg.Logger}),
+		limCollect: api.NewLimiter(cfg.RateCollect),
+		reqPrefix:  actors.RandomString(8) + "-", stop: make(chan struct{}),
 	}
 	if s.cursors.key, err = s.secret("cursor_secret"); err != nil {
 		s.shutdownState()
@@ -336,10 +330,9 @@ func (s *Service) housekeeping() {
 		case <-s.stop:
 			return
 		case now := <-t.C:
-			for _, l := range []*limiter{s.limWS, s.limEP, s.limIP, s.limCollect} {
-				if l != nil {
-					l.sweep(now)
-				}
+			s.caller.Sweep(now)
+			if s.limCollect != nil {
+				s.limCollect.Sweep(now)
 			}
 			if idemEvery++; idemEvery%10 == 0 {
 				if _, err := s.Store.ExpireIdem(now); err != nil {

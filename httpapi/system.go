@@ -6,10 +6,10 @@ import (
 	"flipbook/actors"
 )
 
-func (s *Service) health(r *Request) (*Result, error) {
-	return &Result{Data: rawJSON{v: map[string]string{
+func (s *Service) Health(r *Request) (*Result, error) {
+	return &Result{Raw: true, Data: map[string]string{
 		"status": "ok", "timestamp": r.Now.Format(time.RFC3339), "version": Version,
-	}}}, nil
+	}}, nil
 }
 
 type meJSON struct {
@@ -25,7 +25,7 @@ type keyInfoJSON struct {
 	Name string `json:"name"`
 }
 
-func (s *Service) me(r *Request) (*Result, error) {
+func (s *Service) Me(r *Request) (*Result, error) {
 	p := r.Auth
 	return &Result{Data: meJSON{
 		Workspace: wsJSON(p.Workspace),

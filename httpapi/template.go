@@ -14,60 +14,13 @@ import (
 // (actors/convert/templates.go) and become a draft book. Item images are fetched under the
 // rules of fetch.go; one that cannot be had is a placeholder box, never a failed request.
 
-// MaxTemplateItems is the most content items one request may carry (spec §8).
-const MaxTemplateItems = 50
-
-func templateParams() []Param {
-	// Optional item fields accept null as "absent": WordPress and WooCommerce exports send null
-	// for missing authors, images and prices.
-	str := func(name string, maxLen int) Param { return pStr(name, InBody, maxLen).null() }
-	uri := func(name string) Param { return pStr(name, InBody, 2048).format("uri").null() }
-	item := Param{Kind: KObject, Props: []Param{
-		pStr("id", InBody, 0).req().desc("the item's id on the source site"),
-		pStr("title", InBody, 500).req(),
-		str("author", 255),
-		{Name: "categories", In: InBody, Kind: KArray, MaxItems: 20, Nullable: true,
-			Items: &Param{Kind: KString, MaxLen: 255}},
-		str("content", 50000).desc("HTML allowed; tags are stripped"),
-		str("currency", 10),
-		str("date", 100),
-		str("description", 50000).desc("HTML allowed; tags are stripped"),
-		str("excerpt", 5000),
-		{Name: "gallery", In: InBody, Kind: KArray, MaxItems: 20, Nullable: true,
-			Items: &Param{Kind: KString, MaxLen: 2048, Format: "uri"}},
-		uri("image"),
-		str("price", 0), str("regular_price", 0), str("sale_price", 0),
-		str("short_description", 5000),
-		str("sku", 255),
-		str("stock_status", 100),
-		str("type", 50),
-		uri("url"),
-	}}
-	return []Param{
-		pEnum("source", InBody, "wordpress", "woocommerce").req(),
-		pEnum("source_type", InBody, "posts", "pages", "products").req().
-			desc("wordpress uses posts or pages; woocommerce uses products"),
-		pInt("template_id", InBody, 1, 0).null().
-			desc("a template of GET /templates; null or absent: the default template for source_type"),
-		{Name: "content", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: MaxTemplateItems,
-			Items: &item, Desc: "the posts, pages or products, in page order"},
-		{Name: "metadata", In: InBody, Kind: KObject, Nullable: true, Desc: "the site the content comes from",
-			Props: []Param{
-				str("currency", 10),
-				str("currency_symbol", 20),
-				str("site_name", 255),
-				uri("site_url"),
-			}},
-	}
-}
-
 // sourceTypes are the source_type values each source allows.
 var sourceTypes = map[string][]string{
 	"wordpress":   {"posts", "pages"},
 	"woocommerce": {"products"},
 }
 
-func (s *Service) createFromTemplate(r *Request) (*Result, error) {
+func (s *Service) CreateFromTemplate(r *Request) (*Result, error) {
 	source, sourceType := r.Str("source"), r.Str("source_type")
 	v := Validation{}
 	if !contains(sourceTypes[source], sourceType) {

@@ -20,7 +20,7 @@ import (
 const DefaultMaxUploadBytes = 200 << 20
 
 // uploadBook is POST /books: one multipart file, stored and queued by acceptUpload.
-func (s *Service) uploadBook(r *Request) (*Result, error) {
+func (s *Service) UploadBook(r *Request) (*Result, error) {
 	files := r.Params["files"].([]*multipart.FileHeader)
 	if len(files) != 1 {
 		return nil, fieldError("files", "send exactly one file per request")
@@ -207,7 +207,7 @@ func (s *Service) loadUpload(r *Request) (*storage.Upload, error) {
 	return u, err
 }
 
-func (s *Service) getBatch(r *Request) (*Result, error) {
+func (s *Service) GetBatch(r *Request) (*Result, error) {
 	u, err := s.loadUpload(r)
 	if err != nil {
 		return nil, err
@@ -215,7 +215,7 @@ func (s *Service) getBatch(r *Request) (*Result, error) {
 	return &Result{Data: s.batchWire(u, true)}, nil
 }
 
-func (s *Service) uploadStatus(r *Request) (*Result, error) {
+func (s *Service) UploadStatus(r *Request) (*Result, error) {
 	u, err := s.loadUpload(r)
 	if err != nil {
 		return nil, err
@@ -226,7 +226,7 @@ func (s *Service) uploadStatus(r *Request) (*Result, error) {
 // MaxActiveListed bounds the batches listed by the active-upload status.
 const MaxActiveListed = 200
 
-func (s *Service) activeUploads(r *Request) (*Result, error) {
+func (s *Service) ActiveUploads(r *Request) (*Result, error) {
 	list, err := s.Store.ActiveUploads(r.Auth.Tenant, MaxActiveListed)
 	if err != nil {
 		return nil, err
@@ -244,7 +244,7 @@ func (s *Service) activeUploads(r *Request) (*Result, error) {
 	return &Result{Data: map[string]any{"state": state, "batches": batches}}, nil
 }
 
-func (s *Service) cancelBatch(r *Request) (*Result, error) {
+func (s *Service) CancelBatch(r *Request) (*Result, error) {
 	u, err := s.Actors.CancelUpload(r.Auth.Tenant, r.Str("batchId"))
 	switch {
 	case errors.Is(err, actors.ErrNotFound):

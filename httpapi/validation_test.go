@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"flipbook/api"
 	"strings"
 	"testing"
 
@@ -55,7 +56,7 @@ func TestValidationListBooks(t *testing.T) {
 		{"cursor forged", "GET", q("cursor=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"), nil, 422, "cursor"},
 		{"cursor garbage", "GET", q("cursor=%25%25%25"), nil, 422, "cursor"},
 	}
-	for _, s := range bookSorts {
+	for _, s := range api.BookSorts {
 		cases = append(cases, vcase{"sort " + s, "GET", q("sort=" + s), nil, 200, ""})
 	}
 	runValidation(t, h, key, "", cases)

@@ -1,4 +1,4 @@
-package httpapi
+package api
 
 import (
 	"hash/maphash"
@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// limiter is a GCRA rate limiter (a token bucket of `limit` tokens refilled over `period`),
+// Limiter is a GCRA rate Limiter (a token bucket of `limit` tokens refilled over `period`),
 // keyed by string and sharded to keep lock contention low.
-type limiter struct {
+type Limiter struct {
 	limit    int
 	period   time.Duration
 	interval time.Duration // period / limit: the cost of one request
@@ -21,12 +21,12 @@ type limShard struct {
 	tat map[string]time.Time // theoretical arrival time per key
 }
 
-// newLimiter returns nil (no limit) when perMinute is 0.
-func newLimiter(perMinute int) *limiter {
+// NewLimiter returns nil (no limit) when perMinute is 0.
+func NewLimiter(perMinute int) *Limiter {
 	if perMinute <= 0 {
 		return nil
 	}
-	l := &limiter{limit: perMinute, period: time.Minute, seed: maphash.MakeSeed()}
+	l := &Limiter{limit: perMinute, period: time.Minute, seed: maphash.MakeSeed()}
 	l.interval = l.period / time.Duration(perMinute)
 	for i := range l.shards {
 		l.shards[i].tat = map[string]time.Time{}
@@ -34,16 +34,16 @@ func newLimiter(perMinute int) *limiter {
 	return l
 }
 
-// decision is the outcome of one check, with what the RateLimit headers report.
-type decision struct {
-	allowed    bool
-	limit      int
-	remaining  int
-	reset      time.Duration // until the bucket is full again
-	retryAfter time.Duration // when denied: until one request is allowed
+// Decision is the outcome of one check, with what the RateLimit headers report.
+type Decision struct {
+	Allowed    bool
+	Limit      int
+	Remaining  int
+	Reset      time.Duration // until the bucket is full again
+	RetryAfter time.Duration // when denied: until one request is allowed
 }
 
-func (l *limiter) allow(key string, now time.Time) decision {
+func (l *Limiter) Allow(key string, now time.Time) Decision {
 	sh := &l.shards[maphash.String(l.seed, key)%uint64(len(l.shards))]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -52,21 +52,21 @@ func (l *limiter) allow(key string, now time.Time) decision {
 		tat = now
 	}
 	next := tat.Add(l.interval)
-	d := decision{limit: l.limit}
+	d := Decision{Limit: l.limit}
 	if over := next.Sub(now) - l.period; over > 0 {
-		d.retryAfter = over
-		d.reset = tat.Sub(now)
+		d.RetryAfter = over
+		d.Reset = tat.Sub(now)
 		return d
 	}
 	sh.tat[key] = next
-	d.allowed = true
-	d.reset = next.Sub(now)
-	d.remaining = int((l.period - next.Sub(now)) / l.interval)
+	d.Allowed = true
+	d.Reset = next.Sub(now)
+	d.Remaining = int((l.period - next.Sub(now)) / l.interval)
 	return d
 }
 
 // sweep drops keys whose bucket is full again (they carry no state worth keeping).
-func (l *limiter) sweep(now time.Time) {
+func (l *Limiter) Sweep(now time.Time) {
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()

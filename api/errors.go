@@ -1,4 +1,9 @@
-package httpapi
+package api
+
+// The error catalogue: every stable `error.type` of the API, and the one Error type that REST
+// renders as the spec §7 envelope and MCP as a tool error (isError) carrying the same message
+// and type. Handlers return these (or sentinel errors of the actors, mapped by ToError); they
+// never write a status themselves.
 
 import (
 	"errors"
@@ -40,21 +45,32 @@ type Error struct {
 	Required string
 	// RetryAfter (seconds) on TooManyRequests.
 	RetryAfter int
+	// Rate is the rate-limit state reported with the answer (a 429 carries the limit hit).
+	Rate *Decision
 }
 
 func (e *Error) Error() string { return e.Type + ": " + e.Message }
 
-func errBadRequest(msg string) *Error { return &Error{Status: 400, Type: TypeBadRequest, Message: msg} }
-func errNotFound(what string) *Error {
+// ErrBadRequest is a 400 (a body that cannot be read).
+func ErrBadRequest(msg string) *Error { return &Error{Status: 400, Type: TypeBadRequest, Message: msg} }
+
+// ErrNotFound is a 404 naming what was not found.
+func ErrNotFound(what string) *Error {
 	return &Error{Status: 404, Type: TypeNotFound, Message: what + " not found"}
 }
-func errUnauthenticated(msg string) *Error {
+
+// ErrUnauthenticated is a 401.
+func ErrUnauthenticated(msg string) *Error {
 	return &Error{Status: 401, Type: TypeUnauthenticated, Message: msg}
 }
-func errTooLarge(limit int) *Error {
+
+// ErrTooLarge is a 413 for a body over limit bytes.
+func ErrTooLarge(limit int) *Error {
 	return &Error{Status: 413, Type: TypePayloadTooLarge, Message: fmt.Sprintf("request body is larger than %d bytes", limit)}
 }
-func errInternal() *Error {
+
+// ErrInternal is a 500; the cause goes to the log, never to the caller.
+func ErrInternal() *Error {
 	return &Error{Status: 500, Type: TypeInternal, Message: "internal error; the request id identifies it in the server log"}
 }
 
@@ -80,26 +96,28 @@ func validationMessage(v Validation) string {
 	sort.Strings(keys)
 	first := keys[0] + " " + v[keys[0]][0]
 	if n := len(keys) - 1; n > 0 {
-		return fmt.Sprintf("Validation failed: %s (and %d more error%s).", first, n, plural(n))
+		return fmt.Sprintf("Validation failed: %s (and %d more error%s).", first, n, Plural(n))
 	}
 	return "Validation failed: " + first + "."
 }
 
-func plural(n int) string {
+// Plural is "s" unless n is 1.
+func Plural(n int) string {
 	if n == 1 {
 		return ""
 	}
 	return "s"
 }
 
-func fieldError(field, msg string) *Error {
+// FieldError is a 422 with one field's message.
+func FieldError(field, msg string) *Error {
 	v := Validation{}
 	v.Add(field, msg)
 	return v.Err().(*Error)
 }
 
-// toAPIError maps any error from a handler to an API error.
-func toAPIError(err error) *Error {
+// ToError maps any error from a handler to an API error.
+func ToError(err error) *Error {
 	var ae *Error
 	if errors.As(err, &ae) {
 		return ae
@@ -114,13 +132,14 @@ func toAPIError(err error) *Error {
 	}
 	switch {
 	case errors.Is(err, actors.ErrNotFound), errors.Is(err, storage.ErrNotFound):
-		return errNotFound("resource")
+		return ErrNotFound("resource")
 	case errors.Is(err, actors.ErrConflict):
 		return &Error{Status: 409, Type: TypeConflict, Message: "the request conflicts with the current state"}
 	case errors.Is(err, actors.ErrTimeout), errors.Is(err, actors.ErrStopping):
 		return &Error{Status: 503, Type: TypeUnavailable, Message: "the service is busy; retry shortly"}
 	}
-	return errInternal()
+	return ErrInternal()
 }
 
-func scopeList(s []string) string { return strings.Join(s, ", ") }
+// ScopeList joins scopes for a message.
+func ScopeList(s []string) string { return strings.Join(s, ", ") }

@@ -1,4 +1,4 @@
-package httpapi
+package api
 
 import (
 	"encoding/json"
@@ -13,12 +13,28 @@ import (
 	"unicode/utf8"
 )
 
-// validateParams checks raw inputs against an operation's parameters and returns the typed
-// values. Every failure is collected (field → messages) before anything runs.
-//
-// path and query hold the raw strings given; body is the decoded JSON object (or nil). The
-// body's objects and arrays are converted in place (they belong to this request).
-func validateParams(params []Param, path, query map[string]string, body map[string]any, bodyStrings bool) (map[string]any, error) {
+// Args are an operation's raw inputs as a transport received them.
+type Args struct {
+	// Path and Query hold raw strings (REST); Body the decoded JSON object, or the form values
+	// of a multipart body (BodyStrings: its fields arrive as strings and are converted).
+	Path, Query map[string]string
+	Body        map[string]any
+	BodyStrings bool
+	// Values, when not nil, holds every parameter by its name as a typed JSON value (MCP tool
+	// arguments); Path, Query and Body are then unused. A path or query parameter given as
+	// null or "" counts as absent, as an empty query value does in REST.
+	Values map[string]any
+	// Valid, when not nil, is the parameters already decoded and validated (FastBody).
+	Valid map[string]any
+	// Fingerprint identifies "the same request" for Idempotency-Key (called only when a key
+	// is given); nil hashes the operation and Values.
+	Fingerprint func() []byte
+}
+
+// Validate checks raw inputs against an operation's parameters and returns the typed values.
+// Every failure is collected (field → messages) before anything runs. The body's objects and
+// arrays are converted in place (they belong to this request).
+func Validate(params []Param, a *Args) (map[string]any, error) {
 	out := make(map[string]any, len(params))
 	v := Validation{}
 	elems := make([]pathElem, 0, 8)
@@ -26,15 +42,24 @@ func validateParams(params []Param, path, query map[string]string, body map[stri
 		p := &params[i]
 		var raw any
 		var present bool
-		switch p.In {
-		case InPath:
-			s, ok := path[p.Name]
-			raw, present = s, ok
-		case InQuery:
-			s, ok := query[p.Name]
-			raw, present = s, ok && s != ""
-		case InBody:
-			raw, present = body[p.Name]
+		fromString := false
+		switch {
+		case p.In == InTool:
+			continue
+		case a.Values != nil:
+			raw, present = a.Values[p.Name]
+			if present && p.In != InBody && (raw == nil || raw == "") {
+				present = false
+			}
+		case p.In == InPath:
+			s, ok := a.Path[p.Name]
+			raw, present, fromString = s, ok, true
+		case p.In == InQuery:
+			s, ok := a.Query[p.Name]
+			raw, present, fromString = s, ok && s != "", true
+		case p.In == InBody:
+			raw, present = a.Body[p.Name]
+			fromString = a.BodyStrings
 		}
 		if !present {
 			if p.Required {
@@ -43,7 +68,7 @@ func validateParams(params []Param, path, query map[string]string, body map[stri
 			continue
 		}
 		field := &fieldPath{elems: append(elems[:0], pathElem{name: p.Name})}
-		if val, ok := checkValue(p, field, raw, p.In != InBody || bodyStrings, v); ok {
+		if val, ok := checkValue(p, field, raw, fromString, v); ok {
 			out[p.Name] = val
 		}
 		elems = field.elems
@@ -202,7 +227,7 @@ func checkValue(p *Param, field *fieldPath, raw any, fromString bool, v Validati
 			return nil, false
 		}
 		if p.MinItems > 0 && len(a) < p.MinItems {
-			v.Add(field.String(), fmt.Sprintf("must have at least %d item%s", p.MinItems, plural(p.MinItems)))
+			v.Add(field.String(), fmt.Sprintf("must have at least %d item%s", p.MinItems, Plural(p.MinItems)))
 			return nil, false
 		}
 		if p.MaxItems > 0 && len(a) > p.MaxItems {
@@ -248,14 +273,14 @@ func checkString(p *Param, field *fieldPath, s string, v Validation) bool {
 		n = utf8.RuneCountInString(s)
 	}
 	if p.MinLen > 0 && n < p.MinLen {
-		v.Add(field.String(), fmt.Sprintf("must be at least %d character%s", p.MinLen, plural(p.MinLen)))
+		v.Add(field.String(), fmt.Sprintf("must be at least %d character%s", p.MinLen, Plural(p.MinLen)))
 		return false
 	}
 	if p.MaxLen > 0 && n > p.MaxLen {
 		v.Add(field.String(), fmt.Sprintf("must not be longer than %d characters", p.MaxLen))
 		return false
 	}
-	if len(p.Enum) > 0 && !contains(p.Enum, s) {
+	if len(p.Enum) > 0 && !Contains(p.Enum, s) {
 		v.Add(field.String(), "must be one of: "+strings.Join(p.Enum, ", "))
 		return false
 	}
@@ -345,7 +370,8 @@ func toBool(raw any, fromString bool) (bool, bool) {
 	return false, false
 }
 
-func contains(list []string, s string) bool {
+// Contains reports whether list holds s.
+func Contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
 			return true

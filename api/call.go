@@ -1,0 +1,387 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/bytedance/sonic"
+
+	"flipbook/actors"
+	"flipbook/storage"
+)
+
+// Defaults of CallerOptions (spec §8).
+const (
+	DefaultRateWorkspace       = 1000 // requests per minute per workspace
+	DefaultRateEndpoint        = 100  // per minute per workspace and operation
+	DefaultRateUnauthenticated = 10   // per minute per IP, for calls without valid credentials
+	// MaxIdempotencyKey is the longest Idempotency-Key accepted.
+	MaxIdempotencyKey = 255
+)
+
+// CallerOptions configure a Caller. Rate limits are requests per minute; 0 turns one off.
+type CallerOptions struct {
+	RateWorkspace       int
+	RateEndpoint        int
+	RateUnauthenticated int
+	// AdminToken authenticates AuthAdmin operations; "" refuses them all.
+	AdminToken string
+	Logger     *slog.Logger
+}
+
+// Caller runs operations: Call is the one path every transport takes.
+type Caller struct {
+	store               *storage.Store
+	log                 *slog.Logger
+	limWS, limEP, limIP *Limiter
+	adminHash           []byte
+	auth                authCache
+	inflight            inflight
+}
+
+// NewCaller returns a Caller that authenticates against st.
+func NewCaller(st *storage.Store, o CallerOptions) *Caller {
+	c := &Caller{store: st, log: o.Logger,
+		limWS: NewLimiter(o.RateWorkspace), limEP: NewLimiter(o.RateEndpoint), limIP: NewLimiter(o.RateUnauthenticated)}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if o.AdminToken != "" {
+		h := sha256.Sum256([]byte(o.AdminToken))
+		c.adminHash = h[:]
+	}
+	return c
+}
+
+// Input is one call of an operation.
+type Input struct {
+	Op *Operation
+	// Credential is the bearer token (API key or admin token) as presented; Principal, when
+	// set, is a caller the transport already authenticated with Authenticate (Credential is
+	// then unused).
+	Credential string
+	Principal  *Principal
+	Args       Args
+	// Decode, when set, fills Args from the transport's body once the caller is authorized
+	// and its Idempotency-Key is not a replay (a REST JSON or multipart body: decoding it
+	// before would answer 400 to a caller that should get 401).
+	Decode func(*Args) error
+	// Oversize, when > 0, says the body was over that many bytes: 413 once authorized.
+	Oversize int
+	// IdempotencyKey is the Idempotency-Key of a write ("" for none).
+	IdempotencyKey string
+	IP             string // the caller's address (unauthenticated and public per-IP limits)
+	RequestID      string // for the log line of a failure
+	Extra          any    // handed to the handler as Request.Extra
+}
+
+// JSON codecs. Requests decode with CopyString (strings must not alias a transport's pooled
+// buffers: they are handed to actors and stored) and UseNumber (integers stay exact).
+var (
+	RequestJSON  = sonic.Config{UseNumber: true, CopyString: true, ValidateString: true}.Froze()
+	ResponseJSON = sonic.Config{SortMapKeys: true}.Froze()
+)
+
+// Call runs one operation (DESIGN §4): authentication → rate limits → scope and plan →
+// idempotency → validation → handler, and renders the JSON envelope into Result.Body. Every
+// failure is an *Error. A Result with a Stream must be closed by the caller (Stream.Close).
+func (c *Caller) Call(ctx context.Context, in *Input) (*Result, error) {
+	op := in.Op
+	now := time.Now().UTC()
+	p := in.Principal
+	if p == nil {
+		var aerr *Error
+		if p, aerr = c.authenticate(op.Auth, in.Credential, in.IP, now); aerr != nil {
+			return nil, aerr
+		}
+	}
+	var rate *Decision
+	if op.Auth == AuthKey {
+		var aerr *Error
+		if rate, aerr = c.rateLimit(op, p, now); aerr != nil {
+			return nil, aerr
+		}
+		if aerr := Authorize(op, p); aerr != nil {
+			aerr.Rate = rate
+			return nil, aerr
+		}
+	}
+	if in.Oversize > 0 {
+		e := ErrTooLarge(in.Oversize)
+		e.Rate = rate
+		return nil, e
+	}
+	res, err := c.call(ctx, in, p, now)
+	if err != nil {
+		ae := ToError(err)
+		if ae.Status >= 500 {
+			c.log.Error("operation failed", "op", op.ID, "err", err, "request_id", in.RequestID)
+		}
+		if ae.Rate == nil {
+			ae.Rate = rate
+		}
+		return nil, ae
+	}
+	res.Rate = rate
+	return res, nil
+}
+
+// call is Call after authorization: idempotency, validation, the handler and rendering.
+func (c *Caller) call(ctx context.Context, in *Input, p *Principal, now time.Time) (*Result, error) {
+	op := in.Op
+	var ref idemRef
+	var fp []byte
+	useIdem := op.Write && p != nil && in.IdempotencyKey != ""
+	if useIdem {
+		if len(in.IdempotencyKey) > MaxIdempotencyKey {
+			return nil, FieldError("Idempotency-Key", fmt.Sprintf("must not be longer than %d characters", MaxIdempotencyKey))
+		}
+		ref = idemRef{t: p.Tenant, key: in.IdempotencyKey}
+		if in.Args.Fingerprint != nil {
+			fp = in.Args.Fingerprint()
+		} else {
+			fp = valuesFingerprint(op, in.Args.Values)
+		}
+		if !c.inflight.begin(ref) {
+			return nil, &Error{Status: 409, Type: TypeIdempotencyConflict,
+				Message: "a request with this Idempotency-Key is still in progress"}
+		}
+		defer c.inflight.end(ref)
+		stored, err := c.store.Idem(ref.t, ref.key, now)
+		switch {
+		case err == nil && !bytes.Equal(stored.Fingerprint, fp):
+			return nil, FieldError("Idempotency-Key", "was already used with a different request")
+		case err == nil:
+			return &Result{Status: stored.Status, ContentType: stored.ContentType, Body: stored.Body, Replayed: true}, nil
+		case !errors.Is(err, storage.ErrNotFound):
+			return nil, fmt.Errorf("read idempotency entry: %w", err)
+		}
+	}
+	if in.Decode != nil {
+		if err := in.Decode(&in.Args); err != nil {
+			return nil, err
+		}
+	}
+	params := in.Args.Valid
+	if params == nil {
+		var err error
+		if params, err = Validate(op.Params, &in.Args); err != nil {
+			return nil, err
+		}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	res, err := op.Handler(&Request{Ctx: ctx, Op: op, Auth: p, Params: params, Now: now, IP: in.IP, Extra: in.Extra})
+	if err != nil {
+		return nil, err
+	}
+	if res.Status == 0 {
+		res.Status = 200
+	}
+	if res.Stream != nil {
+		return res, nil
+	}
+	var v any = envelope{Data: res.Data, Meta: res.Meta}
+	if res.Raw {
+		v = res.Data
+	}
+	body, err := ResponseJSON.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode response: %w", err)
+	}
+	res.Body, res.ContentType = body, "application/json"
+	if useIdem && res.Status >= 200 && res.Status < 300 {
+		e := &storage.IdemEntry{Fingerprint: fp, Status: res.Status,
+			ContentType: res.ContentType, Body: body, CreatedAt: now}
+		if err := c.store.PutIdem(ref.t, ref.key, e); err != nil {
+			c.log.Error("store idempotent response", "err", err)
+		}
+	}
+	return res, nil
+}
+
+type envelope struct {
+	Data any `json:"data"`
+	Meta any `json:"meta,omitempty"`
+}
+
+// valuesFingerprint identifies a call made with typed values (MCP): the operation and the
+// values as canonical JSON (encoding/json sorts map keys).
+func valuesFingerprint(op *Operation, values map[string]any) []byte {
+	h := sha256.New()
+	h.Write([]byte(op.ID))
+	h.Write([]byte{0})
+	b, _ := json.Marshal(values)
+	h.Write(b)
+	return h.Sum(nil)
+}
+
+// Authenticate resolves an API key to its caller (for transports that check credentials
+// before they know the operation, as MCP does for the whole endpoint).
+func (c *Caller) Authenticate(credential, ip string) (*Principal, *Error) {
+	return c.authenticate(AuthKey, credential, ip, time.Now())
+}
+
+func (c *Caller) authenticate(auth Auth, tok, ip string, now time.Time) (*Principal, *Error) {
+	switch auth {
+	case AuthNone:
+		return nil, nil
+	case AuthAdmin:
+		sum := sha256.Sum256([]byte(tok))
+		if c.adminHash != nil && tok != "" && hmac.Equal(sum[:], c.adminHash) {
+			return nil, nil
+		}
+		return nil, c.unauthenticated(ip, now, "missing or wrong admin token")
+	}
+	if tok == "" {
+		return nil, c.unauthenticated(ip, now, "missing API key: send Authorization: Bearer <key>")
+	}
+	p, epoch := c.auth.get(tok)
+	if p != nil {
+		return p, nil
+	}
+	key, err := c.store.KeyByHash(storage.HashSecret(tok))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, c.unauthenticated(ip, now, "the API key is wrong or has been revoked")
+	}
+	if err != nil {
+		c.log.Error("read key", "err", err)
+		return nil, ErrInternal()
+	}
+	ws, err := c.store.Workspace(key.Workspace)
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, c.unauthenticated(ip, now, "the API key's workspace no longer exists")
+		}
+		c.log.Error("read workspace", "err", err)
+		return nil, ErrInternal()
+	}
+	p = &Principal{Key: key, Workspace: ws, Tenant: key.Tenant()}
+	c.auth.put(tok, p, epoch)
+	return p, nil
+}
+
+// InvalidateAuth forgets every cached credential: every change to keys or workspaces calls it
+// before it answers, so a revoked key fails at once.
+func (c *Caller) InvalidateAuth() { c.auth.invalidate() }
+
+// Sweep drops rate-limit state that carries nothing (housekeeping, once a minute).
+func (c *Caller) Sweep(now time.Time) {
+	for _, l := range []*Limiter{c.limWS, c.limEP, c.limIP} {
+		if l != nil {
+			l.Sweep(now)
+		}
+	}
+}
+
+// unauthenticated answers a call without valid credentials: 429 once the caller's IP is over
+// the unauthenticated limit, else 401.
+func (c *Caller) unauthenticated(ip string, now time.Time, msg string) *Error {
+	if c.limIP != nil {
+		d := c.limIP.Allow(ip, now)
+		if !d.Allowed {
+			return TooMany(d, fmt.Sprintf("too many unauthenticated requests from this address (limit %d per minute)", d.Limit))
+		}
+	}
+	return ErrUnauthenticated(msg)
+}
+
+// TooMany is the 429 of a denied rate-limit decision.
+func TooMany(d Decision, msg string) *Error {
+	return &Error{Status: 429, Type: TypeTooManyRequests, Message: msg, Rate: &d,
+		RetryAfter: max(1, int(math.Ceil(d.RetryAfter.Seconds())))}
+}
+
+// rateLimit applies the per-operation and per-workspace limits and returns the state of the
+// tighter one (what the RateLimit headers report).
+func (c *Caller) rateLimit(op *Operation, p *Principal, now time.Time) (*Decision, *Error) {
+	var shown *Decision
+	if c.limEP == nil && c.limWS == nil {
+		return nil, nil
+	}
+	ws := strconv.FormatInt(p.Workspace.ID, 10)
+	if c.limEP != nil {
+		d := c.limEP.Allow(ws+"|"+op.ID, now)
+		if !d.Allowed {
+			return nil, TooMany(d, fmt.Sprintf("rate limit of %d requests per minute for this operation exceeded", d.Limit))
+		}
+		shown = &d
+	}
+	if c.limWS != nil {
+		d := c.limWS.Allow(ws, now)
+		if !d.Allowed {
+			return nil, TooMany(d, fmt.Sprintf("rate limit of %d requests per minute for this workspace exceeded", d.Limit))
+		}
+		if shown == nil || d.Remaining < shown.Remaining {
+			shown = &d
+		}
+	}
+	return shown, nil
+}
+
+// Authorize checks the key's scopes and the workspace's plan.
+func Authorize(op *Operation, p *Principal) *Error {
+	if op.Scope != "" && !Contains(p.Key.Scopes, "*") && !Contains(p.Key.Scopes, op.Scope) {
+		return &Error{Status: 403, Type: TypeMissingScope, Required: op.Scope,
+			Scopes:  append([]string{}, p.Key.Scopes...),
+			Message: fmt.Sprintf("this API key lacks the %s scope; it has: %s", op.Scope, ScopeList(p.Key.Scopes))}
+	}
+	if op.Plan != "" && !actors.PlanAtLeast(p.Workspace.Plan, op.Plan) {
+		return &Error{Status: 403, Type: TypePlanRequired,
+			Message: fmt.Sprintf("this operation needs the %s plan or higher; the workspace is on the %s plan", op.Plan, p.Workspace.Plan)}
+	}
+	return nil
+}
+
+// inflight tracks idempotency keys whose first request is still running (409 for a second).
+type inflight struct {
+	mu sync.Mutex
+	m  map[idemRef]struct{}
+}
+
+type idemRef struct {
+	t   storage.Tenant
+	key string
+}
+
+func (f *inflight) begin(r idemRef) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[idemRef]struct{}{}
+	}
+	if _, busy := f.m[r]; busy {
+		return false
+	}
+	f.m[r] = struct{}{}
+	return true
+}
+
+func (f *inflight) end(r idemRef) {
+	f.mu.Lock()
+	delete(f.m, r)
+	f.mu.Unlock()
+}
+
+// InFlight reports whether a call with this Idempotency-Key is running (any tenant).
+func (c *Caller) InFlight(key string) bool {
+	c.inflight.mu.Lock()
+	defer c.inflight.mu.Unlock()
+	for r := range c.inflight.m {
+		if r.key == key {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,185 @@
+package api
+
+import (
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Response schemas of the resources of spec §2, as the service renders them (JSON Schema
+// 2020-12: the MCP outputSchema and, unchanged, the OpenAPI 3.1 response schemas). Objects list
+// the fields every response carries as required; `make test` checks a real response of every
+// operation against them (httpapi/openapi_test.go), so they cannot drift from the handlers.
+
+type kv struct {
+	name string
+	s    *jsonschema.Schema
+}
+
+func prop(name string, s *jsonschema.Schema) kv { return kv{name, s} }
+
+// object is an object whose listed properties are all present (others may be added later).
+func object(props ...kv) *jsonschema.Schema {
+	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
+	for _, p := range props {
+		s.Properties[p.name] = p.s
+		s.Required = append(s.Required, p.name)
+	}
+	return s
+}
+
+func typ(t string) *jsonschema.Schema { return &jsonschema.Schema{Type: t} }
+
+func orNull(t string) *jsonschema.Schema { return &jsonschema.Schema{Types: []string{t, "null"}} }
+
+// nullable is s or null.
+func nullable(s *jsonschema.Schema) *jsonschema.Schema {
+	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{s, {Type: "null"}}}
+}
+
+func arrayOf(s *jsonschema.Schema) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "array", Items: s}
+}
+
+func schemaOf(v any) *jsonschema.Schema {
+	s, _ := v.(*jsonschema.Schema)
+	return s
+}
+
+func enumOf(values ...string) *jsonschema.Schema {
+	s := &jsonschema.Schema{Type: "string"}
+	for _, v := range values {
+		s.Enum = append(s.Enum, v)
+	}
+	return s
+}
+
+var (
+	str       = typ("string")
+	integer   = typ("integer")
+	number    = typ("number")
+	boolean   = typ("boolean")
+	strN      = orNull("string")
+	intN      = orNull("integer")
+	numN      = orNull("number")
+	anyObject = typ("object")
+	dateTime  = &jsonschema.Schema{Types: []string{"string", "null"}, Format: "date-time"}
+
+	settingsSchema = object(
+		prop("background", strN), prop("downloadable", boolean), prop("fullscreen_enabled", boolean),
+		prop("sound_enabled", boolean), prop("copyright_enabled", boolean), prop("share_social_media", boolean),
+		prop("privacy", strN), prop("image_display", strN), prop("animation_type", str),
+		prop("mobile_animation_type", strN), prop("eod_enabled", boolean), prop("domains_enabled", boolean),
+	)
+
+	// bookSchema is spec §2.1.
+	bookSchema = object(
+		prop("id", integer), prop("random_id", str), prop("batch_id", strN), prop("external_catalog_id", intN),
+		prop("name", str), prop("description", strN), prop("status", strN), prop("page_count", integer),
+		prop("page_images_status", enumOf("ready", "processing", "failed")),
+		prop("preview_url", strN), prop("thumbnail_url", strN), prop("embed_code", strN),
+		prop("published_date", strN), prop("expires_at", strN), prop("billing_expires_at", strN),
+		prop("created_at", dateTime), prop("updated_at", dateTime), prop("settings", settingsSchema),
+	)
+
+	cursorMetaSchema = object(prop("next_cursor", strN), prop("has_more", boolean))
+	pageMetaSchema   = anyObject
+	messageSchema    = object(prop("message", str))
+
+	uploadSchema = object(prop("batch_id", str), prop("status", str), prop("book_ids", arrayOf(str)))
+
+	progressSchema = object(prop("total", integer), prop("completed", integer), prop("pending", integer), prop("failed", integer))
+
+	// batchSchema is an upload batch (spec §3.2, DESIGN §11).
+	batchSchema = object(
+		prop("id", str), prop("batch_id", str),
+		prop("status", enumOf("queued", "processing", "completed", "failed", "cancelled")),
+		prop("progress", progressSchema),
+		prop("files", arrayOf(object(prop("name", str), prop("kind", str), prop("size", integer),
+			prop("book_id", str), prop("status", str), prop("page_count", integer), prop("error", strN)))),
+		prop("books", nullable(arrayOf(bookSchema))),
+		prop("created_at", dateTime), prop("started_at", dateTime), prop("finished_at", dateTime),
+		prop("cancelled_at", dateTime),
+	)
+	batchStatusSchema   = anyObject
+	activeUploadsSchema = object(prop("state", enumOf("idle", "queued", "processing")), prop("batches", arrayOf(anyObject)))
+
+	subscriberSchema = object(prop("id", integer), prop("book_id", str), prop("email", str),
+		prop("type", enumOf("email", "domain")), prop("created_at", dateTime))
+
+	// embedDomainSchema is spec §2.3.
+	embedDomainSchema = object(prop("id", str), prop("domain", str), prop("includes_subdomains", boolean),
+		prop("created_at", dateTime))
+
+	trackedLinkSchema = object(prop("id", integer), prop("book_id", str), prop("name", str), prop("slug", str),
+		prop("channel", strN), prop("kind", str), prop("metadata", orNull("object")), prop("url", str),
+		prop("created_at", dateTime))
+
+	workspaceSchema = object(prop("id", integer), prop("name", str), prop("slug", str), prop("plan", str),
+		prop("can_rename", boolean))
+
+	// brandSchema is spec §2.4.
+	brandSchema = object(
+		prop("id", integer), prop("workspace_id", integer), prop("company_name", strN), prop("logo", strN),
+		prop("contact_number", strN), prop("website_url", strN), prop("google_analytics", strN),
+		prop("about_brand", strN), prop("take_over_branding", boolean),
+		prop("brand_color", object(prop("id", integer), prop("brand_id", integer), prop("primary_color", strN),
+			prop("secondary_color", strN), prop("tertiary_color", strN), prop("created_at", dateTime), prop("updated_at", dateTime))),
+		prop("brand_social_media", object(prop("id", integer), prop("brand_id", integer), prop("twitter", strN),
+			prop("linkedin", strN), prop("facebook", strN), prop("youtube", strN), prop("instagram", strN),
+			prop("pinterest", strN), prop("created_at", dateTime), prop("updated_at", dateTime))),
+		prop("workspace", workspaceSchema),
+		prop("created_at", dateTime), prop("updated_at", dateTime),
+	)
+
+	healthSchema = object(prop("status", str), prop("timestamp", str), prop("version", str))
+
+	meSchema = object(prop("workspace", workspaceSchema), prop("plan", anyObject),
+		prop("key", object(prop("id", integer), prop("name", str))), prop("scopes", arrayOf(str)),
+		prop("mode", enumOf("live", "test")))
+
+	location = []kv{prop("country", strN), prop("region", strN), prop("city", strN), prop("latitude", numN), prop("longitude", numN)}
+
+	// viewEventSchema, interactionEventSchema and auditEventSchema are spec §2.8.
+	viewEventSchema = object(append([]kv{
+		prop("id", integer), prop("book_id", str), prop("book_title", str), prop("viewer_id", intN),
+		prop("viewer_email", str), prop("source_host", strN), prop("from_embedded", boolean),
+		prop("impressions", integer), prop("reads", integer), prop("clicks", integer), prop("pages_viewed", integer),
+		prop("duration_seconds", integer), prop("engagement_score", str),
+		prop("tracked_link", nullable(object(prop("id", integer), prop("name", str), prop("slug", str)))),
+		prop("recorded_at", dateTime), prop("updated_at", dateTime)}, location...)...)
+
+	interactionEventSchema = object(append([]kv{
+		prop("id", integer), prop("book_id", str), prop("viewer_id", intN), prop("viewer_email", str),
+		prop("tracked_link_id", intN), prop("session_id", str), prop("event_type", str), prop("page_number", intN),
+		prop("active_ms", intN), prop("active_seconds", numN), prop("exit_reason", str), prop("source_type", str),
+		prop("source_host", strN), prop("metadata", orNull("array")), prop("occurred_at", dateTime),
+		prop("created_at", dateTime)}, location...)...)
+
+	auditEventSchema = object(
+		prop("id", str), prop("source", str), prop("source_event_id", integer), prop("book_id", str),
+		prop("viewer_id", intN), prop("viewer_email", str), prop("event_type", str), prop("page_number", intN),
+		prop("active_ms", intN), prop("active_seconds", numN), prop("reason", str),
+		prop("metadata", &jsonschema.Schema{Types: []string{"null", "object", "string", "array"}}),
+		prop("occurred_at", dateTime))
+
+	pageSummarySchema = object(
+		prop("book_id", str), prop("page_number", integer), prop("unique_readers", integer),
+		prop("total_active_ms", integer), prop("avg_active_ms_per_reader", integer),
+		prop("avg_active_ms_per_segment", integer), prop("median_active_ms_per_segment", integer),
+		prop("total_segments", integer), prop("total_active_seconds", number),
+		prop("avg_active_seconds_per_reader", number), prop("avg_active_seconds_per_segment", number),
+		prop("median_active_seconds_per_segment", number))
+
+	readerPageSchema = object(
+		prop("book_id", str), prop("page_number", integer), prop("total_active_ms", integer),
+		prop("segments", integer), prop("avg_active_ms_per_segment", integer), prop("total_active_seconds", number),
+		prop("avg_active_seconds_per_segment", number), prop("viewer_email", str),
+		prop("first_viewed_at", strN), prop("last_viewed_at", strN))
+
+	journeySchema = object(
+		prop("viewer", object(prop("id", str), prop("email", str))),
+		prop("aggregates", object(prop("total_books", str), prop("total_pages_viewed", str),
+			prop("total_duration_seconds", str), prop("overall_engagement_score", str))),
+		prop("books", arrayOf(object(prop("book_id", str), prop("title", str), prop("visits", str),
+			prop("pages_viewed", str), prop("duration_seconds", str), prop("engagement_score", str), prop("last_visit", str)))),
+		prop("timeline", arrayOf(anyObject)))
+)

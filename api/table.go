@@ -1,0 +1,525 @@
+package api
+
+import (
+	"flipbook/actors"
+	"flipbook/analytics"
+	"flipbook/ingest"
+)
+
+// Base is the path prefix of the public REST API (spec §1, §9).
+const Base = "/api/v1"
+
+// Scopes of spec §5.5.
+var Scopes = []string{
+	"analytics:read", "books:read", "books:write", "brand:read", "brand:write",
+	"catalogs:read", "catalogs:write", "commerce:read", "commerce:write", "exports:read",
+	"subscribers:read", "subscribers:write", "tracked-links:read", "tracked-links:write",
+	"webhooks:read", "webhooks:write", "workspace:write",
+}
+
+// Limits of the table's parameters (spec §8) that handlers also use.
+const (
+	MaxPageImageChars     = 22020096 // a base64 page image of the editor (spec §8)
+	MaxTemplateItems      = 50       // content items of create-from-template
+	MaxLogoBytes          = 2048 << 10
+	DefaultAnalyticsLimit = 100
+	MaxAnalyticsLimit     = 500
+)
+
+// ExportSources are the values of the analytics export's source parameter.
+var ExportSources = []string{"view_events", "interaction_events"}
+
+// AccessTypes are the access gate's event types (the access-audit export).
+var AccessTypes = []string{ingest.AccessRequested, ingest.AccessGranted, ingest.AccessRejected}
+
+// Shared enums.
+var (
+	animationTypes = []string{"flip", "scroll_view", "slide", "fade", "zoom", "flick-through", "cut"}
+	imageDisplays  = []string{"repeat", "center/cover"}
+	BookSorts      = []string{"name", "-name", "created_at", "-created_at", "updated_at", "-updated_at", "status", "-status"}
+)
+
+// Backend is what runs the operations: one method per operation of the table (package httpapi
+// implements it over the actors, Pebble and DuckDB).
+type Backend interface {
+	ListBooks(*Request) (*Result, error)
+	UploadBook(*Request) (*Result, error)
+	ActiveUploads(*Request) (*Result, error)
+	UploadStatus(*Request) (*Result, error)
+	GetBatch(*Request) (*Result, error)
+	CancelBatch(*Request) (*Result, error)
+	GetBook(*Request) (*Result, error)
+	UpdateBook(*Request) (*Result, error)
+	DeleteBook(*Request) (*Result, error)
+	CreateKonva(*Request) (*Result, error)
+	CreateFromTemplate(*Request) (*Result, error)
+
+	ListSubscribers(*Request) (*Result, error)
+	CreateSubscriber(*Request) (*Result, error)
+	DeleteSubscriber(*Request) (*Result, error)
+	ListEmbedDomains(*Request) (*Result, error)
+	CreateEmbedDomain(*Request) (*Result, error)
+	DeleteEmbedDomain(*Request) (*Result, error)
+
+	GetBrand(*Request) (*Result, error)
+	CreateBrand(*Request) (*Result, error)
+	UpdateBrand(*Request) (*Result, error)
+	ToggleTakeOverBranding(*Request) (*Result, error)
+
+	ListTrackedLinks(*Request) (*Result, error)
+	CreateTrackedLink(*Request) (*Result, error)
+
+	Health(*Request) (*Result, error)
+	Me(*Request) (*Result, error)
+
+	ListViewEvents(*Request) (*Result, error)
+	ListInteractionEvents(*Request) (*Result, error)
+	ListAuditLog(*Request) (*Result, error)
+	PagePerformance(*Request) (*Result, error)
+	BookFlow(*Request) (*Result, error)
+	ListReaders(*Request) (*Result, error)
+	ReaderPages(*Request) (*Result, error)
+	ReadingSessionPages(*Request) (*Result, error)
+	ReaderJourney(*Request) (*Result, error)
+
+	ExportAnalytics(*Request) (*Result, error)
+	ExportAccessAudit(*Request) (*Result, error)
+	ExportAuditLog(*Request) (*Result, error)
+	ExportInteractionEvents(*Request) (*Result, error)
+	ExportLeads(*Request) (*Result, error)
+	ExportPagePerformance(*Request) (*Result, error)
+	ExportReaderPages(*Request) (*Result, error)
+	ExportReaders(*Request) (*Result, error)
+}
+
+// TableOptions are the settings the table's limits depend on.
+type TableOptions struct {
+	MaxUploadBody int // the body cap of uploads and editor books (bytes)
+}
+
+// pathArgs are the tool argument names of path values (spec §4.11).
+var pathArgs = map[string]string{
+	"book": "book_id", "batchId": "batch_id", "batch": "batch_id", "catalog": "catalog_id",
+	"subscription": "subscription_id", "syncJob": "sync_job_id",
+	"subscriber": "subscriber_id", "embedDomain": "embed_domain_id",
+}
+
+// Table is the public operation table (spec §4): every operation under Base, declared once.
+// The REST router, validation, the MCP tools and the OpenAPI document are built from it.
+func Table(b Backend, o TableOptions) []*Operation {
+	ops := []*Operation{
+		// Books (spec §4.1)
+		{ID: "books.list", Method: "GET", Path: "/books", Tool: "books_list", Scope: "books:read", ReadOnly: true,
+			Summary: "List flipbooks, newest first, with cursor pagination.",
+			Params: []Param{
+				Enum("filter[status]", InQuery, "publish", "draft", "schedule"),
+				Str("filter[name]", InQuery, 255).Describe("case-insensitive substring of the name"),
+				Enum("sort", InQuery, BookSorts...),
+				Str("cursor", InQuery, 1024).Describe("meta.next_cursor of the previous page"),
+				Int("limit", InQuery, 1, 200).Describe("books per page (default 50)"),
+			},
+			Response: arrayOf(bookSchema), ResponseMeta: cursorMetaSchema,
+			Handler: b.ListBooks},
+		{ID: "books.upload", Method: "POST", Path: "/books", Tool: "books_upload_pdfs", Scope: "books:write", Write: true, Multipart: true,
+			Status:  202,
+			Summary: "Upload one PDF, Word, Excel, PowerPoint, JPG or PNG file; it is converted in the background.",
+			Params: []Param{
+				{Name: "files", In: InBody, Kind: KFile, Required: true, Desc: "one file part (files or files[])"},
+				Str("original_filename", InBody, 255),
+				Enum("status", InBody, "draft", "publish"),
+				Bool("auto_links_enabled", InBody),
+			},
+			ToolParams: []Param{
+				{Name: "files", In: InTool, Kind: KArray, MaxItems: 1, Items: &Param{Kind: KString},
+					Desc: "the document as base64 (one file per call; a data: URL is accepted)"},
+				{Name: "pdfs", In: InTool, Kind: KArray, MaxItems: 1, Items: &Param{Kind: KString},
+					Desc: "alias of files"},
+			},
+			Response: uploadSchema,
+			MaxBody:  o.MaxUploadBody, Handler: b.UploadBook},
+		{ID: "books.active_upload_status", Method: "GET", Path: "/books/uploads/status/active", Tool: "books_get_active_upload_status",
+			Scope: "books:read", ReadOnly: true, Response: activeUploadsSchema,
+			Summary: "Upload batches still queued or converting (state idle when none).", Handler: b.ActiveUploads},
+		{ID: "books.upload_status", Method: "GET", Path: "/books/uploads/{batchId}/status", Tool: "books_get_upload_status",
+			Scope: "books:read", ReadOnly: true, Summary: "Conversion progress of one upload batch.",
+			Params: []Param{Str("batchId", InPath, 64).Req()}, Response: batchStatusSchema, Handler: b.UploadStatus},
+		{ID: "batches.get", Method: "GET", Path: "/batches/{batchId}", Tool: "books_get_batch", Scope: "books:read", ReadOnly: true,
+			Summary: "An upload batch with its progress and the books it produced.",
+			Params:  []Param{Str("batchId", InPath, 64).Req()}, Response: batchSchema, Handler: b.GetBatch},
+		{ID: "batches.cancel", Method: "DELETE", Path: "/batches/{batchId}", Scope: "books:write", Write: true, Destructive: true,
+			Summary: "Cancel a queued or converting batch; its partial output is removed.",
+			Params:  []Param{Str("batchId", InPath, 64).Req()}, Response: batchSchema, Handler: b.CancelBatch},
+		{ID: "books.get", Method: "GET", Path: "/books/{book}", Tool: "books_get", Scope: "books:read", ReadOnly: true,
+			Summary: "Get one flipbook.",
+			Params:  []Param{Str("book", InPath, 64).Req()}, Response: bookSchema,
+			Handler: b.GetBook},
+		{ID: "books.update", Method: "PUT", Path: "/books/{book}", Tool: "books_update_settings", Scope: "books:write", Write: true,
+			Summary: "Update a flipbook's name, status, dates and settings.",
+			Params:  append([]Param{Str("book", InPath, 64).Req()}, updateBookParams()...), Response: bookSchema,
+			Handler: b.UpdateBook},
+		{ID: "books.delete", Method: "DELETE", Path: "/books/{book}", Scope: "books:write", Write: true, Destructive: true,
+			Summary: "Delete a flipbook and its files.",
+			Params:  []Param{Str("book", InPath, 64).Req()}, Response: messageSchema, ResponseMeta: anyObject,
+			Handler: b.DeleteBook},
+		{ID: "books.create_konva", Method: "POST", Path: "/books/konva", Tool: "books_create_konva", Scope: "books:write", Write: true,
+			Status:  201,
+			Summary: "Create a flipbook from editor canvas content with page images.",
+			Params:  konvaParams(), MaxBody: o.MaxUploadBody, Response: bookSchema,
+			Handler: b.CreateKonva},
+		{ID: "books.create_from_template", Method: "POST", Path: "/books/create-from-template", Tool: "books_create_from_template",
+			Scope: "books:write", Write: true, Status: 201, OpenWorld: true,
+			Summary: "Create a draft flipbook from blog posts, pages or shop products laid out with a template.",
+			Params:  templateParams(), MaxBody: 32 << 20, // 50 items × 2 × 50,000 characters, escaped
+			Response: object(prop("book", bookSchema)),
+			Handler:  b.CreateFromTemplate},
+
+		// Subscribers (spec §4.2)
+		{ID: "subscribers.list", Method: "GET", Path: "/subscribers", Tool: "subscribers_list", Scope: "subscribers:read", ReadOnly: true,
+			Summary: "List the workspace's access-list entries (page-based pagination).",
+			Params: []Param{
+				Int("pagination[per_page]", InQuery, 1, 200), Int("pagination[rowsPerPage]", InQuery, 1, 200),
+				{Name: "pagination[page]", In: InQuery, Kind: KInt, Min: F64(1)},
+				Str("filter", InQuery, 255).Describe("substring of the address, domain or book id"),
+				Enum("type", InQuery, "email", "domain"),
+			},
+			Response: arrayOf(subscriberSchema), ResponseMeta: pageMetaSchema,
+			Handler: b.ListSubscribers},
+		{ID: "subscribers.create", Method: "POST", Path: "/subscribers", Tool: "subscribers_create", Scope: "subscribers:write", Write: true,
+			Summary: "Grant an address or a domain access to a gated flipbook (the first entry turns the email gate on).",
+			Params: []Param{
+				Str("book_id", InBody, 64).Req(),
+				Str("email", InBody, 255).Req().Describe("an address, or a domain for type domain"),
+				Enum("type", InBody, "email", "domain"),
+			},
+			Response: subscriberSchema,
+			Handler:  b.CreateSubscriber},
+		{ID: "subscribers.delete", Method: "DELETE", Path: "/subscribers/{subscriber}", Scope: "subscribers:write", Write: true, Destructive: true,
+			Summary:  "Remove an access-list entry (removing the last turns the email gate off).",
+			Params:   []Param{{Name: "subscriber", In: InPath, Kind: KInt, Required: true, Min: F64(1)}},
+			Response: messageSchema, ResponseMeta: anyObject,
+			Handler: b.DeleteSubscriber},
+
+		// Embed domains (spec §4.3)
+		{ID: "embed_domains.list", Method: "GET", Path: "/books/{book}/embed-domains", Tool: "books_list_embed_domains", Scope: "books:read", ReadOnly: true,
+			Summary: "Sites allowed to embed a flipbook.",
+			Params:  []Param{Str("book", InPath, 64).Req()}, Response: arrayOf(embedDomainSchema), ResponseMeta: anyObject,
+			Handler: b.ListEmbedDomains},
+		{ID: "embed_domains.create", Method: "POST", Path: "/books/{book}/embed-domains", Tool: "books_create_embed_domain", Scope: "books:write", Write: true,
+			Summary:  "Allow a site (and its subdomains) to embed a flipbook; the first entry restricts embedding.",
+			Params:   []Param{Str("book", InPath, 64).Req(), Str("domain", InBody, 255).Req()},
+			Response: embedDomainSchema, ResponseMeta: anyObject,
+			Handler: b.CreateEmbedDomain},
+		{ID: "embed_domains.delete", Method: "DELETE", Path: "/books/{book}/embed-domains/{embedDomain}", Scope: "books:write", Write: true, Destructive: true,
+			Summary:  "Remove an embed domain (removing the last lifts the restriction).",
+			Params:   []Param{Str("book", InPath, 64).Req(), {Name: "embedDomain", In: InPath, Kind: KInt, Required: true, Min: F64(1)}},
+			Response: messageSchema, ResponseMeta: anyObject,
+			Handler: b.DeleteEmbedDomain},
+
+		// Brand (spec §4.6)
+		{ID: "brand.get", Method: "GET", Path: "/brand", Tool: "brand_get", Scope: "brand:read", ReadOnly: true,
+			Summary: "The workspace's brand (null when it has none).", Response: object(prop("brand", nullable(brandSchema))),
+			ResponseMeta: anyObject, Handler: b.GetBrand},
+		{ID: "brand.create", Method: "POST", Path: "/brand", Tool: "brand_create", Scope: "brand:write", Write: true,
+			Multipart: true, MaxBody: MaxLogoBytes + 1<<20, Status: 201,
+			Summary: "Create the workspace's brand: company name, contact, colours, social accounts and a logo (multipart file part `file`).",
+			Params:  brandParams(false), Response: object(prop("brand", brandSchema)),
+			ToolParams: []Param{{Name: "logo_base64", In: InTool, Kind: KString, MaxLen: MaxLogoBytes*4/3 + 64,
+				Desc: "the logo (PNG, JPEG, GIF or WebP) as base64; the REST form sends it as the file part `file`"}},
+			Handler: b.CreateBrand},
+		{ID: "brand.update", Method: "PUT", Path: "/brand", Tool: "brand_update", Scope: "brand:write", Write: true,
+			Multipart: true, MaxBody: MaxLogoBytes + 1<<20,
+			Summary: "Update the brand: fields sent are set (an empty value clears one), others are kept.",
+			Params:  brandParams(true), Response: object(prop("brand", brandSchema)), ResponseMeta: anyObject,
+			ToolParams: []Param{{Name: "logo_base64", In: InTool, Kind: KString, MaxLen: MaxLogoBytes*4/3 + 64,
+				Desc: "a new logo as base64; the REST form sends it as the file part `file`"}},
+			Handler: b.UpdateBrand},
+		{ID: "brand.toggle_take_over", Method: "POST", Path: "/toggle-take-over-branding", Tool: "brand_toggle_take_over_branding",
+			Scope: "brand:write", Write: true,
+			Summary:  "Flip take-over branding: public flipbook pages show the brand instead of the service's.",
+			Response: object(prop("brand", brandSchema)), ResponseMeta: anyObject,
+			Handler: b.ToggleTakeOverBranding},
+
+		// Tracked links (spec §4.9)
+		{ID: "tracked_links.list", Method: "GET", Path: "/books/{book}/tracked-links", Tool: "books_list_tracked_links", Scope: "tracked-links:read", ReadOnly: true,
+			Summary: "A flipbook's tracked links with their slugs and channels.",
+			Params:  []Param{Str("book", InPath, 64).Req()}, Response: arrayOf(trackedLinkSchema),
+			Handler: b.ListTrackedLinks},
+		{ID: "tracked_links.create", Method: "POST", Path: "/books/{book}/tracked-links", Tool: "tracked_links_create", Scope: "tracked-links:write", Write: true,
+			Status:  201,
+			Summary: "Create a tracked link; readers who open it are attributed to it.",
+			Params: []Param{
+				Str("book", InPath, 64).Req(),
+				Str("name", InBody, 255).Req(),
+				Str("slug", InBody, 255).Describe("unique across the service; generated when absent"),
+				Str("channel", InBody, 64),
+				Str("kind", InBody, 64).Describe("default manual"),
+				{Name: "metadata", In: InBody, Kind: KObject, Nullable: true},
+			},
+			Response: trackedLinkSchema,
+			Handler:  b.CreateTrackedLink},
+
+		// General (spec §4.10)
+		{ID: "health", Method: "GET", Path: "/health", Tool: "health_check", Auth: AuthNone, ReadOnly: true,
+			Summary: "Service health.", Response: healthSchema, Handler: b.Health},
+		{ID: "me", Method: "GET", Path: "/me", Tool: "identity_get", ReadOnly: true,
+			Summary: "The authenticated workspace, its plan features and the key's scopes.", Response: meSchema, Handler: b.Me},
+	}
+	ops = append(ops, analyticsOperations(b)...)
+	ops = append(ops, exportOperations(b)...)
+	for _, op := range ops {
+		op.Base = Base
+		for i := range op.Params {
+			if p := &op.Params[i]; p.In == InPath && p.Arg == "" {
+				p.Arg = pathArgs[p.Name]
+			}
+		}
+	}
+	return ops
+}
+
+func updateBookParams() []Param {
+	return []Param{
+		Enum("status", InBody, "draft", "schedule", "publish").Req(),
+		Str("title", InBody, 255).MinLength(1),
+		Str("description", InBody, 50000).Null(),
+		Str("slug", InBody, 255).Null(),
+		Time("published_date", InBody).Null().Describe("a schedule book is published when it passes"),
+		Time("expires_at", InBody).Null().Describe("the book is unpublished when it passes"),
+		Bool("accessibility_enabled", InBody),
+		Bool("allow_fullscreen", InBody),
+		Bool("auto_links_enabled", InBody),
+		Bool("copyright_enabled", InBody),
+		Bool("downloadable_pdf", InBody),
+		Bool("flip_sound", InBody),
+		Bool("made_with_badge_enabled", InBody),
+		Bool("open_fullscreen_by_default", InBody),
+		Bool("share_social_media", InBody),
+		Enum("animation_type", InBody, animationTypes...),
+		Enum("mobile_animation_type", InBody, animationTypes...).Null(),
+		Str("background", InBody, 2048).Null(),
+		Enum("image_display", InBody, imageDisplays...).Null(),
+		Str("magic_link_error_message", InBody, 1000).Null(),
+		Str("magic_link_message", InBody, 1000).Null(),
+		Str("pdf_password", InBody, 255).Null(),
+		Str("pdf_privacy_status", InBody, 50).Null(),
+		Str("watermark", InBody, 2048).Null(),
+		{Name: "domain_lists", In: InBody, Kind: KArray, Nullable: true, Desc: "accepted and ignored: embed domains change through their own operations"},
+		{Name: "eod_lists", In: InBody, Kind: KArray, Nullable: true, Desc: "accepted and ignored: access lists change through the subscribers operations"},
+	}
+}
+
+func konvaParams() []Param {
+	return []Param{
+		Str("title", InBody, 255).Req(),
+		{Name: "canvas", In: InBody, Kind: KObject, Required: true, Props: []Param{
+			Int("width", InBody, 1, 10000).Req(),
+			Int("height", InBody, 1, 10000).Req(),
+			Enum("orientation", InBody, "portrait", "landscape").Req(),
+			{Name: "objects", Kind: KArray, Required: true, MinItems: 1, MaxItems: 250},
+		}},
+		{Name: "page_images", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: 250,
+			Items: &Param{Kind: KString, MaxLen: MaxPageImageChars}, Desc: "base64 page images (PNG, JPEG, GIF or WebP), optionally as data URLs"},
+		Str("thumbnail", InBody, MaxPageImageChars).Null(),
+		Enum("status", InBody, "draft", "publish"),
+		{Name: "settings", In: InBody, Kind: KObject, Props: []Param{
+			Bool("allow_fullscreen", InBody), Bool("auto_links_enabled", InBody),
+			Bool("domains_enabled", InBody), Bool("eod_enabled", InBody), Bool("flip_sound", InBody),
+			Bool("open_fullscreen_by_default", InBody), Bool("share_social_media", InBody),
+			Str("animation_type", InBody, 255), Str("mobile_animation_type", InBody, 255).Null(),
+			Str("image_display", InBody, 255).Null(), Str("background", InBody, 2048).Null(),
+			Str("pdf_password", InBody, 255).Null(), Str("pdf_privacy_status", InBody, 50).Null(),
+		}},
+	}
+}
+
+func templateParams() []Param {
+	// Optional item fields accept null as "absent": WordPress and WooCommerce exports send null
+	// for missing authors, images and prices.
+	str := func(name string, maxLen int) Param { return Str(name, InBody, maxLen).Null() }
+	uri := func(name string) Param { return Str(name, InBody, 2048).WithFormat("uri").Null() }
+	item := Param{Kind: KObject, Props: []Param{
+		Str("id", InBody, 0).Req().Describe("the item's id on the source site"),
+		Str("title", InBody, 500).Req(),
+		str("author", 255),
+		{Name: "categories", In: InBody, Kind: KArray, MaxItems: 20, Nullable: true,
+			Items: &Param{Kind: KString, MaxLen: 255}},
+		str("content", 50000).Describe("HTML allowed; tags are stripped"),
+		str("currency", 10),
+		str("date", 100),
+		str("description", 50000).Describe("HTML allowed; tags are stripped"),
+		str("excerpt", 5000),
+		{Name: "gallery", In: InBody, Kind: KArray, MaxItems: 20, Nullable: true,
+			Items: &Param{Kind: KString, MaxLen: 2048, Format: "uri"}},
+		uri("image"),
+		str("price", 0), str("regular_price", 0), str("sale_price", 0),
+		str("short_description", 5000),
+		str("sku", 255),
+		str("stock_status", 100),
+		str("type", 50),
+		uri("url"),
+	}}
+	return []Param{
+		Enum("source", InBody, "wordpress", "woocommerce").Req(),
+		Enum("source_type", InBody, "posts", "pages", "products").Req().
+			Describe("wordpress uses posts or pages; woocommerce uses products"),
+		Int("template_id", InBody, 1, 0).Null().
+			Describe("a template of GET /templates; null or absent: the default template for source_type"),
+		{Name: "content", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: MaxTemplateItems,
+			Items: &item, Desc: "the posts, pages or products, in page order"},
+		{Name: "metadata", In: InBody, Kind: KObject, Nullable: true, Desc: "the site the content comes from",
+			Props: []Param{
+				str("currency", 10),
+				str("currency_symbol", 20),
+				str("site_name", 255),
+				uri("site_url"),
+			}},
+	}
+}
+
+func brandParams(update bool) []Param {
+	company := Str("company_name", InBody, 255).MinLength(1)
+	if !update {
+		company = company.Req()
+	}
+	ps := []Param{
+		company,
+		Str("about_brand", InBody, 5000),
+		Str("contact_number", InBody, 64),
+		Str("facebook", InBody, 255),
+		Str("google_analytics", InBody, 64).Describe("Google Analytics measurement id, e.g. G-XXXXXXX"),
+		Str("instagram", InBody, 255),
+		Str("linkedin", InBody, 255),
+		Str("pinterest", InBody, 255),
+		Str("primary_color", InBody, 7).Describe("CSS hex colour, #rgb or #rrggbb"),
+		Str("secondary_color", InBody, 7).Describe("CSS hex colour, #rgb or #rrggbb"),
+		Str("tertiary_color", InBody, 7).Describe("CSS hex colour, #rgb or #rrggbb"),
+		Str("twitter", InBody, 255),
+		Str("youtube", InBody, 255),
+		Str("website_url", InBody, 2048).WithFormat("uri"),
+		{Name: "file", In: InBody, Kind: KFile, MaxItems: 1, Desc: "logo: PNG, JPEG, GIF or WebP, at most 2048 KB"},
+	}
+	if update {
+		ps = append([]Param{{Name: "id", In: InBody, Kind: KInt, Required: true, Min: F64(1)}}, ps...)
+	}
+	return ps
+}
+
+// Parameter constructors shared by the analytics operations and the exports.
+func pBookID() Param { return Str("book_id", InQuery, 64).Req() }
+func pDate() Param {
+	return Str("date", InQuery, 22).Describe("YYYY-MM-DD or YYYY-MM-DD..YYYY-MM-DD (UTC days, inclusive)")
+}
+func pTrackedLinkID() Param { return Int("tracked_link_id", InQuery, 1, 1<<53) }
+func pViewerID() Param      { return Int("viewer_id", InQuery, 1, 1<<53) }
+func pSessionID() Param     { return Str("session_id", InQuery, 255) }
+func pPageNumber() Param    { return Int("page_number", InQuery, 1, 100000) }
+func pLimit() Param         { return Int("limit", InQuery, 1, MaxAnalyticsLimit) }
+func pCursor() Param        { return Str("cursor", InQuery, 512) }
+func pAnon() Param {
+	return Bool("include_anonymous", InQuery).Describe("also readers without an address (anonymous sessions); default false")
+}
+func pReaderSort() Param {
+	return Enum("sort", InQuery, analytics.SortRecent, analytics.SortEngagement).
+		Describe("recent (default): latest activity first; engagement: highest score first")
+}
+
+// analyticsOperations are the operations of spec §4.4.
+func analyticsOperations(b Backend) []*Operation {
+	op := func(id, path, tool, summary string, params []Param, resp, meta any, h Handler) *Operation {
+		return &Operation{ID: "analytics." + id, Method: "GET", Path: "/analytics/" + path, Tool: tool,
+			Scope: "analytics:read", Plan: actors.PlanCompany, ReadOnly: true, Summary: summary, Params: params,
+			Response: schemaOf(resp), ResponseMeta: schemaOf(meta), Handler: h}
+	}
+	return []*Operation{
+		op("book_view_events", "book-view-events", "analytics_list_book_view_events",
+			"View events of a flipbook: one per reading session with its measures, newest first.",
+			[]Param{pBookID(), pDate(), pLimit(), pCursor(), Str("source_host", InQuery, 255), pViewerID(), pTrackedLinkID()},
+			arrayOf(viewEventSchema), cursorMetaSchema, b.ListViewEvents),
+		op("interaction_events", "interaction-events", "analytics_list_interaction_events",
+			"Raw interaction events of a flipbook, newest first.",
+			[]Param{pBookID(), pViewerID(), Enum("event_type", InQuery, ingest.InteractionTypes...), pPageNumber(),
+				pSessionID(), pDate(), pTrackedLinkID(), pLimit(), pCursor()},
+			arrayOf(interactionEventSchema), cursorMetaSchema, b.ListInteractionEvents),
+		op("audit_log", "audit-log", "analytics_list_audit_log",
+			"The flipbook's audit log (access attempts, downloads, clicks, forms), oldest first.",
+			[]Param{pBookID(), pViewerID(), Enum("event_type", InQuery, analytics.AuditTypes...), pDate(), pTrackedLinkID(),
+				pLimit(), pCursor()},
+			arrayOf(auditEventSchema), cursorMetaSchema, b.ListAuditLog),
+		op("page_performance", "page-performance", "analytics_list_page_performance",
+			"Per-page engagement of a flipbook: unique readers, active time (total, per reader, per segment, median) and segments, one row per page.",
+			[]Param{pBookID(), pDate(), pTrackedLinkID()},
+			arrayOf(pageSummarySchema), nil, b.PagePerformance),
+		op("book_flow", "book-flow", "analytics_get_book_flow",
+			"How readers move through a flipbook: page-to-page transitions, reach rate and drop-off per page, download and link-click totals.",
+			[]Param{pBookID(), pDate(), pTrackedLinkID()},
+			anyObject, nil, b.BookFlow),
+		op("readers", "readers", "analytics_list_readers",
+			"One summary per reader of a flipbook (sessions, time spent, pages, downloads, link clicks, engagement); identified readers unless include_anonymous.",
+			[]Param{pBookID(), pViewerID(), pSessionID(), pAnon(), pDate(), pReaderSort(), pTrackedLinkID(), pLimit(), pCursor()},
+			arrayOf(anyObject), cursorMetaSchema, b.ListReaders),
+		op("reader_pages", "reader-pages", "analytics_list_reader_pages",
+			"Per-reader, per-page engagement of a flipbook (identified readers unless include_anonymous or session_id).",
+			[]Param{pBookID(), pViewerID(), pSessionID(), pDate(), pTrackedLinkID(), pPageNumber(), pAnon()},
+			arrayOf(readerPageSchema), nil, b.ReaderPages),
+		op("reading_session_pages", "reading-session-pages", "analytics_list_reading_session_pages",
+			"Per-page breakdown of one reading session (data) with its view event (meta).",
+			[]Param{pBookID(), Int("view_event_id", InQuery, 1, 1<<62).Req().Describe("the id of a view event (book-view-events)")},
+			arrayOf(anyObject), anyObject, b.ReadingSessionPages),
+		op("reader_journey", "reader-journey", "analytics_get_reader_journey",
+			"One reader's (viewer_id) or one anonymous session's (session_id) activity across every flipbook of the workspace: totals, per book, and a timeline of visits. Exactly one of viewer_id and session_id.",
+			[]Param{pViewerID(), pSessionID(), pDate()},
+			journeySchema, nil, b.ReaderJourney),
+	}
+}
+
+// exportOperations are the operations of spec §4.5: CSV streams. Their tools take the
+// tool-only arguments output_path and output_object_key (the MCP adapter stores the CSV in the
+// workspace's export area instead of returning it inline).
+func exportOperations(b Backend) []*Operation {
+	out := []Param{
+		Str("output_path", InTool, 1024).Describe("store the CSV at this path inside the workspace's export area (relative; .. is refused) and return where it is, instead of the CSV itself"),
+		Str("output_object_key", InTool, 1024).Describe("like output_path, for object-store style keys (the same export area)"),
+	}
+	op := func(id, path, tool, plan, summary string, params []Param, h Handler) *Operation {
+		return &Operation{ID: "exports." + id, Method: "GET", Path: path, Tool: tool, Scope: "exports:read", Plan: plan,
+			ReadOnly: true, CSV: true, Summary: summary, Params: append([]Param{Str("book", InPath, 64).Req()}, params...),
+			ToolParams: out, Handler: h}
+	}
+	company := actors.PlanCompany
+	return []*Operation{
+		op("analytics", "/exports/analytics/{book}", "exports_download_book_analytics_csv", company,
+			"CSV of a flipbook's analytics: its view events (source view_events, the default; one row per reading session) or its interaction events.",
+			[]Param{Enum("source", InQuery, ExportSources...).Describe("view_events (default) or interaction_events"),
+				pDate(), pViewerID(), pTrackedLinkID(), pSessionID(), Str("source_host", InQuery, 255)},
+			b.ExportAnalytics),
+		op("access_audit", "/exports/books/{book}/access-audit", "exports_download_book_access_audit_csv", company,
+			"CSV of a flipbook's access attempts (email gate: requested, granted, rejected), oldest first.",
+			[]Param{pViewerID(), Enum("event_type", InQuery, AccessTypes...), pDate()},
+			b.ExportAccessAudit),
+		op("audit_log", "/exports/books/{book}/audit-log", "exports_download_book_audit_log_csv", company,
+			"CSV of a flipbook's audit log, oldest first (the rows of GET /analytics/audit-log).",
+			[]Param{pViewerID(), Enum("event_type", InQuery, analytics.AuditTypes...), pDate(), pTrackedLinkID()},
+			b.ExportAuditLog),
+		op("interaction_events", "/exports/books/{book}/interaction-events", "exports_download_book_interaction_events_csv", company,
+			"CSV of a flipbook's interaction events, newest first (the rows of GET /analytics/interaction-events).",
+			[]Param{pViewerID(), Enum("event_type", InQuery, ingest.InteractionTypes...), pPageNumber(), pSessionID(),
+				pDate(), pTrackedLinkID()},
+			b.ExportInteractionEvents),
+		op("leads", "/exports/books/{book}/leads", "exports_download_book_leads_csv", "",
+			"CSV of a flipbook's lead form submissions with the form's fields, oldest first.",
+			[]Param{pViewerID(), pSessionID(), pDate(), pTrackedLinkID()},
+			b.ExportLeads),
+		op("page_performance", "/exports/books/{book}/page-performance", "exports_download_book_page_performance_csv", company,
+			"CSV of a flipbook's page performance: one page summary per page (the rows of GET /analytics/page-performance).",
+			[]Param{pDate(), pTrackedLinkID()},
+			b.ExportPagePerformance),
+		op("reader_pages", "/exports/books/{book}/reader-pages", "exports_download_book_reader_pages_csv", company,
+			"CSV of per-reader, per-page engagement (the rows of GET /analytics/reader-pages).",
+			[]Param{pViewerID(), pSessionID(), pDate(), pTrackedLinkID(), pPageNumber(), pAnon()},
+			b.ExportReaderPages),
+		op("readers", "/exports/books/{book}/readers", "exports_download_book_readers_csv", company,
+			"CSV of a flipbook's readers, one summary per reader (the rows of GET /analytics/readers walked fully).",
+			[]Param{pViewerID(), pSessionID(), pAnon(), pDate(), pReaderSort(), pTrackedLinkID()},
+			b.ExportReaders),
+	}
+}

@@ -1,0 +1,298 @@
+package httpapi
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"io"
+	"maps"
+	"math"
+	"mime/multipart"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"flipbook/api"
+)
+
+// The REST adapter: a RequestCtx becomes an api.Input (values copied out of the pooled
+// request), api.Caller.Call runs the operation, and the result becomes status, headers and
+// body. Nothing of authentication, limits, idempotency or validation is decided here.
+
+var (
+	reqJSON  = api.RequestJSON
+	respJSON = api.ResponseJSON
+)
+
+// operations is every operation the service routes: the public table (package api) and this
+// package's own routes outside the public API (admin, reader).
+func (s *Service) operations() []*Operation {
+	ops := api.Table(s, api.TableOptions{MaxUploadBody: s.cfg.MaxBodyBytes})
+	ops = append(ops, s.adminOperations()...)
+	return append(ops, s.readerOperations()...)
+}
+
+// serveOp answers one REST call of op.
+func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *Operation) {
+	reqID := s.requestID(ctx)
+	ctx.Response.Header.Set("X-Request-Id", reqID)
+	in := api.Input{Op: op, Credential: bearer(ctx), IP: ctx.RemoteIP().String(), RequestID: reqID}
+	if in.Credential == "" && op.Auth == AuthKey {
+		in.Credential = string(ctx.QueryArgs().Peek("api_key"))
+	}
+	maxBody := op.MaxBody
+	if maxBody == 0 {
+		maxBody = DefaultMaxJSONBody
+	}
+	if len(ctx.PostBody()) > maxBody {
+		in.Oversize = maxBody
+	}
+	if op.Write {
+		in.IdempotencyKey = string(ctx.Request.Header.Peek("Idempotency-Key"))
+		in.Args.Fingerprint = func() []byte { return requestFingerprint(ctx, op) }
+	}
+	if s.cfg.TrustGeoHeaders && op.Auth == AuthNone {
+		in.Extra = geoFromHeaders(&ctx.Request.Header)
+	}
+	in.Decode = func(a *api.Args) error { return readArgs(ctx, op, a) }
+	res, err := s.caller.Call(ctx, &in)
+	if err != nil {
+		s.writeError(ctx, err.(*Error))
+		return
+	}
+	if res.Rate != nil {
+		setRateHeaders(ctx, *res.Rate)
+	}
+	if res.Stream != nil {
+		s.renderStream(ctx, op, res)
+		return
+	}
+	if res.Replayed {
+		ctx.Response.Header.Set("X-Idempotent-Replay", "true")
+	}
+	ctx.SetStatusCode(res.Status)
+	ctx.SetContentType(res.ContentType)
+	ctx.SetBody(res.Body)
+}
+
+// readArgs collects path, query and body values, copied out of the pooled request.
+func readArgs(ctx *fasthttp.RequestCtx, op *Operation, a *api.Args) error {
+	multipartBody := bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("multipart/form-data"))
+	if op.FastBody != nil && !multipartBody {
+		if params, ok := op.FastBody(ctx.PostBody()); ok {
+			a.Valid = params
+			return nil
+		}
+	}
+	hasBody := false
+	for i := range op.Params {
+		p := &op.Params[i]
+		switch p.In {
+		case InPath:
+			if a.Path == nil {
+				a.Path = make(map[string]string, 2)
+			}
+			if v, ok := ctx.UserValue(p.Name).(string); ok {
+				a.Path[p.Name] = v
+			}
+		case InQuery:
+			if v := ctx.QueryArgs().Peek(p.Name); v != nil {
+				if a.Query == nil {
+					a.Query = make(map[string]string, 4)
+				}
+				a.Query[p.Name] = string(v)
+			}
+		case InBody:
+			hasBody = true
+		}
+	}
+	if !hasBody {
+		return nil
+	}
+	if op.Multipart && multipartBody {
+		form, err := ctx.MultipartForm()
+		if err != nil {
+			return errBadRequest("the multipart/form-data body cannot be read: " + err.Error())
+		}
+		a.Body, a.BodyStrings = formValues(op.Params, form), true
+		return nil
+	}
+	raw := ctx.PostBody()
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	// The body is read as JSON whatever Content-Type says (curl -d sends a form type);
+	// multipart bodies are refused where JSON is expected.
+	if multipartBody {
+		return errBadRequest("this operation takes a JSON body, not multipart/form-data")
+	}
+	var v any
+	if err := reqJSON.Unmarshal(raw, &v); err != nil {
+		return errBadRequest("the body is not valid JSON: " + err.Error())
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return errBadRequest("the body must be a JSON object")
+	}
+	a.Body = m
+	return nil
+}
+
+// formValues collects the body parameters of a multipart form: fields as strings (the first
+// value), files as []*multipart.FileHeader. A field may also be sent as "name[]".
+func formValues(params []Param, form *multipart.Form) map[string]any {
+	out := map[string]any{}
+	for _, p := range params {
+		if p.In != InBody {
+			continue
+		}
+		if p.Kind == KFile {
+			fs := append(append([]*multipart.FileHeader(nil), form.File[p.Name]...), form.File[p.Name+"[]"]...)
+			if len(fs) > 0 {
+				out[p.Name] = fs
+			}
+			continue
+		}
+		vals := form.Value[p.Name]
+		if len(vals) == 0 {
+			vals = form.Value[p.Name+"[]"]
+		}
+		if len(vals) > 0 {
+			out[p.Name] = strings.Clone(vals[0])
+		}
+	}
+	return out
+}
+
+// requestFingerprint identifies "the same request": operation, path and body. A multipart body
+// is fingerprinted by its content (fields, file names and file bytes), not its bytes on the
+// wire: clients choose a new random boundary for every attempt, so a retry of the same upload
+// would otherwise never match.
+func requestFingerprint(ctx *fasthttp.RequestCtx, op *Operation) []byte {
+	h := sha256.New()
+	h.Write([]byte(op.ID))
+	h.Write([]byte{0})
+	h.Write(ctx.Path())
+	h.Write([]byte{0})
+	if op.Multipart && bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("multipart/form-data")) {
+		if form, err := ctx.MultipartForm(); err == nil {
+			hashForm(h, form)
+			return h.Sum(nil)
+		}
+	}
+	h.Write(ctx.PostBody())
+	return h.Sum(nil)
+}
+
+func hashForm(h hash.Hash, form *multipart.Form) {
+	field := func(s string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	for _, k := range slices.Sorted(maps.Keys(form.Value)) {
+		field("v:" + k)
+		for _, v := range form.Value[k] {
+			field(v)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(form.File)) {
+		field("f:" + k)
+		for _, fh := range form.File[k] {
+			field(fh.Filename)
+			fsum := sha256.New()
+			if f, err := fh.Open(); err == nil {
+				_, _ = io.Copy(fsum, f)
+				f.Close()
+			}
+			field(string(fsum.Sum(nil)))
+		}
+	}
+}
+
+func bearer(ctx *fasthttp.RequestCtx) string {
+	h := ctx.Request.Header.Peek("Authorization")
+	if len(h) > 7 && (string(h[:7]) == "Bearer " || string(h[:7]) == "bearer ") {
+		return string(bytes.TrimSpace(h[7:]))
+	}
+	return ""
+}
+
+func setRateHeaders(ctx *fasthttp.RequestCtx, d api.Decision) {
+	h := &ctx.Response.Header
+	h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
+	h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	h.Set("RateLimit-Reset", strconv.Itoa(int(math.Ceil(d.Reset.Seconds()))))
+}
+
+// renderResult writes a success that did not go through Call (the viewer's page list).
+func (s *Service) renderResult(ctx *fasthttp.RequestCtx, res *Result) {
+	body, err := respJSON.Marshal(struct {
+		Data any `json:"data"`
+		Meta any `json:"meta,omitempty"`
+	}{res.Data, res.Meta})
+	if err != nil {
+		s.log.Error("encode response", "err", err)
+		s.writeError(ctx, errInternal())
+		return
+	}
+	ctx.SetStatusCode(res.Status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(body)
+}
+
+type errorBody struct {
+	Message       string              `json:"message"`
+	Type          string              `json:"type"`
+	Details       map[string][]string `json:"details,omitempty"`
+	RequiredScope string              `json:"required_scope,omitempty"`
+	Scopes        []string            `json:"scopes,omitempty"`
+	RequestID     string              `json:"request_id,omitempty"`
+}
+
+type errorEnvelope struct {
+	Error errorBody `json:"error"`
+	// The second layout of spec §7.1, served beside the first for validation errors.
+	Message string              `json:"message,omitempty"`
+	Errors  map[string][]string `json:"errors,omitempty"`
+}
+
+func (s *Service) writeError(ctx *fasthttp.RequestCtx, e *Error) {
+	env := errorEnvelope{Error: errorBody{Message: e.Message, Type: e.Type, Details: e.Details,
+		RequiredScope: e.Required, Scopes: e.Scopes,
+		RequestID: string(ctx.Response.Header.Peek("X-Request-Id"))}}
+	if e.Type == TypeValidation {
+		env.Message, env.Errors = e.Message, e.Details
+	}
+	if e.Rate != nil {
+		setRateHeaders(ctx, *e.Rate)
+	}
+	if e.RetryAfter > 0 {
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	body, _ := respJSON.Marshal(env)
+	ctx.SetStatusCode(e.Status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(body)
+}
+
+// readerOperations are the public routes of readers: the collector and the email gate.
+func (s *Service) readerOperations() []*Operation {
+	return []*Operation{
+		{ID: "reader.collect", Method: "POST", Path: "/collect", Auth: AuthNone, Internal: true,
+			Summary: "Reader events from a viewer (JSON or text/plain for sendBeacon); 202 once durable.",
+			Params:  collectParams(), MaxBody: 1 << 20, FastBody: fastCollect, Handler: s.collect},
+		{ID: "reader.access", Method: "POST", Path: "/view/{book}/access", Auth: AuthNone, Internal: true,
+			Summary: "The email gate: an address on the book's access list gets a reader token.",
+			Params: []Param{
+				api.Str("book", InPath, 64).Req(),
+				api.Str("email", InBody, 255).Req().WithFormat("email"),
+				api.Str("session_id", InBody, 255),
+			},
+			MaxBody: 16 << 10, Handler: s.viewerAccess},
+	}
+}

@@ -193,7 +193,7 @@ func (c *Caller) call(ctx context.Context, in *Input, p *Principal, now time.Tim
 		return res, nil
 	}
 	var v any = envelope{Data: res.Data, Meta: res.Meta}
-	if res.Raw {
+	if op.Bare {
 		v = res.Data
 	}
 	body, err := ResponseJSON.Marshal(v)

@@ -112,6 +112,8 @@ type Operation struct {
 	// text/csv stream rather than the JSON envelope.
 	Status int
 	CSV    bool
+	// Bare operations answer Data itself, without the {data, meta} envelope (health).
+	Bare bool
 	// Response is the schema of the success envelope's data (nil: not described); ResponseMeta
 	// of its meta.
 	Response     *jsonschema.Schema
@@ -209,8 +211,6 @@ type Result struct {
 	// Idempotency-Key (Data and Meta are then nil).
 	Body     []byte
 	Replayed bool
-	// Raw results are rendered without the envelope (health).
-	Raw bool
 	// Rate is the rate-limit state reported with the answer (nil when unlimited).
 	Rate *Decision
 }

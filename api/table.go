@@ -259,7 +259,7 @@ func Table(b Backend, o TableOptions) []*Operation {
 			Handler:  b.CreateTrackedLink},
 
 		// General (spec §4.10)
-		{ID: "health", Method: "GET", Path: "/health", Tool: "health_check", Auth: AuthNone, ReadOnly: true,
+		{ID: "health", Method: "GET", Path: "/health", Tool: "health_check", Auth: AuthNone, ReadOnly: true, Bare: true,
 			Summary: "Service health.", Response: healthSchema, Handler: b.Health},
 		{ID: "me", Method: "GET", Path: "/me", Tool: "identity_get", ReadOnly: true,
 			Summary: "The authenticated workspace, its plan features and the key's scopes.", Response: meSchema, Handler: b.Me},

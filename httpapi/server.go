@@ -24,6 +24,7 @@ import (
 	"flipbook/analytics"
 	"flipbook/api"
 	"flipbook/ingest"
+	"flipbook/mcp"
 	"flipbook/storage"
 )
 
@@ -68,6 +69,11 @@ type Config struct {
 	// AllowPrivateTargets lets the service fetch URLs that resolve to private, loopback or
 	// link-local addresses (template images; later webhooks). Off by default (SSRF).
 	AllowPrivateTargets bool
+	// MCPAllowedOrigins are browser origins (scheme://host[:port]) allowed to call the MCP
+	// endpoint besides the service's own; requests with another Origin get 403.
+	MCPAllowedOrigins []string
+	// MCPPageSize is the number of tools per tools/list page (0 = mcp.DefaultPageSize).
+	MCPPageSize int
 	// TrustGeoHeaders takes readers' locations from the visitor-location headers of an edge in
 	// front of the service (Cloudflare, CloudFront). Off by default: clients could forge them.
 	TrustGeoHeaders bool
@@ -101,9 +107,11 @@ type Service struct {
 	Store  *storage.Store
 	Actors *actors.System
 
-	ops    []*Operation
-	router *router.Router
-	srv    *fasthttp.Server
+	ops     []*Operation
+	mcp     *mcp.Server
+	openapi openAPIDoc
+	router  *router.Router
+	srv     *fasthttp.Server
 
 	caller     *api.Caller
 	limCollect *api.Limiter
@@ -199,6 +207,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	s.consumer.Start()
 	s.ops = s.operations()
+	s.mcp = mcp.New(s.caller, s.ops, mcp.Options{Name: "flipbook", Version: Version,
+		ExportDir: filepath.Join(cfg.DataDir, "exports"), MaxBody: int64(cfg.MaxBodyBytes),
+		AllowedOrigins: cfg.MCPAllowedOrigins, PageSize: cfg.MCPPageSize, PublicHost: publicHost(cfg.PublicURL), Logger: cfg.Logger})
 	s.router = s.buildRouter()
 	s.srv = &fasthttp.Server{
 		Handler:            s.router.Handler,
@@ -368,6 +379,17 @@ func (s *Service) buildRouter() *router.Router {
 		op := op
 		r.Handle(op.Method, op.Base+op.Path, func(ctx *fasthttp.RequestCtx) { s.serveOp(ctx, op) })
 	}
+	serveMCP := func(ctx *fasthttp.RequestCtx) {
+		reqID := s.requestID(ctx)
+		ctx.Response.Header.Set("X-Request-Id", reqID)
+		s.mcp.Serve(ctx, reqID, s.writeError)
+	}
+	for _, m := range []string{"POST", "GET", "DELETE"} {
+		r.Handle(m, mcp.Path, serveMCP)
+	}
+	r.GET(APIBase+"/openapi.json", s.serveOpenAPI)
+	r.GET("/api/docs", s.serveAPIDocs)
+	r.GET("/api/docs/{name}", s.serveAPIDocs)
 	r.GET("/l/{slug}", s.followTrackedLink)
 	r.GET("/view/{book}", s.viewBook)
 	r.GET("/view/{book}/pages", s.viewPages)
@@ -406,6 +428,17 @@ func (s *Service) requestID(ctx *fasthttp.RequestCtx) string {
 		return string(v)
 	}
 	return string(strconv.AppendUint([]byte(s.reqPrefix), s.reqSeq.Add(1), 36))
+}
+
+// publicHost is the host[:port] of the public URL.
+func publicHost(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+	}
+	if i := strings.IndexByte(u, '/'); i >= 0 {
+		u = u[:i]
+	}
+	return u
 }
 
 // bookURLs are the public addresses of a book.

@@ -7,7 +7,7 @@ import (
 )
 
 func (s *Service) Health(r *Request) (*Result, error) {
-	return &Result{Raw: true, Data: map[string]string{
+	return &Result{Data: map[string]string{
 		"status": "ok", "timestamp": r.Now.Format(time.RFC3339), "version": Version,
 	}}, nil
 }

@@ -1,0 +1,299 @@
+package httpapi
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+
+	"flipbook/api"
+)
+
+// The OpenAPI 3.1 document (spec §9), generated from the operation table: every public REST
+// operation with its parameters, request body, response schema, scope, plan and the statuses
+// it can answer. httpapi/openapi_test.go loads it with kin-openapi and checks a real response
+// of every operation against it. /api/docs renders it with a vendored Redoc bundle
+// (httpapi/apidocs, redoc 2.5.1 from npm), so the reference works offline.
+
+//go:embed apidocs/redoc.standalone.js
+var redocJS []byte
+
+// openAPIDoc is the document, built once.
+type openAPIDoc struct {
+	once sync.Once
+	body []byte
+}
+
+func (s *Service) serveOpenAPI(ctx *fasthttp.RequestCtx) {
+	s.openapi.once.Do(func() {
+		b, err := json.MarshalIndent(s.OpenAPI(), "", "  ")
+		if err != nil {
+			panic(err) // maps of strings and schemas always encode
+		}
+		s.openapi.body = b
+	})
+	ctx.Response.Header.Set("Cache-Control", "public, max-age=300")
+	ctx.Response.Header.Set("Access-Control-Allow-Origin", "*")
+	ctx.SetContentType("application/json")
+	ctx.SetBody(s.openapi.body)
+}
+
+func (s *Service) serveAPIDocs(ctx *fasthttp.RequestCtx) {
+	switch name, _ := ctx.UserValue("name").(string); name {
+	case "":
+		ctx.SetContentType("text/html; charset=utf-8")
+		ctx.Response.Header.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' blob:; worker-src 'self' blob:; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:")
+		ctx.SetBodyString(fmt.Sprintf(`<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>Flipbook API reference</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body><redoc spec-url="%s"></redoc><script src="/api/docs/redoc.standalone.js"></script></body></html>
+`, html.EscapeString(APIBase+"/openapi.json")))
+	case "redoc.standalone.js":
+		ctx.SetContentType("application/javascript")
+		ctx.Response.Header.Set("Cache-Control", "public, max-age=86400")
+		ctx.SetBody(redocJS)
+	default:
+		s.writeError(ctx, errNotFound("file"))
+	}
+}
+
+// OpenAPI is the OpenAPI 3.1 document of the public operations.
+func (s *Service) OpenAPI() map[string]any {
+	paths := map[string]map[string]any{}
+	for _, op := range s.ops {
+		if op.Internal || op.Base != APIBase {
+			continue
+		}
+		item := paths[op.Path]
+		if item == nil {
+			item = map[string]any{}
+			paths[op.Path] = item
+		}
+		item[strings.ToLower(op.Method)] = openAPIOperation(op)
+	}
+	scopes := strings.Join(api.Scopes, ", ")
+	return map[string]any{
+		"openapi":           "3.1.0",
+		"jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+		"info": map[string]any{
+			"title":   "Flipbook service public API",
+			"version": Version,
+			"description": "REST API of the flipbook publishing service. Success bodies are `{data, meta}`; errors are " +
+				"`{error: {message, type, details}}` (spec §7). Write operations accept `Idempotency-Key`. " +
+				"The same operations are MCP tools at `/mcp/public-api`.",
+		},
+		"servers":  []any{map[string]any{"url": s.cfg.PublicURL + APIBase}},
+		"security": []any{map[string]any{"bearerAuth": []string{}}},
+		"paths":    paths,
+		"components": map[string]any{
+			"securitySchemes": map[string]any{
+				"bearerAuth": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "API key (wsk_live_… or wsk_test_…)",
+					"description": "An API key of one workspace. Each operation needs the scope its x-scope names (one of " + scopes + ", or *)."},
+				"apiKeyQuery": map[string]any{"type": "apiKey", "in": "query", "name": "api_key",
+					"description": "The key as a query parameter: accepted, but it leaks into logs (spec §5.4)."},
+			},
+			"schemas": map[string]any{"Error": errorSchema},
+			"responses": func() map[string]any {
+				out := map[string]any{}
+				for code, text := range errorResponses {
+					out[fmt.Sprint(code)] = map[string]any{"description": text,
+						"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}}
+				}
+				return out
+			}(),
+		},
+	}
+}
+
+// errorResponses are the error statuses an operation may answer, with their meaning.
+var errorResponses = map[int]string{
+	400: "The body cannot be read (not JSON, or not the expected media type).",
+	401: "Missing, wrong or revoked credentials.",
+	403: "The key lacks the operation's scope (the body lists the key's scopes), or the workspace's plan is below the operation's.",
+	404: "Not found (objects of other workspaces are not found either).",
+	409: "A request with the same Idempotency-Key is still running, or the object's state forbids the change.",
+	413: "The request body is over the operation's limit.",
+	422: "Validation failed: error.details maps each field to its messages.",
+	429: "Rate limit exceeded: wait Retry-After seconds.",
+	500: "Internal error: the request id identifies it in the server log.",
+	503: "The service is busy or stopping: retry shortly.",
+}
+
+var errorSchema = map[string]any{
+	"type": "object", "required": []string{"error"},
+	"properties": map[string]any{
+		"error": map[string]any{"type": "object", "required": []string{"message", "type"},
+			"properties": map[string]any{
+				"message":        map[string]any{"type": "string"},
+				"type":           map[string]any{"type": "string", "description": "stable error type (docs/API.md lists them)"},
+				"details":        map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}},
+				"required_scope": map[string]any{"type": "string"},
+				"scopes":         map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+				"request_id":     map[string]any{"type": "string"},
+			}},
+		"message": map[string]any{"type": "string", "description": "validation errors: the second layout of spec §7.1"},
+		"errors":  map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}},
+	},
+}
+
+func openAPIOperation(op *Operation) map[string]any {
+	o := map[string]any{
+		"operationId": strings.ReplaceAll(op.ID, ".", "_"),
+		"summary":     op.Summary,
+		"tags":        []string{tagOf(op)},
+	}
+	var desc []string
+	if op.Scope != "" {
+		desc = append(desc, "Scope: `"+op.Scope+"`.")
+		o["x-scope"] = op.Scope
+		o["security"] = []any{map[string]any{"bearerAuth": []string{op.Scope}}, map[string]any{"apiKeyQuery": []string{op.Scope}}}
+	}
+	if op.Auth == AuthNone {
+		o["security"] = []any{map[string]any{}}
+		desc = append(desc, "No credentials needed.")
+	} else if op.Scope == "" {
+		desc = append(desc, "Any valid key; no scope needed.")
+	}
+	if op.Plan != "" {
+		desc = append(desc, "Needs the "+op.Plan+" plan or higher.")
+		o["x-plan"] = op.Plan
+	}
+	if op.Tool != "" {
+		desc = append(desc, "MCP tool: `"+op.Tool+"`.")
+		o["x-mcp-tool"] = op.Tool
+	}
+	if op.Write {
+		desc = append(desc, "Accepts `Idempotency-Key`.")
+	}
+	o["description"] = strings.Join(desc, " ")
+
+	var params []any
+	var body []Param
+	for i := range op.Params {
+		p := &op.Params[i]
+		switch p.In {
+		case InPath, InQuery:
+			in := "query"
+			if p.In == InPath {
+				in = "path"
+			}
+			params = append(params, map[string]any{"name": p.Name, "in": in, "required": p.Required || p.In == InPath,
+				"description": p.Desc, "schema": api.ParamSchema(p)})
+		case InBody:
+			body = append(body, *p)
+		}
+	}
+	if op.Write {
+		params = append(params, map[string]any{"name": "Idempotency-Key", "in": "header", "required": false,
+			"description": "a fresh UUID per logical operation; a replay returns the first 2xx response with X-Idempotent-Replay: true (24 hours)",
+			"schema":      map[string]any{"type": "string", "maxLength": MaxIdempotencyKey}})
+	}
+	if len(params) > 0 {
+		o["parameters"] = params
+	}
+	if len(body) > 0 {
+		content := map[string]any{}
+		if op.Multipart {
+			content["multipart/form-data"] = map[string]any{"schema": api.ObjectSchema(body, false)}
+			if !hasRequiredFile(body) {
+				// Without a file to send, the same fields may come as JSON (the brand).
+				content["application/json"] = map[string]any{"schema": api.ObjectSchema(withoutFiles(body), false)}
+			}
+		} else {
+			content["application/json"] = map[string]any{"schema": api.ObjectSchema(body, false)}
+		}
+		o["requestBody"] = map[string]any{"required": anyRequired(body), "content": content}
+	}
+
+	responses := map[string]any{}
+	success := map[string]any{"description": "Success."}
+	switch {
+	case op.CSV:
+		success["content"] = map[string]any{"text/csv": map[string]any{"schema": map[string]any{"type": "string"}}}
+		success["description"] = "The CSV, streamed (Content-Disposition: attachment)."
+	case op.Bare:
+		success["content"] = map[string]any{"application/json": map[string]any{"schema": op.Response}}
+	default:
+		success["content"] = map[string]any{"application/json": map[string]any{"schema": api.Envelope(op)}}
+	}
+	responses[fmt.Sprint(op.SuccessStatus())] = success
+	for _, code := range errorStatuses(op) {
+		responses[fmt.Sprint(code)] = map[string]any{"$ref": fmt.Sprintf("#/components/responses/%d", code)}
+	}
+	o["responses"] = responses
+	return o
+}
+
+// errorStatuses are the error statuses op can answer.
+func errorStatuses(op *Operation) []int {
+	set := map[int]bool{500: true}
+	if op.Auth == AuthKey {
+		set[401], set[403], set[429], set[503] = true, true, true, true
+	}
+	if op.HasBody() {
+		set[400], set[413] = true, true
+	}
+	for i := range op.Params {
+		p := &op.Params[i]
+		if p.In == InPath || p.Name == "book_id" {
+			set[404] = true
+		}
+		set[422] = true
+	}
+	if op.Write {
+		set[409], set[422] = true, true
+	}
+	if op.ID == "brand.update" || op.ID == "brand.toggle_take_over" {
+		set[404] = true
+	}
+	out := make([]int, 0, len(set))
+	for c := range set {
+		out = append(out, c)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func tagOf(op *Operation) string {
+	g, _, _ := strings.Cut(op.ID, ".")
+	switch g {
+	case "health", "me":
+		return "general"
+	case "batches":
+		return "books"
+	}
+	return strings.ReplaceAll(g, "_", " ")
+}
+
+func hasRequiredFile(ps []Param) bool {
+	for _, p := range ps {
+		if p.Kind == KFile && p.Required {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutFiles(ps []Param) []Param {
+	var out []Param
+	for _, p := range ps {
+		if p.Kind != KFile {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func anyRequired(ps []Param) bool {
+	for _, p := range ps {
+		if p.Required {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,206 @@
+// Package mcp is the service's MCP endpoint (spec §1, §4.11): the official MCP Go SDK's
+// Streamable HTTP server, mounted on the fasthttp front end, with one tool per operation of
+// the table (package api) that names a tool. A tool call is api.Caller.Call, as a REST request
+// is, so scopes, plans, limits, idempotency, validation and errors are the same.
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+
+	"flipbook/api"
+)
+
+// Path is where the endpoint is served (spec §1).
+const Path = "/mcp/public-api"
+
+// Defaults of Options.
+const (
+	DefaultPageSize  = 100     // tools per tools/list page
+	DefaultInlineCSV = 1 << 20 // the largest CSV an export tool returns inline (bytes)
+)
+
+// Options configure the endpoint.
+type Options struct {
+	Name, Version string
+	// ExportDir is the root of the workspaces' export areas (output_path of the export tools).
+	ExportDir string
+	// PageSize is the number of tools per tools/list page (DefaultPageSize when 0).
+	PageSize int
+	// InlineCSV is the largest CSV returned inline (DefaultInlineCSV when 0).
+	InlineCSV int
+	// MaxBody caps a request body (bytes).
+	MaxBody int64
+	// AllowedOrigins are the browser origins (scheme://host[:port]) allowed besides the
+	// service's own host; a request with any other Origin header is refused with 403.
+	AllowedOrigins []string
+	// PublicHost is the service's own host (host[:port]) as browsers see it, accepted as Origin.
+	PublicHost string
+	Logger     *slog.Logger
+}
+
+// Server is the MCP endpoint.
+type Server struct {
+	caller  *api.Caller
+	opts    Options
+	log     *slog.Logger
+	server  *sdk.Server
+	http    fasthttp.RequestHandler
+	tools   map[string]*api.Operation
+	origins map[string]bool
+}
+
+// New builds the endpoint over the operations of ops that name a tool.
+func New(caller *api.Caller, ops []*api.Operation, o Options) *Server {
+	if o.PageSize == 0 {
+		o.PageSize = DefaultPageSize
+	}
+	if o.InlineCSV == 0 {
+		o.InlineCSV = DefaultInlineCSV
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	s := &Server{caller: caller, opts: o, log: o.Logger, tools: map[string]*api.Operation{}, origins: map[string]bool{}}
+	for _, origin := range o.AllowedOrigins {
+		s.origins[strings.ToLower(strings.TrimRight(origin, "/"))] = true
+	}
+	s.server = sdk.NewServer(&sdk.Implementation{Name: o.Name, Title: "Flipbook service", Version: o.Version},
+		&sdk.ServerOptions{
+			PageSize: o.PageSize,
+			Instructions: "Tools of a flipbook publishing service: upload documents that become page-turning " +
+				"flipbooks, manage their settings, access lists, embed allowlists, tracked links and branding, " +
+				"and read reader analytics and CSV exports. Every tool acts on the workspace of the API key; " +
+				"each needs the scope of its REST operation. Path values are book_id and batch_id.",
+			Logger: discard(),
+		})
+	for _, op := range ops {
+		if op.Tool == "" || op.Internal {
+			continue
+		}
+		s.tools[op.Tool] = op
+		s.server.AddTool(toolOf(op), s.handler(op))
+	}
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.server },
+		&sdk.StreamableHTTPOptions{
+			// Stateless serves both revisions: 2025-11-25 and older with initialize (no
+			// Mcp-Session-Id is issued: every request carries what it needs), and 2026-07-28
+			// with server/discover and the per-request protocol version. docs/DECISIONS.md.
+			Stateless:           true,
+			JSONResponse:        true,
+			MaxRequestBodyBytes: o.MaxBody,
+			Logger:              discard(),
+			// The Origin check is done here (checkOrigin), for every host, not only loopback.
+			DisableLocalhostProtection: true,
+		})
+	verified := sdkauth.RequireBearerToken(s.verify, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	s.http = fasthttpadaptor.NewFastHTTPHandler(verified)
+	return s
+}
+
+// Tools is the operations served as tools, by tool name.
+func (s *Server) Tools() map[string]*api.Operation { return s.tools }
+
+// principalKey is where verify leaves the caller in the SDK's token info.
+const principalKey = "principal"
+
+// verify resolves the bearer token for the SDK (its TokenInfo reaches every tool call).
+func (s *Server) verify(_ context.Context, token string, r *http.Request) (*sdkauth.TokenInfo, error) {
+	host, _, _ := net.SplitHostPort(r.RemoteAddr)
+	p, aerr := s.caller.Authenticate(token, host)
+	if aerr != nil {
+		if aerr.Status == 401 || aerr.Status == 429 {
+			return nil, sdkauth.ErrInvalidToken
+		}
+		return nil, aerr
+	}
+	return &sdkauth.TokenInfo{Scopes: p.Key.Scopes, UserID: fmt.Sprintf("%d/%s", p.Tenant.Workspace, p.Tenant.Mode),
+		Extra: map[string]any{principalKey: p}}, nil
+}
+
+// Serve answers one request to the endpoint. Credentials and Origin are checked here, in the
+// service's own error envelope, before the SDK sees the request.
+func (s *Server) Serve(ctx *fasthttp.RequestCtx, reqID string, writeError func(*fasthttp.RequestCtx, *api.Error)) {
+	if !s.checkOrigin(ctx) {
+		ctx.Response.Header.Set("Content-Type", "application/json")
+		ctx.SetStatusCode(403)
+		ctx.SetBodyString(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Origin not allowed"}}`)
+		return
+	}
+	tok := bearerToken(ctx)
+	if tok == "" {
+		if k := ctx.QueryArgs().Peek("api_key"); len(k) > 0 {
+			tok = string(k)
+			ctx.Request.Header.Set("Authorization", "Bearer "+tok)
+		}
+	}
+	if _, aerr := s.caller.Authenticate(tok, ctx.RemoteIP().String()); aerr != nil {
+		if aerr.Status == 401 {
+			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="flipbook"`)
+		}
+		writeError(ctx, aerr)
+		return
+	}
+	if string(ctx.Method()) == "GET" || string(ctx.Method()) == "DELETE" {
+		// No server-initiated stream and no sessions to end: say so the JSON-RPC way too.
+		ctx.Response.Header.Set("Allow", "POST")
+		ctx.Response.Header.Set("Content-Type", "application/json")
+		ctx.SetStatusCode(405)
+		ctx.SetBodyString(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"use POST: this endpoint has no SSE stream and no sessions"}}`)
+		return
+	}
+	s.http(ctx)
+}
+
+// checkOrigin refuses browser requests from other sites (DNS rebinding, spec of Streamable
+// HTTP: "Servers MUST validate the Origin header"). Requests without Origin (non-browser
+// clients) pass.
+func (s *Server) checkOrigin(ctx *fasthttp.RequestCtx) bool {
+	o := ctx.Request.Header.Peek("Origin")
+	if len(o) == 0 {
+		return true
+	}
+	origin := strings.ToLower(string(o))
+	if s.origins[origin] {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	host := strings.ToLower(string(ctx.Host()))
+	return u.Host == host || (s.opts.PublicHost != "" && u.Host == strings.ToLower(s.opts.PublicHost))
+}
+
+func bearerToken(ctx *fasthttp.RequestCtx) string {
+	h := string(ctx.Request.Header.Peek("Authorization"))
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// principalOf is the caller verify resolved for this request.
+func principalOf(req *sdk.CallToolRequest) (*api.Principal, error) {
+	if req.Extra == nil || req.Extra.TokenInfo == nil {
+		return nil, errors.New("no credentials reached the tool call")
+	}
+	p, ok := req.Extra.TokenInfo.Extra[principalKey].(*api.Principal)
+	if !ok {
+		return nil, errors.New("no credentials reached the tool call")
+	}
+	return p, nil
+}

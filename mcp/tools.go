@@ -1,0 +1,288 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"mime/multipart"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"flipbook/api"
+)
+
+// IdempotencyKeyArg is the argument that carries an Idempotency-Key on write tools.
+const IdempotencyKeyArg = "idempotency_key"
+
+// toolOf describes op as a tool: its arguments (REST parameters under their tool names, file
+// parts replaced by the tool-only arguments), its output and its hints.
+func toolOf(op *api.Operation) *sdk.Tool {
+	in := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
+	for _, list := range [][]api.Param{op.Params, op.ToolParams} {
+		for i := range list {
+			p := &list[i]
+			if p.Kind == api.KFile {
+				continue
+			}
+			in.Properties[p.ArgName()] = api.ParamSchema(p)
+			if p.Required {
+				in.Required = append(in.Required, p.ArgName())
+			}
+		}
+	}
+	if op.Write {
+		in.Properties[IdempotencyKeyArg] = &jsonschema.Schema{Type: "string", MaxLength: ptr(api.MaxIdempotencyKey),
+			Description: "a fresh UUID per logical operation: a retry with the same key returns the first result instead of acting twice (24 hours)"}
+	}
+	var out *jsonschema.Schema
+	if op.CSV {
+		out = exportSchema
+	} else if op.Response != nil {
+		out = api.Envelope(op)
+	}
+	desc := op.Summary + " REST: " + op.Method + " " + op.Base + op.Path + "."
+	if op.Scope != "" {
+		desc += " Scope " + op.Scope + "."
+	}
+	if op.Plan != "" {
+		desc += " Needs the " + op.Plan + " plan or higher."
+	}
+	if op.CSV {
+		desc += fmt.Sprintf(" Returns the CSV inline up to %s; pass output_path to store a larger one in the workspace's export area.", "1 MiB")
+	}
+	t := &sdk.Tool{Name: op.Tool, Description: desc, InputSchema: in,
+		Annotations: &sdk.ToolAnnotations{
+			Title:           op.Summary,
+			ReadOnlyHint:    op.ReadOnly,
+			DestructiveHint: ptr(op.Destructive),
+			IdempotentHint:  op.Idempotent(),
+			OpenWorldHint:   ptr(op.OpenWorld),
+		}}
+	if out != nil {
+		t.OutputSchema = out
+	}
+	return t
+}
+
+// exportSchema is the structured result of an export tool.
+var exportSchema = &jsonschema.Schema{Type: "object", Required: []string{"data"}, Properties: map[string]*jsonschema.Schema{
+	"data": {Type: "object", Required: []string{"format", "rows", "bytes"}, Properties: map[string]*jsonschema.Schema{
+		"format":     {Type: "string", Description: "csv"},
+		"filename":   {Type: "string"},
+		"rows":       {Type: "integer", Description: "data rows, the header not counted"},
+		"bytes":      {Type: "integer"},
+		"csv":        {Type: "string", Description: "the CSV itself, when no output_path was given"},
+		"path":       {Type: "string", Description: "where the CSV was stored, relative to the workspace's export area"},
+		"object_key": {Type: "string"},
+		"location":   {Type: "string", Description: "the stored file's path on the server"},
+	}},
+}}
+
+// handler is op's tool: arguments → api.Input → Call → result.
+func (s *Server) handler(op *api.Operation) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		p, err := principalOf(req)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		args := map[string]any{}
+		if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
+			if err := api.RequestJSON.Unmarshal(raw, &args); err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "arguments must be a JSON object: " + err.Error()}
+			}
+		}
+		in := api.Input{Op: op, Principal: p, Args: api.Args{Values: map[string]any{}}}
+		if req.Extra != nil {
+			in.RequestID = req.Extra.Header.Get("X-Request-Id")
+		}
+		if aerr := s.bind(op, args, &in); aerr != nil {
+			return toolError(aerr), nil
+		}
+		res, err := s.caller.Call(ctx, &in)
+		if err != nil {
+			ae := err.(*api.Error)
+			if ae.Status >= 500 {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: ae.Message}
+			}
+			return toolError(ae), nil
+		}
+		if res.Stream != nil {
+			return s.export(ctx, p, args, res)
+		}
+		// The envelope the REST body carries, as structured content and as text.
+		return &sdk.CallToolResult{StructuredContent: json.RawMessage(res.Body),
+			Content: []sdk.Content{&sdk.TextContent{Text: string(res.Body)}}}, nil
+	}
+}
+
+// bind moves tool arguments to the call: REST parameters by their tool names, the
+// idempotency key, and tool-only arguments (files as base64). Unknown arguments are refused.
+func (s *Server) bind(op *api.Operation, args map[string]any, in *api.Input) *api.Error {
+	known := map[string]bool{}
+	v := api.Validation{}
+	for i := range op.Params {
+		p := &op.Params[i]
+		known[p.ArgName()] = true
+		if val, ok := args[p.ArgName()]; ok && p.Kind != api.KFile {
+			in.Args.Values[p.Name] = val
+		}
+	}
+	for i := range op.ToolParams {
+		known[op.ToolParams[i].Name] = true
+	}
+	if op.Write {
+		known[IdempotencyKeyArg] = true
+		if k, ok := args[IdempotencyKeyArg]; ok {
+			ks, isStr := k.(string)
+			if !isStr {
+				v.Add(IdempotencyKeyArg, "must be a string")
+			}
+			in.IdempotencyKey = ks
+		}
+	}
+	for name := range args {
+		if !known[name] {
+			v.Add(name, "is not an argument of "+op.Tool)
+		}
+	}
+	for _, fp := range fileParams(op) {
+		b64, name, err := fileArg(args, fp.args)
+		if err != "" {
+			v.Add(fp.args[0], err)
+			continue
+		}
+		if b64 == nil {
+			continue
+		}
+		filename := "upload"
+		if fn, _ := args["original_filename"].(string); fn != "" {
+			filename = fn
+		}
+		fh, ferr := fileHeader(fp.param, filename, b64)
+		if ferr != nil {
+			v.Add(name, ferr.Error())
+			continue
+		}
+		in.Args.Values[fp.param] = []*multipart.FileHeader{fh}
+	}
+	if err := v.Err(); err != nil {
+		return err.(*api.Error)
+	}
+	return nil
+}
+
+// fileParam maps a file part of the REST form to the tool arguments that carry it as base64.
+type fileParam struct {
+	param string   // the KFile parameter
+	args  []string // tool arguments, in order of preference
+}
+
+func fileParams(op *api.Operation) []fileParam {
+	var out []fileParam
+	for i := range op.Params {
+		if op.Params[i].Kind != api.KFile {
+			continue
+		}
+		switch op.Params[i].Name {
+		case "files":
+			out = append(out, fileParam{"files", []string{"files", "pdfs"}})
+		case "file":
+			out = append(out, fileParam{"file", []string{"logo_base64"}})
+		}
+	}
+	return out
+}
+
+// fileArg finds the base64 content among names (a string or a one-element array) and decodes
+// it; nil without error when none was given.
+func fileArg(args map[string]any, names []string) ([]byte, string, string) {
+	for _, name := range names {
+		raw, ok := args[name]
+		if !ok || raw == nil {
+			continue
+		}
+		var s string
+		switch x := raw.(type) {
+		case string:
+			s = x
+		case []any:
+			if len(x) != 1 {
+				return nil, name, "send exactly one file per call"
+			}
+			str, ok := x[0].(string)
+			if !ok {
+				return nil, name, "must be base64 strings"
+			}
+			s = str
+		default:
+			return nil, name, "must be an array of base64 strings"
+		}
+		if i := strings.Index(s, ";base64,"); strings.HasPrefix(s, "data:") && i > 0 {
+			s = s[i+len(";base64,"):]
+		}
+		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
+		if err != nil {
+			if b, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(strings.TrimSpace(s), "=")); err != nil {
+				return nil, name, "is not valid base64"
+			}
+		}
+		return b, name, ""
+	}
+	return nil, "", ""
+}
+
+// fileHeader makes content a multipart file part, the value REST handlers read, by writing
+// and parsing a one-part form (a FileHeader cannot be made otherwise).
+func fileHeader(field, filename string, content []byte) (*multipart.FileHeader, error) {
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	part, err := w.CreateFormFile(field, filename)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := part.Write(content); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	form, err := multipart.NewReader(&buf, w.Boundary()).ReadForm(int64(len(content)) + 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	fs := form.File[field]
+	if len(fs) != 1 {
+		return nil, fmt.Errorf("cannot be read")
+	}
+	return fs[0], nil
+}
+
+type errorJSON struct {
+	Error errorBodyJSON `json:"error"`
+}
+
+type errorBodyJSON struct {
+	Message       string              `json:"message"`
+	Type          string              `json:"type"`
+	Status        int                 `json:"status"`
+	Details       map[string][]string `json:"details,omitempty"`
+	RequiredScope string              `json:"required_scope,omitempty"`
+	Scopes        []string            `json:"scopes,omitempty"`
+	RetryAfter    int                 `json:"retry_after,omitempty"`
+}
+
+// toolError is an API error as a tool result (isError): the REST error envelope, with the
+// status it would have had, as text (structured content is left for successes: clients check
+// it against the tool's outputSchema).
+func toolError(e *api.Error) *sdk.CallToolResult {
+	body, _ := json.Marshal(errorJSON{Error: errorBodyJSON{Message: e.Message, Type: e.Type, Status: e.Status,
+		Details: e.Details, RequiredScope: e.Required, Scopes: e.Scopes, RetryAfter: e.RetryAfter}})
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: string(body)}}}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -365,4 +365,3 @@ func mustJSON(tb testing.TB, v any) string {
 	require.NoError(tb, err)
 	return string(b)
 }
-

@@ -133,9 +133,7 @@ func (s *Server) verify(_ context.Context, token string, r *http.Request) (*sdka
 // service's own error envelope, before the SDK sees the request.
 func (s *Server) Serve(ctx *fasthttp.RequestCtx, reqID string, writeError func(*fasthttp.RequestCtx, *api.Error)) {
 	if !s.checkOrigin(ctx) {
-		ctx.Response.Header.Set("Content-Type", "application/json")
-		ctx.SetStatusCode(403)
-		ctx.SetBodyString(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Origin not allowed"}}`)
+		rpcError(ctx, 403, nil, codeInvalidRequest, "Forbidden: Origin "+string(ctx.Request.Header.Peek("Origin"))+" is not allowed")
 		return
 	}
 	tok := bearerToken(ctx)
@@ -155,9 +153,10 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, reqID string, writeError func(*
 	if string(ctx.Method()) == "GET" || string(ctx.Method()) == "DELETE" {
 		// No server-initiated stream and no sessions to end: say so the JSON-RPC way too.
 		ctx.Response.Header.Set("Allow", "POST")
-		ctx.Response.Header.Set("Content-Type", "application/json")
-		ctx.SetStatusCode(405)
-		ctx.SetBodyString(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"use POST: this endpoint has no SSE stream and no sessions"}}`)
+		rpcError(ctx, 405, nil, codeInvalidRequest, "Method Not Allowed: use POST (this endpoint has no SSE stream and no sessions)")
+		return
+	}
+	if checkMessage(ctx) {
 		return
 	}
 	s.http(ctx)

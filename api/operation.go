@@ -111,7 +111,10 @@ type Operation struct {
 	// Status is the success status (200 when 0); CSV marks an operation whose success is a
 	// text/csv stream rather than the JSON envelope.
 	Status int
-	CSV    bool
+	// OtherStatus is a second success status, 0 for none (subscribers: 200 when the entry
+	// already existed, 201 when it was added).
+	OtherStatus int
+	CSV         bool
 	// Bare operations answer Data itself, without the {data, meta} envelope (health).
 	Bare bool
 	// Response is the schema of the success envelope's data (nil: not described); ResponseMeta

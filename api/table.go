@@ -185,6 +185,7 @@ func Table(b Backend, o TableOptions) []*Operation {
 			Response: arrayOf(subscriberSchema), ResponseMeta: pageMetaSchema,
 			Handler: b.ListSubscribers},
 		{ID: "subscribers.create", Method: "POST", Path: "/subscribers", Tool: "subscribers_create", Scope: "subscribers:write", Write: true,
+			Status: 201, OtherStatus: 200,
 			Summary: "Grant an address or a domain access to a gated flipbook (the first entry turns the email gate on).",
 			Params: []Param{
 				Str("book_id", InBody, 64).Req(),

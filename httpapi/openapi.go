@@ -222,6 +222,9 @@ func openAPIOperation(op *Operation) map[string]any {
 		success["content"] = map[string]any{"application/json": map[string]any{"schema": api.Envelope(op)}}
 	}
 	responses[fmt.Sprint(op.SuccessStatus())] = success
+	if op.OtherStatus != 0 {
+		responses[fmt.Sprint(op.OtherStatus)] = success
+	}
 	for _, code := range errorStatuses(op) {
 		responses[fmt.Sprint(code)] = map[string]any{"$ref": fmt.Sprintf("#/components/responses/%d", code)}
 	}

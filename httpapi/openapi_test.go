@@ -1,0 +1,213 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image/color"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/stretchr/testify/require"
+)
+
+// openAPIChecker sends real requests and checks every response against the served
+// OpenAPI document (status declared, body matching the schema of its status and media type).
+type openAPIChecker struct {
+	h       *harness
+	doc     *openapi3.T
+	router  routers.Router
+	covered map[string]bool
+}
+
+func newOpenAPIChecker(t *testing.T, h *harness) *openAPIChecker {
+	r := h.do(t, "GET", "/api/v1/openapi.json", "", nil)
+	require.Equal(t, 200, r.Status, "served without credentials")
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(r.Body)
+	require.NoError(t, err)
+	require.Equal(t, "3.1.0", doc.OpenAPI)
+	require.NoError(t, doc.Validate(context.Background()), "a valid OpenAPI 3.1 document")
+	router, err := legacy.NewRouter(doc)
+	require.NoError(t, err)
+	return &openAPIChecker{h: h, doc: doc, router: router, covered: map[string]bool{}}
+}
+
+// check sends a request (body: nil, []byte or a JSON value), validates the response and
+// returns it; want is the expected status.
+func (c *openAPIChecker) check(t *testing.T, want int, method, path, key string, body any, headers ...string) *resp {
+	t.Helper()
+	r := c.h.do(t, method, path, key, body, headers...)
+	require.Equal(t, want, r.Status, "%s %s: %s", method, path, r.Body)
+	req, err := http.NewRequest(method, c.h.base+path, nil)
+	require.NoError(t, err)
+	route, params, err := c.router.FindRoute(req)
+	require.NoError(t, err, "%s %s is in the document", method, path)
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+		Status:                 r.Status, Header: r.Header, Body: io.NopCloser(bytes.NewReader(r.Body)),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	require.NoError(t, openapi3filter.ValidateResponse(context.Background(), in), "%s %s %d: %s", method, path, r.Status, r.Body)
+	if r.Status < 300 {
+		c.covered[route.Operation.OperationID] = true
+	}
+	return r
+}
+
+// TestOpenAPIDocumentMatchesResponses checks a real success response of every public
+// operation, and the common error responses, against the served document.
+func TestOpenAPIDocumentMatchesResponses(t *testing.T) {
+	fx := newExportFixture(t)
+	h, key, rid := fx.h, fx.key, fx.rid
+	c := newOpenAPIChecker(t, h)
+	eventually(t, 10*time.Second, func() bool {
+		return len(h.do(t, "GET", "/api/v1/analytics/book-view-events?book_id="+rid, key, nil).list()) >= 3
+	}, "the fixture's sessions are in DuckDB")
+
+	// General.
+	c.check(t, 200, "GET", "/api/v1/health", "", nil)
+	c.check(t, 200, "GET", "/api/v1/me", key, nil)
+
+	// Books and uploads.
+	c.check(t, 200, "GET", "/api/v1/books?limit=5&sort=-created_at", key, nil)
+	c.check(t, 200, "GET", "/api/v1/books/"+rid, key, nil)
+	c.check(t, 200, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "publish", "title": "Renamed"})
+	c.check(t, 201, "POST", "/api/v1/books/konva", key, konvaBody("from the editor", "draft", 1))
+	c.check(t, 201, "POST", "/api/v1/books/create-from-template", key, map[string]any{"source": "wordpress", "source_type": "posts",
+		"content": []any{map[string]any{"id": "1", "title": "Hello", "content": "<p>First post</p>"}}})
+	body, ctype := multipartBody([]filePart{{"files", "cover.png", solidPNG(200, 300, color.RGBA{20, 60, 200, 255})}}, map[string]string{"status": "draft"})
+	up := c.check(t, 202, "POST", "/api/v1/books", key, body, "Content-Type", ctype)
+	batch := up.data()["batch_id"].(string)
+	h.waitBatch(t, key, batch)
+	c.check(t, 200, "GET", "/api/v1/batches/"+batch, key, nil)
+	c.check(t, 200, "GET", "/api/v1/books/uploads/"+batch+"/status", key, nil)
+	c.check(t, 200, "GET", "/api/v1/books/uploads/status/active", key, nil)
+	c.check(t, 409, "DELETE", "/api/v1/batches/"+batch, key, nil)
+	// A batch still queued can be cancelled: hold the conversion workers with big uploads.
+	cancelled := false
+	for i := 0; i < 20 && !cancelled; i++ {
+		body, ctype := multipartBody([]filePart{{"files", "big.png", noisePNG(2400, 3200)}}, nil)
+		b := h.do(t, "POST", "/api/v1/books", key, body, "Content-Type", ctype).data()["batch_id"].(string)
+		r := h.do(t, "DELETE", "/api/v1/batches/"+b, key, nil)
+		if r.Status == 200 {
+			c.covered["batches_cancel"] = true
+			c.check(t, 200, "GET", "/api/v1/batches/"+b, key, nil)
+			cancelled = true
+		}
+	}
+	require.True(t, cancelled, "a queued batch was cancelled")
+
+	// Access lists, embed domains, tracked links.
+	sub := c.check(t, 201, "POST", "/api/v1/subscribers", key, map[string]any{"book_id": rid, "email": "zed@example.com"})
+	c.check(t, 200, "GET", "/api/v1/subscribers?pagination[per_page]=10", key, nil)
+	dom := c.check(t, 200, "POST", "/api/v1/books/"+rid+"/embed-domains", key, map[string]any{"domain": "shop.example.com"})
+	c.check(t, 200, "GET", "/api/v1/books/"+rid+"/embed-domains", key, nil)
+	c.check(t, 201, "POST", "/api/v1/books/"+rid+"/tracked-links", key, map[string]any{"name": "Footer", "channel": "email"})
+	c.check(t, 200, "GET", "/api/v1/books/"+rid+"/tracked-links", key, nil)
+
+	// Brand.
+	c.check(t, 200, "GET", "/api/v1/brand", key, nil)
+	body, ctype = multipartBody([]filePart{{"file", "logo.png", solidPNG(64, 64, color.RGBA{20, 60, 200, 255})}}, map[string]string{"company_name": "Acme", "primary_color": "#112233"})
+	brand := c.check(t, 201, "POST", "/api/v1/brand", key, body, "Content-Type", ctype)
+	id := fmt.Sprint(int64(brand.data()["brand"].(map[string]any)["id"].(float64)))
+	body, ctype = multipartBody(nil, map[string]string{"id": id, "company_name": "Acme Inc"})
+	c.check(t, 200, "PUT", "/api/v1/brand", key, body, "Content-Type", ctype)
+	c.check(t, 200, "POST", "/api/v1/toggle-take-over-branding", key, nil)
+	c.check(t, 200, "GET", "/api/v1/brand", key, nil)
+
+	// Analytics.
+	views := c.check(t, 200, "GET", "/api/v1/analytics/book-view-events?book_id="+rid+"&limit=2", key, nil)
+	viewID := fmt.Sprint(int64(views.list()[0].(map[string]any)["id"].(float64)))
+	c.check(t, 200, "GET", "/api/v1/analytics/interaction-events?book_id="+rid, key, nil)
+	c.check(t, 200, "GET", "/api/v1/analytics/audit-log?book_id="+rid, key, nil)
+	c.check(t, 200, "GET", "/api/v1/analytics/page-performance?book_id="+rid, key, nil)
+	c.check(t, 200, "GET", "/api/v1/analytics/book-flow?book_id="+rid, key, nil)
+	c.check(t, 200, "GET", "/api/v1/analytics/readers?book_id="+rid+"&include_anonymous=true", key, nil)
+	c.check(t, 200, "GET", "/api/v1/analytics/reader-pages?book_id="+rid+"&include_anonymous=true", key, nil)
+	c.check(t, 200, "GET", "/api/v1/analytics/reading-session-pages?book_id="+rid+"&view_event_id="+viewID, key, nil)
+	c.check(t, 200, "GET", fmt.Sprintf("/api/v1/analytics/reader-journey?viewer_id=%d", int64(fx.viewer)), key, nil)
+
+	// Exports.
+	for _, p := range []string{"/exports/analytics/" + rid, "/exports/books/" + rid + "/access-audit", "/exports/books/" + rid + "/audit-log",
+		"/exports/books/" + rid + "/interaction-events", "/exports/books/" + rid + "/leads", "/exports/books/" + rid + "/page-performance",
+		"/exports/books/" + rid + "/reader-pages", "/exports/books/" + rid + "/readers"} {
+		r := c.check(t, 200, "GET", "/api/v1"+p, key, nil)
+		require.True(t, strings.HasPrefix(r.Header.Get("Content-Type"), "text/csv"))
+	}
+
+	// Deletes last.
+	c.check(t, 200, "DELETE", "/api/v1/books/"+rid+"/embed-domains/"+fmt.Sprint(dom.data()["id"]), key, nil)
+	c.check(t, 200, "DELETE", fmt.Sprintf("/api/v1/subscribers/%d", int64(sub.data()["id"].(float64))), key, nil)
+	other := h.konva(t, key, "doomed", "draft")
+	c.check(t, 200, "DELETE", "/api/v1/books/"+other, key, nil)
+
+	// Errors are in the document too.
+	c.check(t, 401, "GET", "/api/v1/books", "", nil)
+	c.check(t, 404, "GET", "/api/v1/books/nope", key, nil)
+	c.check(t, 422, "GET", "/api/v1/books?limit=0", key, nil)
+	c.check(t, 422, "PUT", "/api/v1/books/"+other, key, map[string]any{})
+	c.check(t, 400, "POST", "/api/v1/subscribers", key, "{not json")
+	free := h.workspace(t, "free", "live")
+	c.check(t, 403, "GET", "/api/v1/analytics/page-performance?book_id="+rid, free, nil)
+	readOnly := h.key(t, fx.ws, "live", "books:read")
+	c.check(t, 403, "GET", "/api/v1/subscribers", readOnly, nil)
+
+	// Every public operation was checked with a success.
+	for _, op := range h.svc.Operations() {
+		if op.Internal || op.Base != APIBase {
+			continue
+		}
+		require.True(t, c.covered[strings.ReplaceAll(op.ID, ".", "_")], "a response of %s was checked against the document", op.ID)
+	}
+}
+
+func TestOpenAPIDocumentShape(t *testing.T) {
+	h := newHarness(t, nil)
+	c := newOpenAPIChecker(t, h)
+	doc := c.doc
+	// Parameters keep their bounds and enums; bodies are described for JSON and multipart.
+	list := doc.Paths.Find("/books").Get
+	var limit, sort *openapi3.Parameter
+	for _, p := range list.Parameters {
+		switch p.Value.Name {
+		case "limit":
+			limit = p.Value
+		case "sort":
+			sort = p.Value
+		}
+	}
+	require.NotNil(t, limit)
+	require.EqualValues(t, 200, *limit.Schema.Value.Max)
+	require.Contains(t, sort.Schema.Value.Enum, "-updated_at")
+	upload := doc.Paths.Find("/books").Post
+	require.NotNil(t, upload.RequestBody.Value.Content.Get("multipart/form-data"))
+	require.NotNil(t, doc.Paths.Find("/books/{book}").Put.RequestBody.Value.Content.Get("application/json"))
+	// The bearer scheme, scopes and plans.
+	require.Equal(t, "bearer", doc.Components.SecuritySchemes["bearerAuth"].Value.Scheme)
+	get := doc.Paths.Find("/analytics/page-performance").Get
+	require.Equal(t, "analytics:read", get.Extensions["x-scope"])
+	require.Equal(t, "company", get.Extensions["x-plan"])
+	require.NotNil(t, get.Responses.Status(403))
+	require.NotNil(t, get.Responses.Status(429))
+	// Internal routes and the admin surface are not public.
+	require.Nil(t, doc.Paths.Find("/collect"))
+	for path := range doc.Paths.Map() {
+		require.False(t, strings.HasPrefix(path, "/workspaces"), path)
+	}
+
+	// The reference page and its bundle are served offline.
+	r := h.do(t, "GET", "/api/docs", "", nil)
+	require.Equal(t, 200, r.Status)
+	require.Contains(t, string(r.Body), "/api/v1/openapi.json")
+	r = h.do(t, "GET", "/api/docs/redoc.standalone.js", "", nil)
+	require.Equal(t, 200, r.Status)
+	require.Greater(t, len(r.Body), 100_000)
+}

@@ -89,7 +89,7 @@ type Input struct {
 // buffers: they are handed to actors and stored) and UseNumber (integers stay exact).
 var (
 	RequestJSON  = sonic.Config{UseNumber: true, CopyString: true, ValidateString: true}.Froze()
-	ResponseJSON = sonic.Config{SortMapKeys: true}.Froze()
+	ResponseJSON = sonic.Config{SortMapKeys: true, NoValidateJSONMarshaler: true}.Froze()
 )
 
 // Call runs one operation (DESIGN §4): authentication → rate limits → scope and plan →

@@ -47,12 +47,13 @@ func (r *Report) checkValue(out io.Writer, what string, got float64, op string, 
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, convert, ingest, analytics (or all)")
+	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, mcp, convert, ingest, analytics (or all)")
 	duration := fs.Duration("duration", 10*time.Second, "measured time per load (ingest: default 10m)")
 	warmup := fs.Duration("warmup", 2*time.Second, "warm-up time per load (ingest: default duration/20, 1-30 s)")
 	conns := fs.Int("conns", 32, "concurrent connections (ingest: default 64)")
 	books := fs.Int("books", 100000, "books in the large workspace (rest)")
-	small := fs.Int("small-books", 1000, "books in the small workspace (rest)")
+	small := fs.Int("small-books", 1000, "books in the small workspace (rest; mcp: its one workspace)")
+	mcpSDKOnly := fs.Bool("mcp-sdk-only", false, "mcp: every tools/call through the go-sdk's handler (no fast path)")
 	skipList := fs.Bool("skip-list", false, "rest: measure only the bare handler and GET /books/{book}")
 	pages := fs.Int("pages", 200, "convert: pages of the speed test PDF")
 	bigPages := fs.Int("big-pages", 1000, "convert: pages of the memory test PDF")
@@ -88,7 +89,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var missed []string
 	list := strings.Split(*scenarios, ",")
 	if *scenarios == "all" {
-		list = []string{"rest", "convert", "ingest", "analytics"}
+		list = []string{"rest", "mcp", "convert", "ingest", "analytics"}
 	}
 	for _, sc := range list {
 		var rep *Report
@@ -98,6 +99,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout, "== scenario rest ==")
 			rep, err = Rest(ctx, RestOptions{Books: *books, SmallBooks: *small, Conns: *conns,
 				Warmup: *warmup, Duration: *duration, SkipList: *skipList}, stdout)
+		case "mcp":
+			fmt.Fprintln(stdout, "== scenario mcp ==")
+			rep, err = MCP(ctx, MCPOptions{Books: *small, Conns: *conns, Warmup: *warmup, Duration: *duration, SDKOnly: *mcpSDKOnly}, stdout)
 		case "analytics":
 			fmt.Fprintln(stdout, "== scenario analytics ==")
 			rep, err = Analytics(ctx, AnalyticsOptions{Books: *anBooks, Events: *anEvents, ExportRows: *anExport, Calls: *anCalls}, stdout)

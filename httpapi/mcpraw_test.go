@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -110,4 +111,52 @@ func TestMCPRawJSONRPC(t *testing.T) {
 	require.NoError(t, os.Remove(blobs))
 	require.NoError(t, os.Rename(blobs+".away", blobs))
 	require.Equal(t, -32603.0, rpcCode(t, r), "%s", r.Body)
+}
+
+// TestMCPFastPathMatchesSDK: the tools/call fast path answers exactly what the SDK's handler
+// answers, for results, tool errors and protocol errors, under both revisions.
+func TestMCPFastPathMatchesSDK(t *testing.T) {
+	fast := newHarness(t, nil)
+	key := fast.workspace(t, "company", "live")
+	rid := fast.konva(t, key, "same answers", "draft")
+	type call struct{ body, version string }
+	meta := fmt.Sprintf(newMeta, "2026-07-28")
+	calls := []call{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"books_get","arguments":{"book_id":"` + rid + `"}}}`, "2025-11-25"},
+		{`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"books_get","arguments":{"book_id":"nope"}}}`, ""},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"books_list","arguments":{"limit":"many"}}}`, "2025-06-18"},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"books_get","arguments":[]}}`, "2025-11-25"},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"books_get","arguments":{"book_id":"` + rid + `"},` + meta + `}}`, "2026-07-28"},
+		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"subscribers_list",` + meta + `}}`, "2026-07-28"},
+		{`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"exports_download_book_leads_csv","arguments":{"book_id":"` + rid + `"}}}`, "2025-11-25"},
+	}
+	answers := func(h *harness) []string {
+		var out []string
+		for _, c := range calls {
+			var hdr []string
+			if c.version != "" {
+				hdr = append(hdr, "MCP-Protocol-Version", c.version)
+			}
+			if c.version == "2026-07-28" {
+				var m struct {
+					Params struct{ Name string } `json:"params"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(c.body), &m))
+				hdr = append(hdr, "Mcp-Method", "tools/call", "Mcp-Name", m.Params.Name)
+			}
+			r := h.rpc(t, key, c.body, hdr...)
+			out = append(out, fmt.Sprintf("%d %s", r.Status, r.Body))
+		}
+		return out
+	}
+	got := answers(fast)
+	fast.cfg.MCPSDKOnly = true // the same data and address, every message through the SDK
+	fast.restart(t)
+	want := answers(fast)
+	for i := range calls {
+		gs, gb, _ := strings.Cut(got[i], " ")
+		ws, wb, _ := strings.Cut(want[i], " ")
+		require.Equal(t, ws, gs, "status of %s", calls[i].body)
+		require.JSONEq(t, wb, gb, "body of %s", calls[i].body)
+	}
 }

@@ -72,6 +72,8 @@ type Config struct {
 	// MCPAllowedOrigins are browser origins (scheme://host[:port]) allowed to call the MCP
 	// endpoint besides the service's own; requests with another Origin get 403.
 	MCPAllowedOrigins []string
+	// MCPSDKOnly sends every MCP message through the SDK, tools/call included (mcp.Options).
+	MCPSDKOnly bool
 	// MCPPageSize is the number of tools per tools/list page (0 = mcp.DefaultPageSize).
 	MCPPageSize int
 	// TrustGeoHeaders takes readers' locations from the visitor-location headers of an edge in
@@ -209,7 +211,7 @@ func New(cfg Config) (*Service, error) {
 	s.ops = s.operations()
 	s.mcp = mcp.New(s.caller, s.ops, mcp.Options{Name: "flipbook", Version: Version,
 		ExportDir: filepath.Join(cfg.DataDir, "exports"), MaxBody: int64(cfg.MaxBodyBytes),
-		AllowedOrigins: cfg.MCPAllowedOrigins, PageSize: cfg.MCPPageSize, PublicHost: publicHost(cfg.PublicURL), Logger: cfg.Logger})
+		AllowedOrigins: cfg.MCPAllowedOrigins, PageSize: cfg.MCPPageSize, SDKOnly: cfg.MCPSDKOnly, PublicHost: publicHost(cfg.PublicURL), Logger: cfg.Logger})
 	s.router = s.buildRouter()
 	s.srv = &fasthttp.Server{
 		Handler:            s.router.Handler,

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"flipbook/api"
 )
@@ -25,7 +24,7 @@ import (
 // errTooBig stops an inline export that outgrew the limit.
 var errTooBig = errors.New("export larger than the inline limit")
 
-func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]any, res *api.Result) (*sdk.CallToolResult, error) {
+func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]any, res *api.Result) (toolResult, error) {
 	defer res.Stream.Close()
 	key, keyArg := "", ""
 	for _, name := range []string{"output_path", "output_object_key"} {
@@ -43,7 +42,7 @@ func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]a
 				return toolError(&api.Error{Status: 413, Type: api.TypePayloadTooLarge,
 					Message: fmt.Sprintf("the CSV is larger than %d bytes, the most returned inline: pass output_path to store it in the workspace's export area", s.opts.InlineCSV)}), nil
 			}
-			return nil, fmt.Errorf("export: %w", err)
+			return toolResult{}, fmt.Errorf("export: %w", err)
 		}
 		data["csv"], data["rows"], data["bytes"] = buf.b.String(), cw.rows(), buf.b.Len()
 		return exportResult(data), nil
@@ -55,12 +54,12 @@ func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]a
 	}
 	full := filepath.Join(area, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		return nil, fmt.Errorf("export area: %w", err)
+		return toolResult{}, fmt.Errorf("export area: %w", err)
 	}
 	// Symlinks inside the area must not lead out of it.
 	realArea, err := filepath.EvalSymlinks(area)
 	if err != nil {
-		return nil, fmt.Errorf("export area: %w", err)
+		return toolResult{}, fmt.Errorf("export area: %w", err)
 	}
 	realDir, err := filepath.EvalSymlinks(filepath.Dir(full))
 	if err != nil || !within(realArea, realDir) {
@@ -71,7 +70,7 @@ func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]a
 	}
 	tmp, err := os.CreateTemp(realDir, ".export-*")
 	if err != nil {
-		return nil, fmt.Errorf("export file: %w", err)
+		return toolResult{}, fmt.Errorf("export file: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	cw := &rowCounter{w: tmp}
@@ -86,7 +85,7 @@ func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]a
 		err = os.Rename(tmp.Name(), filepath.Join(realDir, filepath.Base(full)))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("export file: %w", err)
+		return toolResult{}, fmt.Errorf("export file: %w", err)
 	}
 	data["rows"], data["bytes"], data["location"] = cw.rows(), n, filepath.Join(realDir, filepath.Base(full))
 	if keyArg == "output_object_key" {
@@ -124,10 +123,9 @@ func within(root, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-func exportResult(data map[string]any) *sdk.CallToolResult {
+func exportResult(data map[string]any) toolResult {
 	body, _ := json.Marshal(map[string]any{"data": data})
-	return &sdk.CallToolResult{StructuredContent: json.RawMessage(body),
-		Content: []sdk.Content{&sdk.TextContent{Text: string(body)}}}
+	return toolResult{json: body}
 }
 
 // limitedBuffer fails a write past max bytes.

@@ -6,6 +6,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,6 +46,9 @@ type Options struct {
 	// AllowedOrigins are the browser origins (scheme://host[:port]) allowed besides the
 	// service's own host; a request with any other Origin header is refused with 403.
 	AllowedOrigins []string
+	// SDKOnly turns the tools/call fast path off (fast.go): every message goes through the
+	// SDK. For comparing the two in tests and for debugging a client.
+	SDKOnly bool
 	// PublicHost is the service's own host (host[:port]) as browsers see it, accepted as Origin.
 	PublicHost string
 	Logger     *slog.Logger
@@ -59,6 +63,8 @@ type Server struct {
 	http    fasthttp.RequestHandler
 	tools   map[string]*api.Operation
 	origins map[string]bool
+	// serverMeta is the _meta member of 2026-07-28 results (serveFast).
+	serverMeta []byte
 }
 
 // New builds the endpoint over the operations of ops that name a tool.
@@ -76,7 +82,10 @@ func New(caller *api.Caller, ops []*api.Operation, o Options) *Server {
 	for _, origin := range o.AllowedOrigins {
 		s.origins[strings.ToLower(strings.TrimRight(origin, "/"))] = true
 	}
-	s.server = sdk.NewServer(&sdk.Implementation{Name: o.Name, Title: "Flipbook service", Version: o.Version},
+	impl := &sdk.Implementation{Name: o.Name, Title: "Flipbook service", Version: o.Version}
+	info, _ := json.Marshal(impl)
+	s.serverMeta = append(append([]byte(`"_meta":{"io.modelcontextprotocol/serverInfo":`), info...), '}')
+	s.server = sdk.NewServer(impl,
 		&sdk.ServerOptions{
 			PageSize: o.PageSize,
 			Instructions: "Tools of a flipbook publishing service: upload documents that become page-turning " +
@@ -143,7 +152,8 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, reqID string, writeError func(*
 			ctx.Request.Header.Set("Authorization", "Bearer "+tok)
 		}
 	}
-	if _, aerr := s.caller.Authenticate(tok, ctx.RemoteIP().String()); aerr != nil {
+	p, aerr := s.caller.Authenticate(tok, ctx.RemoteIP().String())
+	if aerr != nil {
 		if aerr.Status == 401 {
 			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="flipbook"`)
 		}
@@ -156,7 +166,7 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, reqID string, writeError func(*
 		rpcError(ctx, 405, nil, codeInvalidRequest, "Method Not Allowed: use POST (this endpoint has no SSE stream and no sessions)")
 		return
 	}
-	if checkMessage(ctx) {
+	if (!s.opts.SDKOnly && s.serveFast(ctx, p, reqID)) || checkMessage(ctx) {
 		return
 	}
 	s.http(ctx)

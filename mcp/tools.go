@@ -83,41 +83,67 @@ var exportSchema = &jsonschema.Schema{Type: "object", Required: []string{"data"}
 	}},
 }}
 
-// handler is op's tool: arguments → api.Input → Call → result.
+// handler is op's tool for the SDK's server.
 func (s *Server) handler(op *api.Operation) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		p, err := principalOf(req)
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 		}
-		args := map[string]any{}
-		if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
-			if err := api.RequestJSON.Unmarshal(raw, &args); err != nil {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "arguments must be a JSON object: " + err.Error()}
-			}
-		}
-		in := api.Input{Op: op, Principal: p, Args: api.Args{Values: map[string]any{}}}
+		reqID := ""
 		if req.Extra != nil {
-			in.RequestID = req.Extra.Header.Get("X-Request-Id")
+			reqID = req.Extra.Header.Get("X-Request-Id")
 		}
-		if aerr := s.bind(op, args, &in); aerr != nil {
-			return toolError(aerr), nil
-		}
-		res, err := s.caller.Call(ctx, &in)
+		res, err := s.run(ctx, op, p, req.Params.Arguments, reqID)
 		if err != nil {
-			ae := err.(*api.Error)
-			if ae.Status >= 500 {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: ae.Message}
-			}
-			return toolError(ae), nil
+			return nil, err
 		}
-		if res.Stream != nil {
-			return s.export(ctx, p, args, res)
-		}
-		// The envelope the REST body carries, as structured content and as text.
-		return &sdk.CallToolResult{StructuredContent: json.RawMessage(res.Body),
-			Content: []sdk.Content{&sdk.TextContent{Text: string(res.Body)}}}, nil
+		return res.sdk(), nil
 	}
+}
+
+// toolResult is a tool's answer: JSON that is both the text content and, unless isError, the
+// structured content (the REST body: the {data, meta} envelope, or the error envelope).
+type toolResult struct {
+	json    []byte
+	isError bool
+}
+
+func (r toolResult) sdk() *sdk.CallToolResult {
+	res := &sdk.CallToolResult{IsError: r.isError, Content: []sdk.Content{&sdk.TextContent{Text: string(r.json)}}}
+	if !r.isError {
+		res.StructuredContent = json.RawMessage(r.json)
+	}
+	return res
+}
+
+// run is one tool call: arguments → api.Input → Call → result. Failures of the operation are
+// tool results with isError; a JSON-RPC error is returned for arguments that are not an
+// object (-32602) and for internal failures (-32603).
+func (s *Server) run(ctx context.Context, op *api.Operation, p *api.Principal, raw json.RawMessage, reqID string) (toolResult, error) {
+	args := map[string]any{}
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := api.RequestJSON.Unmarshal(raw, &args); err != nil {
+			return toolResult{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "arguments must be a JSON object: " + err.Error()}
+		}
+	}
+	in := api.Input{Op: op, Principal: p, Args: api.Args{Values: map[string]any{}}, RequestID: reqID}
+	if aerr := s.bind(op, args, &in); aerr != nil {
+		return toolError(aerr), nil
+	}
+	res, err := s.caller.Call(ctx, &in)
+	if err != nil {
+		ae := err.(*api.Error)
+		if ae.Status >= 500 {
+			return toolResult{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: ae.Message}
+		}
+		return toolError(ae), nil
+	}
+	if res.Stream != nil {
+		return s.export(ctx, p, args, res)
+	}
+	// The envelope the REST body carries, as structured content and as text.
+	return toolResult{json: res.Body}, nil
 }
 
 // bind moves tool arguments to the call: REST parameters by their tool names, the
@@ -279,10 +305,10 @@ type errorBodyJSON struct {
 // toolError is an API error as a tool result (isError): the REST error envelope, with the
 // status it would have had, as text (structured content is left for successes: clients check
 // it against the tool's outputSchema).
-func toolError(e *api.Error) *sdk.CallToolResult {
+func toolError(e *api.Error) toolResult {
 	body, _ := json.Marshal(errorJSON{Error: errorBodyJSON{Message: e.Message, Type: e.Type, Status: e.Status,
 		Details: e.Details, RequiredScope: e.Required, Scopes: e.Scopes, RetryAfter: e.RetryAfter}})
-	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: string(body)}}}
+	return toolResult{json: body, isError: true}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -18,6 +18,7 @@ import (
 	"flipbook/actors"
 	"flipbook/analytics"
 	"flipbook/httpapi"
+	"flipbook/mcp"
 )
 
 // envFlag reads a flag's default from the environment (FLIPBOOK_<NAME>), so flags and env vars
@@ -71,6 +72,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	longEdge := num("page-long-edge", 1600, "page image size: pixels of the longer side")
 	private := str("allow-private-targets", "false", "allow fetching URLs on private, loopback and link-local addresses (template images)")
 	geoHdr := str("trust-geo-headers", "false", "take readers' locations from an edge's visitor-location headers (Cloudflare, CloudFront)")
+	mcpOrigins := str("mcp-allowed-origins", "", "comma-separated browser origins (https://app.example) allowed to call the MCP endpoint besides the service's own")
+	mcpPage := num("mcp-page-size", mcp.DefaultPageSize, "tools per page of the MCP tools/list answer")
 	idle := str("book-idle", actors.DefaultBookIdle.String(), "how long an idle book actor lives")
 	grace := str("shutdown-timeout", "30s", "how long shutdown waits for in-flight requests")
 	cpuprofile := str("cpuprofile", "", "write a CPU profile of the service to this file, from start to shutdown")
@@ -103,7 +106,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		MaxBodyBytes: *maxBody, BookIdle: bookIdle, AllowPrivateTargets: allowPrivate,
 		MaxUploadBytes: *maxUpload, ConversionWorkers: *workers, PageLongEdge: *longEdge,
 		RateCollect: *rcol, IngestBacklog: *backlog, AnalyticsMemory: *amem, KafkaBrokers: splitList(*kafka), KafkaTopic: *topic,
-		TrustGeoHeaders: trustGeo,
+		TrustGeoHeaders: trustGeo, MCPAllowedOrigins: splitList(*mcpOrigins), MCPPageSize: *mcpPage,
 	}}, nil
 }
 

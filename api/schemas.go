@@ -99,8 +99,8 @@ var (
 		prop("created_at", dateTime), prop("started_at", dateTime), prop("finished_at", dateTime),
 		prop("cancelled_at", dateTime),
 	)
-	batchStatusSchema   = anyObject
-	activeUploadsSchema = object(prop("state", enumOf("idle", "queued", "processing")), prop("batches", arrayOf(anyObject)))
+	batchStatusSchema   = batchSchema
+	activeUploadsSchema = object(prop("state", enumOf("idle", "queued", "processing")), prop("batches", arrayOf(batchSchema)))
 
 	subscriberSchema = object(prop("id", integer), prop("book_id", str), prop("email", str),
 		prop("type", enumOf("email", "domain")), prop("created_at", dateTime))
@@ -174,6 +174,35 @@ var (
 		prop("segments", integer), prop("avg_active_ms_per_segment", integer), prop("total_active_seconds", number),
 		prop("avg_active_seconds_per_segment", number), prop("viewer_email", str),
 		prop("first_viewed_at", strN), prop("last_viewed_at", strN))
+
+	// readerSummarySchema is a row of the readers operation (spec §4.4: sessions, time spent,
+	// distinct pages, downloads, link clicks).
+	readerSummarySchema = object(
+		prop("id", str), prop("book_id", str), prop("viewer_id", intN), prop("viewer_email", str),
+		prop("session_id", strN), prop("anonymous", boolean), prop("sessions", integer),
+		prop("pages_viewed", integer), prop("total_active_ms", integer), prop("total_active_seconds", number),
+		prop("duration_seconds", integer), prop("downloads", integer), prop("link_clicks", integer),
+		prop("engagement_score", str), prop("first_seen_at", strN), prop("last_seen_at", strN))
+
+	sessionPageSchema = object(
+		prop("id", integer), prop("view_event_id", integer), prop("book_id", str), prop("session_id", str),
+		prop("page_number", integer), prop("visit_order", integer), prop("segments", integer),
+		prop("total_active_ms", integer), prop("total_active_seconds", number))
+
+	countStats = []kv{prop("count", integer), prop("unique_readers", integer)}
+
+	// bookFlowSchema is the book-flow operation's answer.
+	bookFlowSchema = object(
+		prop("book_id", str), prop("page_count", integer), prop("readers", integer),
+		prop("readers_with_page_views", integer), prop("sessions", integer),
+		prop("pages", arrayOf(object(prop("page_number", integer), prop("readers", integer), prop("reach_rate", number),
+			prop("drop_offs", integer), prop("drop_off_rate", number)))),
+		prop("transitions", arrayOf(object(prop("from_page", integer), prop("to_page", integer), prop("count", integer),
+			prop("readers", integer)))),
+		prop("downloads", object(countStats...)),
+		prop("link_clicks", object(append(append([]kv{}, countStats...), prop("top_urls",
+			arrayOf(object(prop("url", str), prop("count", integer), prop("unique_readers", integer)))))...)),
+	)
 
 	journeySchema = object(
 		prop("viewer", object(prop("id", str), prop("email", str))),

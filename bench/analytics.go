@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -79,15 +78,7 @@ func Analytics(ctx context.Context, o AnalyticsOptions, out io.Writer) (*Report,
 	}
 	defer os.RemoveAll(dir)
 	data := filepath.Join(dir, "data")
-	cfg := httpapi.DefaultConfig()
-	cfg.DataDir = data
-	cfg.RateWorkspace, cfg.RateEndpoint, cfg.RateUnauthenticated = 0, 0, 0
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	cfg.Addr = ln.Addr().String()
-	svc, err := httpapi.New(cfg)
+	svc, cfg, err := startService(data, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +90,6 @@ func Analytics(ctx context.Context, o AnalyticsOptions, out io.Writer) (*Report,
 		}
 	}
 	defer stopSvc()
-	go svc.Serve(ln)
 
 	fmt.Fprintf(out, "analytics: generating %d events across %d books (+%d for the export)...\n", o.Events, o.Books, o.ExportRows)
 	t0 := time.Now()

@@ -6,12 +6,15 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"flipbook/httpapi"
 )
 
 // Load is a closed-loop HTTP load: Conns workers each send a request, wait for the answer, and
@@ -117,4 +120,27 @@ func status200(resp *fasthttp.Response) error {
 		return fmt.Errorf("status %d: %.200s", resp.StatusCode(), resp.Body())
 	}
 	return nil
+}
+
+// startService starts a service on dataDir with the rate limits off, listening on a free
+// loopback port; mod may change the config first.
+func startService(dataDir string, mod func(*httpapi.Config)) (*httpapi.Service, httpapi.Config, error) {
+	cfg := httpapi.DefaultConfig()
+	cfg.DataDir = dataDir
+	cfg.RateWorkspace, cfg.RateEndpoint, cfg.RateUnauthenticated = 0, 0, 0
+	if mod != nil {
+		mod(&cfg)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, cfg, err
+	}
+	cfg.Addr = ln.Addr().String()
+	svc, err := httpapi.New(cfg)
+	if err != nil {
+		ln.Close()
+		return nil, cfg, err
+	}
+	go svc.Serve(ln)
+	return svc, cfg, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"os"
 	"time"
 
@@ -40,21 +39,11 @@ func MCP(ctx context.Context, opts MCPOptions, out io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	cfg := httpapi.DefaultConfig()
-	cfg.DataDir = dir
-	cfg.RateWorkspace, cfg.RateEndpoint, cfg.RateUnauthenticated = 0, 0, 0
-	cfg.MCPSDKOnly = opts.SDKOnly
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	cfg.Addr = ln.Addr().String()
-	svc, err := httpapi.New(cfg)
+	svc, cfg, err := startService(dir, func(c *httpapi.Config) { c.MCPSDKOnly = opts.SDKOnly })
 	if err != nil {
 		return nil, err
 	}
 	defer svc.Shutdown(context.Background())
-	go svc.Serve(ln)
 
 	key, _, ids, err := seedWorkspace(svc, "bench-mcp", opts.Books)
 	if err != nil {

@@ -44,20 +44,11 @@ func Rest(ctx context.Context, opts RestOptions, out io.Writer) (*Report, error)
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	cfg := httpapi.DefaultConfig()
-	cfg.DataDir = dir
-	cfg.RateWorkspace, cfg.RateEndpoint, cfg.RateUnauthenticated = 0, 0, 0
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	cfg.Addr = ln.Addr().String()
-	svc, err := httpapi.New(cfg)
+	svc, cfg, err := startService(dir, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer svc.Shutdown(context.Background())
-	go svc.Serve(ln)
 
 	fmt.Fprintf(out, "rest: seeding %d + %d books...\n", opts.Books, opts.SmallBooks)
 	t0 := time.Now()

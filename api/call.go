@@ -192,11 +192,7 @@ func (c *Caller) call(ctx context.Context, in *Input, p *Principal, now time.Tim
 	if res.Stream != nil {
 		return res, nil
 	}
-	var v any = envelope{Data: res.Data, Meta: res.Meta}
-	if op.Bare {
-		v = res.Data
-	}
-	body, err := ResponseJSON.Marshal(v)
+	body, err := encodeResult(op, res)
 	if err != nil {
 		return nil, fmt.Errorf("encode response: %w", err)
 	}
@@ -209,6 +205,21 @@ func (c *Caller) call(ctx context.Context, in *Input, p *Principal, now time.Tim
 		}
 	}
 	return res, nil
+}
+
+// encodeResult renders a result: the {data, meta} envelope, or Data itself for a Bare
+// operation. Data that is already JSON without meta (a cached book) is framed, not encoded.
+func encodeResult(op *Operation, res *Result) ([]byte, error) {
+	if op.Bare {
+		return ResponseJSON.Marshal(res.Data)
+	}
+	if raw, ok := res.Data.(json.RawMessage); ok && res.Meta == nil && len(raw) > 0 {
+		b := make([]byte, 0, len(raw)+10)
+		b = append(b, `{"data":`...)
+		b = append(b, raw...)
+		return append(b, '}'), nil
+	}
+	return ResponseJSON.Marshal(envelope{Data: res.Data, Meta: res.Meta})
 }
 
 type envelope struct {

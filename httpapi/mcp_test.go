@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -364,4 +365,19 @@ func mustJSON(tb testing.TB, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(tb, err)
 	return string(b)
+}
+
+// TestMCPLargeUpload: a file past what the tool call keeps in memory (8 MiB) goes through a
+// temp file and converts like a REST upload.
+func TestMCPLargeUpload(t *testing.T) {
+	h := newHarness(t, nil)
+	key := h.workspace(t, "company", "live")
+	cs := h.mcpSession(t, key, "2025-11-25")
+	big := paddedPNG(t, 9<<20)
+	res, out := callTool(t, cs, "books_upload_pdfs", map[string]any{"pdfs": base64.StdEncoding.EncodeToString(big), "original_filename": "big.png"})
+	require.False(t, res.IsError, "%v", out)
+	batch := out["data"].(map[string]any)["batch_id"].(string)
+	b := h.waitBatch(t, key, batch)
+	require.Equal(t, "completed", b["status"], "%v", b)
+	require.EqualValues(t, len(big), batchFile(b)["size"])
 }

@@ -128,7 +128,13 @@ func (s *Server) run(ctx context.Context, op *api.Operation, p *api.Principal, r
 		}
 	}
 	in := api.Input{Op: op, Principal: p, Args: api.Args{Values: map[string]any{}}, RequestID: reqID}
-	if aerr := s.bind(op, args, &in); aerr != nil {
+	forms, aerr := s.bind(op, args, &in)
+	defer func() {
+		for _, f := range forms {
+			_ = f.RemoveAll() // the temp files of a large decoded upload
+		}
+	}()
+	if aerr != nil {
 		return toolError(aerr), nil
 	}
 	res, err := s.caller.Call(ctx, &in)
@@ -148,7 +154,8 @@ func (s *Server) run(ctx context.Context, op *api.Operation, p *api.Principal, r
 
 // bind moves tool arguments to the call: REST parameters by their tool names, the
 // idempotency key, and tool-only arguments (files as base64). Unknown arguments are refused.
-func (s *Server) bind(op *api.Operation, args map[string]any, in *api.Input) *api.Error {
+func (s *Server) bind(op *api.Operation, args map[string]any, in *api.Input) ([]*multipart.Form, *api.Error) {
+	var forms []*multipart.Form
 	known := map[string]bool{}
 	v := api.Validation{}
 	for i := range op.Params {
@@ -189,17 +196,18 @@ func (s *Server) bind(op *api.Operation, args map[string]any, in *api.Input) *ap
 		if fn, _ := args["original_filename"].(string); fn != "" {
 			filename = fn
 		}
-		fh, ferr := fileHeader(fp.param, filename, b64)
+		fh, form, ferr := fileHeader(fp.param, filename, b64)
 		if ferr != nil {
 			v.Add(name, ferr.Error())
 			continue
 		}
+		forms = append(forms, form)
 		in.Args.Values[fp.param] = []*multipart.FileHeader{fh}
 	}
 	if err := v.Err(); err != nil {
-		return err.(*api.Error)
+		return forms, err.(*api.Error)
 	}
-	return nil
+	return forms, nil
 }
 
 // fileParam maps a file part of the REST form to the tool arguments that carry it as base64.
@@ -263,30 +271,35 @@ func fileArg(args map[string]any, names []string) ([]byte, string, string) {
 }
 
 // fileHeader makes content a multipart file part, the value REST handlers read, by writing
-// and parsing a one-part form (a FileHeader cannot be made otherwise).
-func fileHeader(field, filename string, content []byte) (*multipart.FileHeader, error) {
+// and parsing a one-part form (a FileHeader cannot be made otherwise). Past fileInMemory bytes
+// the part is a temp file, removed with the form (form.RemoveAll) once the call is done.
+func fileHeader(field, filename string, content []byte) (*multipart.FileHeader, *multipart.Form, error) {
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)
 	part, err := w.CreateFormFile(field, filename)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := part.Write(content); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := w.Close(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	form, err := multipart.NewReader(&buf, w.Boundary()).ReadForm(int64(len(content)) + 1<<20)
+	form, err := multipart.NewReader(&buf, w.Boundary()).ReadForm(fileInMemory)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fs := form.File[field]
 	if len(fs) != 1 {
-		return nil, fmt.Errorf("cannot be read")
+		_ = form.RemoveAll()
+		return nil, nil, fmt.Errorf("cannot be read")
 	}
-	return fs[0], nil
+	return fs[0], form, nil
 }
+
+// fileInMemory is the largest decoded file kept in memory for the call.
+const fileInMemory = 8 << 20
 
 type errorJSON struct {
 	Error errorBodyJSON `json:"error"`

@@ -73,9 +73,10 @@ func MCP(ctx context.Context, opts MCPOptions, out io.Writer) (*Report, error) {
 			Request: req, Check: check}.Run(ctx)
 	}
 	rep := &Report{Scenario: "mcp"}
+	authValue, paths := "Bearer "+key, bookPaths(ids)
 	restSt := load(func(w, n int, r *fasthttp.Request) {
-		r.SetRequestURI("/api/v1/books/" + ids[rand.IntN(len(ids))])
-		r.Header.Set("Authorization", "Bearer "+key)
+		r.SetRequestURI(paths[rand.IntN(len(paths))])
+		r.Header.Set("Authorization", authValue)
 	}, status200)
 	rep.line(out, "REST GET /books/{book}              ", restSt)
 	results := map[string]Stats{}
@@ -84,7 +85,7 @@ func MCP(ctx context.Context, opts MCPOptions, out io.Writer) (*Report, error) {
 		st := load(func(w, n int, r *fasthttp.Request) {
 			r.Header.SetMethod("POST")
 			r.SetRequestURI(mcp.Path)
-			r.Header.Set("Authorization", "Bearer "+key)
+			r.Header.Set("Authorization", authValue)
 			r.Header.SetContentType("application/json")
 			r.Header.Set("Accept", "application/json, text/event-stream")
 			r.Header.Set("MCP-Protocol-Version", version)

@@ -10,7 +10,6 @@ package api
 import (
 	"context"
 	"io"
-	"mime/multipart"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -192,12 +191,6 @@ func (r *Request) Str(name string) string { s, _ := r.Params[name].(string); ret
 // Int returns an integer parameter and whether it was given.
 func (r *Request) Int(name string) (int64, bool) { v, ok := r.Params[name].(int64); return v, ok }
 
-// Files returns a file parameter's parts (nil when absent).
-func (r *Request) Files(name string) []*multipart.FileHeader {
-	fs, _ := r.Params[name].([]*multipart.FileHeader)
-	return fs
-}
-
 // Result is a handler's success: status, data and optional meta, rendered as {data, meta};
 // or, with Stream, a body written as it is produced (the CSV exports).
 type Result struct {
@@ -261,14 +254,10 @@ func Enum(name string, in In, values ...string) Param {
 // Time is an RFC 3339 date-time parameter.
 func Time(name string, in In) Param { return Param{Name: name, In: in, Kind: KDateTime} }
 
-func (p Param) Req() Param                    { p.Required = true; return p }
-func (p Param) Null() Param                   { p.Nullable = true; return p }
-func (p Param) Describe(d string) Param       { p.Desc = d; return p }
-func (p Param) MinLength(n int) Param         { p.MinLen = n; return p }
-func (p Param) WithFormat(f string) Param     { p.Format = f; return p }
-func (p Param) Count(min, max int) Param      { p.MinItems, p.MaxItems = min, max; return p }
-func (p Param) AsArg(name string) Param       { p.Arg = name; return p }
-func (p Param) Elements(items Param) Param    { p.Items = &items; return p }
-func (p Param) Properties(ps ...Param) Param  { p.Props = ps; return p }
-func (p Param) OfKind(k Kind) Param           { p.Kind = k; return p }
-func (p Param) Bounds(min, max float64) Param { p.Min, p.Max = F64(min), F64(max); return p }
+// Modifiers, chained on a constructor: Str("title", InBody, 255).Req().Describe("...").
+
+func (p Param) Req() Param                { p.Required = true; return p }
+func (p Param) Null() Param               { p.Nullable = true; return p }
+func (p Param) Describe(d string) Param   { p.Desc = d; return p }
+func (p Param) MinLength(n int) Param     { p.MinLen = n; return p }
+func (p Param) WithFormat(f string) Param { p.Format = f; return p }

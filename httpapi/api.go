@@ -20,15 +20,12 @@ const (
 	InQuery = api.InQuery
 	InBody  = api.InBody
 
-	KString   = api.KString
-	KInt      = api.KInt
-	KNumber   = api.KNumber
-	KBool     = api.KBool
-	KDateTime = api.KDateTime
-	KObject   = api.KObject
-	KArray    = api.KArray
-	KAny      = api.KAny
-	KFile     = api.KFile
+	KString = api.KString
+	KInt    = api.KInt
+	KBool   = api.KBool
+	KObject = api.KObject
+	KArray  = api.KArray
+	KFile   = api.KFile
 
 	AuthKey   = api.AuthKey
 	AuthNone  = api.AuthNone
@@ -38,7 +35,6 @@ const (
 	TypeUnauthenticated     = api.TypeUnauthenticated
 	TypeMissingScope        = api.TypeMissingScope
 	TypePlanRequired        = api.TypePlanRequired
-	TypeForbidden           = api.TypeForbidden
 	TypeNotFound            = api.TypeNotFound
 	TypeMethodNotAllowed    = api.TypeMethodNotAllowed
 	TypeConflict            = api.TypeConflict
@@ -50,9 +46,7 @@ const (
 	TypeUnavailable         = api.TypeUnavailable
 
 	MaxLogoBytes          = api.MaxLogoBytes
-	MaxTemplateItems      = api.MaxTemplateItems
 	MaxPageImageChars     = api.MaxPageImageChars
-	MaxAnalyticsLimit     = api.MaxAnalyticsLimit
 	DefaultAnalyticsLimit = api.DefaultAnalyticsLimit
 	MaxIdempotencyKey     = api.MaxIdempotencyKey
 	DefaultMaxJSONBody    = api.DefaultMaxJSONBody
@@ -64,13 +58,9 @@ var (
 	errInternal   = api.ErrInternal
 	errTooLarge   = api.ErrTooLarge
 	fieldError    = api.FieldError
-	toAPIError    = api.ToError
 	contains      = api.Contains
-	plural        = api.Plural
 
 	// Scopes of spec §5.5.
-	Scopes = api.Scopes
-	// ExportSources are the values of the analytics export's source parameter.
-	ExportSources = api.ExportSources
-	accessTypes   = api.AccessTypes
+	Scopes      = api.Scopes
+	accessTypes = api.AccessTypes
 )

@@ -134,7 +134,8 @@ var (
 
 	meSchema = object(prop("workspace", workspaceSchema), prop("plan", anyObject),
 		prop("key", object(prop("id", integer), prop("name", str))), prop("scopes", arrayOf(str)),
-		prop("mode", enumOf("live", "test")))
+		prop("mode", enumOf("live", "test")),
+		prop("endpoints", object(prop("api", str), prop("mcp", str), prop("openapi", str))))
 
 	location = []kv{prop("country", strN), prop("region", strN), prop("city", strN), prop("latitude", numN), prop("longitude", numN)}
 

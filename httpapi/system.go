@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"flipbook/actors"
+	"flipbook/mcp"
 )
 
 func (s *Service) Health(r *Request) (*Result, error) {
@@ -18,6 +19,14 @@ type meJSON struct {
 	Key       keyInfoJSON   `json:"key"`
 	Scopes    []string      `json:"scopes"`
 	Mode      string        `json:"mode"`
+	Endpoints endpointsJSON `json:"endpoints"`
+}
+
+// endpointsJSON tells a client where the service's faces are.
+type endpointsJSON struct {
+	API     string `json:"api"`
+	MCP     string `json:"mcp"`
+	OpenAPI string `json:"openapi"`
 }
 
 type keyInfoJSON struct {
@@ -33,5 +42,7 @@ func (s *Service) Me(r *Request) (*Result, error) {
 		Key:       keyInfoJSON{ID: p.Key.ID, Name: p.Key.Name},
 		Scopes:    p.Key.Scopes,
 		Mode:      p.Key.Mode.String(),
+		Endpoints: endpointsJSON{API: s.cfg.PublicURL + APIBase, MCP: s.cfg.PublicURL + mcp.Path,
+			OpenAPI: s.cfg.PublicURL + APIBase + "/openapi.json"},
 	}}, nil
 }

@@ -51,6 +51,41 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Type + ": " + e.Message }
 
+type errorBody struct {
+	Message       string              `json:"message"`
+	Type          string              `json:"type"`
+	Status        int                 `json:"status,omitempty"`
+	Details       map[string][]string `json:"details,omitempty"`
+	RequiredScope string              `json:"required_scope,omitempty"`
+	Scopes        []string            `json:"scopes,omitempty"`
+	RetryAfter    int                 `json:"retry_after,omitempty"`
+	RequestID     string              `json:"request_id,omitempty"`
+}
+
+type errorEnvelope struct {
+	Error errorBody `json:"error"`
+	// The second layout of spec §7.1, served beside the first for validation errors.
+	Message string              `json:"message,omitempty"`
+	Errors  map[string][]string `json:"errors,omitempty"`
+}
+
+// Envelope is the error as JSON (spec §7): {"error": {message, type, details, ...}} and, for a
+// validation error, the second layout's message and errors beside it. REST sends it as the
+// body (status and Retry-After go in the response line and headers); an MCP tool result has no
+// such place, so forTool adds status and retry_after to the object.
+func (e *Error) Envelope(requestID string, forTool bool) []byte {
+	env := errorEnvelope{Error: errorBody{Message: e.Message, Type: e.Type, Details: e.Details,
+		RequiredScope: e.Required, Scopes: e.Scopes, RequestID: requestID}}
+	if forTool {
+		env.Error.Status, env.Error.RetryAfter = e.Status, e.RetryAfter
+	}
+	if e.Type == TypeValidation {
+		env.Message, env.Errors = e.Message, e.Details
+	}
+	body, _ := ResponseJSON.Marshal(env) // strings, maps of string lists: always encode
+	return body
+}
+
 // ErrBadRequest is a 400 (a body that cannot be read).
 func ErrBadRequest(msg string) *Error { return &Error{Status: 400, Type: TypeBadRequest, Message: msg} }
 

@@ -245,39 +245,16 @@ func (s *Service) renderResult(ctx *fasthttp.RequestCtx, res *Result) {
 	ctx.SetBody(body)
 }
 
-type errorBody struct {
-	Message       string              `json:"message"`
-	Type          string              `json:"type"`
-	Details       map[string][]string `json:"details,omitempty"`
-	RequiredScope string              `json:"required_scope,omitempty"`
-	Scopes        []string            `json:"scopes,omitempty"`
-	RequestID     string              `json:"request_id,omitempty"`
-}
-
-type errorEnvelope struct {
-	Error errorBody `json:"error"`
-	// The second layout of spec §7.1, served beside the first for validation errors.
-	Message string              `json:"message,omitempty"`
-	Errors  map[string][]string `json:"errors,omitempty"`
-}
-
 func (s *Service) writeError(ctx *fasthttp.RequestCtx, e *Error) {
-	env := errorEnvelope{Error: errorBody{Message: e.Message, Type: e.Type, Details: e.Details,
-		RequiredScope: e.Required, Scopes: e.Scopes,
-		RequestID: string(ctx.Response.Header.Peek("X-Request-Id"))}}
-	if e.Type == TypeValidation {
-		env.Message, env.Errors = e.Message, e.Details
-	}
 	if e.Rate != nil {
 		setRateHeaders(ctx, *e.Rate)
 	}
 	if e.RetryAfter > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	body, _ := respJSON.Marshal(env)
 	ctx.SetStatusCode(e.Status)
 	ctx.SetContentType("application/json")
-	ctx.SetBody(body)
+	ctx.SetBody(e.Envelope(string(ctx.Response.Header.Peek("X-Request-Id")), false))
 }
 
 // readerOperations are the public routes of readers: the collector and the email gate.

@@ -301,27 +301,11 @@ func fileHeader(field, filename string, content []byte) (*multipart.FileHeader, 
 // fileInMemory is the largest decoded file kept in memory for the call.
 const fileInMemory = 8 << 20
 
-type errorJSON struct {
-	Error errorBodyJSON `json:"error"`
-}
-
-type errorBodyJSON struct {
-	Message       string              `json:"message"`
-	Type          string              `json:"type"`
-	Status        int                 `json:"status"`
-	Details       map[string][]string `json:"details,omitempty"`
-	RequiredScope string              `json:"required_scope,omitempty"`
-	Scopes        []string            `json:"scopes,omitempty"`
-	RetryAfter    int                 `json:"retry_after,omitempty"`
-}
-
 // toolError is an API error as a tool result (isError): the REST error envelope, with the
 // status it would have had, as text (structured content is left for successes: clients check
 // it against the tool's outputSchema).
 func toolError(e *api.Error) toolResult {
-	body, _ := json.Marshal(errorJSON{Error: errorBodyJSON{Message: e.Message, Type: e.Type, Status: e.Status,
-		Details: e.Details, RequiredScope: e.Required, Scopes: e.Scopes, RetryAfter: e.RetryAfter}})
-	return toolResult{json: body, isError: true}
+	return toolResult{json: e.Envelope("", true), isError: true}
 }
 
 func ptr[T any](v T) *T { return &v }

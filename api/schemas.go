@@ -39,11 +39,6 @@ func arrayOf(s *jsonschema.Schema) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "array", Items: s}
 }
 
-func schemaOf(v any) *jsonschema.Schema {
-	s, _ := v.(*jsonschema.Schema)
-	return s
-}
-
 func enumOf(values ...string) *jsonschema.Schema {
 	s := &jsonschema.Schema{Type: "string"}
 	for _, v := range values {

@@ -4,6 +4,8 @@ import (
 	"flipbook/actors"
 	"flipbook/analytics"
 	"flipbook/ingest"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Base is the path prefix of the public REST API (spec §1, §9).
@@ -426,10 +428,10 @@ func pReaderSort() Param {
 
 // analyticsOperations are the operations of spec §4.4.
 func analyticsOperations(b Backend) []*Operation {
-	op := func(id, path, tool, summary string, params []Param, resp, meta any, h Handler) *Operation {
+	op := func(id, path, tool, summary string, params []Param, resp, meta *jsonschema.Schema, h Handler) *Operation {
 		return &Operation{ID: "analytics." + id, Method: "GET", Path: "/analytics/" + path, Tool: tool,
 			Scope: "analytics:read", Plan: actors.PlanCompany, ReadOnly: true, Summary: summary, Params: params,
-			Response: schemaOf(resp), ResponseMeta: schemaOf(meta), Handler: h}
+			Response: resp, ResponseMeta: meta, Handler: h}
 	}
 	return []*Operation{
 		op("book_view_events", "book-view-events", "analytics_list_book_view_events",

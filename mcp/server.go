@@ -118,9 +118,6 @@ func New(caller *api.Caller, ops []*api.Operation, o Options) *Server {
 	return s
 }
 
-// Tools is the operations served as tools, by tool name.
-func (s *Server) Tools() map[string]*api.Operation { return s.tools }
-
 // principalKey is where verify leaves the caller in the SDK's token info.
 const principalKey = "principal"
 

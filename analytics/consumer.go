@@ -62,6 +62,10 @@ func WithIdleWait(d time.Duration) ConsumerOption {
 // WithLogger sets where errors are logged (default slog.Default()).
 func WithLogger(l *slog.Logger) ConsumerOption { return func(c *Consumer) { c.logger = l } }
 
+// WithTrimmer makes the consumer report what it stored to trim instead of trimming the log
+// itself (a log shared with other readers trims behind the slowest: ingest.TrimGate).
+func WithTrimmer(trim ingest.Trimmer) ConsumerOption { return func(c *Consumer) { c.trim = trim } }
+
 // withAllocator replaces the Arrow allocator (tests use a checked allocator).
 func withAllocator(m memory.Allocator) ConsumerOption { return func(c *Consumer) { c.mem = m } }
 
@@ -91,6 +95,7 @@ type Stats struct {
 type Consumer struct {
 	db       *DB
 	log      ingest.Log
+	trim     ingest.Trimmer // log.Trim unless WithTrimmer
 	maxBatch int
 	idleWait time.Duration
 	logger   *slog.Logger
@@ -159,6 +164,9 @@ func NewConsumer(ctx context.Context, db *DB, log ingest.Log, opts ...ConsumerOp
 	}
 	for _, f := range opts {
 		f(c)
+	}
+	if c.trim == nil {
+		c.trim = log.Trim
 	}
 	conn, err := db.acquireAppender(ctx)
 	if err != nil {
@@ -623,7 +631,7 @@ func (c *Consumer) store(ctx context.Context, batch []partBatch, recs []ingest.R
 	// Trim is advisory: a failure leaves records that the stored offsets skip anyway, and the
 	// next trim of the partition covers them.
 	for _, b := range batch {
-		if err := c.log.Trim(ctx, b.p, c.next[b.p]); err != nil && ctx.Err() == nil {
+		if err := c.trim(ctx, b.p, c.next[b.p]); err != nil && ctx.Err() == nil {
 			c.logger.Warn("analytics consumer: trim", "partition", b.p, "err", err)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/outbound"
 )
 
 func TestPrivateAddrClassifier(t *testing.T) {
@@ -25,20 +27,20 @@ func TestPrivateAddrClassifier(t *testing.T) {
 		"2001:db8::1", "fec0::1",
 	}
 	for _, s := range blocked {
-		require.False(t, publicAddr(netip.MustParseAddr(s)), "%s must be refused", s)
+		require.False(t, outbound.PublicAddr(netip.MustParseAddr(s)), "%s must be refused", s)
 	}
 	public := []string{"93.184.215.14", "8.8.8.8", "1.1.1.1", "172.32.0.1", "100.128.0.1", "192.169.0.1",
 		"2606:4700:4700::1111", "2a00:1450:4001:80b::200e", "::ffff:8.8.8.8"}
 	for _, s := range public {
-		require.True(t, publicAddr(netip.MustParseAddr(s)), "%s is public", s)
+		require.True(t, outbound.PublicAddr(netip.MustParseAddr(s)), "%s is public", s)
 	}
-	require.False(t, publicAddr(netip.Addr{}))
+	require.False(t, outbound.PublicAddr(netip.Addr{}))
 
 	// The dial hook sees resolved addresses.
-	require.ErrorIs(t, refusePrivate("tcp4", "127.0.0.1:80", nil), ErrBlockedAddress)
-	require.ErrorIs(t, refusePrivate("tcp6", "[::1]:443", nil), ErrBlockedAddress)
-	require.ErrorIs(t, refusePrivate("tcp6", "[fe80::1%eth0]:443", nil), ErrBlockedAddress)
-	require.NoError(t, refusePrivate("tcp4", "8.8.8.8:443", nil))
+	require.ErrorIs(t, outbound.Control("tcp4", "127.0.0.1:80", nil), ErrBlockedAddress)
+	require.ErrorIs(t, outbound.Control("tcp6", "[::1]:443", nil), ErrBlockedAddress)
+	require.ErrorIs(t, outbound.Control("tcp6", "[fe80::1%eth0]:443", nil), ErrBlockedAddress)
+	require.NoError(t, outbound.Control("tcp4", "8.8.8.8:443", nil))
 }
 
 // countingServer answers /ok with body, /r/N with a redirect chain N long ending at /ok.

@@ -67,6 +67,8 @@ type System struct {
 	slugMu sync.Mutex // claims of global tracked-link slugs
 	askID  atomic.Uint64
 	books  atomic.Int64 // live book actors, for tests and metrics
+
+	wh whState // webhook delivery (webhooks.go, webhook_reader.go, webhook_sup.go)
 }
 
 // Start creates the engine and the long-lived actors.
@@ -109,6 +111,7 @@ func Start(store *storage.Store, o Options) (*System, error) {
 // (so it dispatches nothing more), then the workspace actors (each stops its book actors), then
 // the accounts actor. No actor is spawned once Stop has begun.
 func (s *System) Stop() {
+	s.StopWebhooks()
 	// Conversions stop first (a batch being converted stays "processing" and resumes on the
 	// next start); their workers may still be waiting on book actors, which are running.
 	<-s.Engine.Poison(s.conversion).Done()

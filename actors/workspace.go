@@ -94,6 +94,14 @@ func (w *workspace) Receive(c *actor.Context) {
 		c.Respond(result(w.saveBrand(m)))
 	case *ToggleTakeOver:
 		c.Respond(result(w.toggleTakeOver(m)))
+	case *CreateWebhook:
+		c.Respond(result(w.createWebhook(m)))
+	case *UpdateWebhook:
+		c.Respond(result(w.updateWebhook(m)))
+	case *DeleteWebhook:
+		c.Respond(result(w.deleteWebhook(m)))
+	case *deactivateWebhook:
+		w.deactivateWebhook(m)
 	case bookMsg:
 		w.route(c, m)
 	case *bookIdle:

@@ -32,6 +32,7 @@ const (
 	TypeTooManyRequests     = "TooManyRequests"
 	TypeInternal            = "InternalError"
 	TypeUnavailable         = "ServiceUnavailable"
+	TypeDeliveryFailed      = "DeliveryFailed"
 )
 
 // Error is an API error: HTTP status, stable type, message and, for validation, field details.

@@ -113,6 +113,8 @@ type Operation struct {
 	// OtherStatus is a second success status, 0 for none (subscribers: 200 when the entry
 	// already existed, 201 when it was added).
 	OtherStatus int
+	// ExtraErrors are error statuses beyond those derived from the entry (POST /webhooks: 502).
+	ExtraErrors []int
 	CSV         bool
 	// Bare operations answer Data itself, without the {data, meta} envelope (health).
 	Bare bool

@@ -92,6 +92,16 @@ type Backend interface {
 	ExportPagePerformance(*Request) (*Result, error)
 	ExportReaderPages(*Request) (*Result, error)
 	ExportReaders(*Request) (*Result, error)
+
+	ListWebhooks(*Request) (*Result, error)
+	CreateWebhook(*Request) (*Result, error)
+	WebhookOptions(*Request) (*Result, error)
+	WebhookSampleEvents(*Request) (*Result, error)
+	UpdateWebhook(*Request) (*Result, error)
+	DeleteWebhook(*Request) (*Result, error)
+	ListWebhookDeliveries(*Request) (*Result, error)
+	TestWebhook(*Request) (*Result, error)
+	DispatchSample(*Request) (*Result, error)
 }
 
 // TableOptions are the settings the table's limits depend on.
@@ -269,6 +279,7 @@ func Table(b Backend, o TableOptions) []*Operation {
 	}
 	ops = append(ops, analyticsOperations(b)...)
 	ops = append(ops, exportOperations(b)...)
+	ops = append(ops, webhookOperations(b)...)
 	for _, op := range ops {
 		op.Base = Base
 		for i := range op.Params {

@@ -163,6 +163,9 @@ type ingestPartJSON struct {
 	LogEnd    uint64 `json:"log_end"` // offset the next event of the partition gets
 	Stored    uint64 `json:"stored"`  // first offset not yet in DuckDB
 	Lag       uint64 `json:"lag"`     // events durable in the log, not yet queryable
+	// Webhooks is the webhook dispatcher's next offset (-1: not reported since start); the log
+	// is trimmed below the smaller of stored and webhooks.
+	Webhooks int64 `json:"webhooks"`
 }
 
 type ingestConsumerJSON struct {
@@ -187,6 +190,8 @@ type ingestJSON struct {
 	Stored     uint64             `json:"stored"`
 	Lag        uint64             `json:"lag"`
 	Consumer   ingestConsumerJSON `json:"consumer"`
+	// Webhooks counts what the webhook dispatcher did since start.
+	Webhooks actors.WebhookStats `json:"webhooks"`
 }
 
 // adminIngest is GET /admin/v1/ingest: how far the analytics store is behind the event log.
@@ -213,13 +218,18 @@ func (s *Service) adminIngest(r *Request) (*Result, error) {
 	if len(s.cfg.KafkaBrokers) > 0 {
 		out.Log = "kafka"
 	}
+	out.Webhooks = s.Actors.WebhookStats()
+	wpos := s.trimGate.Positions()["webhooks"]
 	for p, end := range ends {
 		var done uint64
 		if p < len(stored) {
 			done = stored[p]
 		}
 		lag := end - min(done, end)
-		out.Partitions[p] = ingestPartJSON{Partition: p, LogEnd: end, Stored: done, Lag: lag}
+		out.Partitions[p] = ingestPartJSON{Partition: p, LogEnd: end, Stored: done, Lag: lag, Webhooks: -1}
+		if p < len(wpos) {
+			out.Partitions[p].Webhooks = wpos[p]
+		}
 		out.LogEnd += end
 		out.Stored += done
 		out.Lag += lag

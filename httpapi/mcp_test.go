@@ -43,14 +43,11 @@ var specTools = []string{
 	"webhooks_test_subscription", "webhooks_dispatch_sample",
 }
 
-// pendingTools are tools whose REST operations later issues build (webhooks: issue 16;
-// catalogs and templates: the catalog issue). Those issues empty this list.
+// pendingTools are tools whose REST operations a later issue builds (catalogs and templates:
+// the catalog issue), which empties this list.
 var pendingTools = []string{
 	"catalogs_list", "catalogs_get", "catalogs_list_items", "catalogs_get_sync_job", "catalogs_list_templates",
 	"catalogs_create", "catalogs_render", "catalogs_bulk_upsert_items", "catalogs_update_item_availability",
-	"webhooks_get_subscription_options", "webhooks_list_sample_events", "webhooks_list_subscriptions",
-	"webhooks_list_subscription_deliveries", "webhooks_create_subscription", "webhooks_update_subscription",
-	"webhooks_test_subscription", "webhooks_dispatch_sample",
 }
 
 // bearerTransport adds the API key to every request of the MCP client.

@@ -120,6 +120,7 @@ var errorResponses = map[int]string{
 	413: "The request body is over the operation's limit.",
 	422: "Validation failed: error.details maps each field to its messages.",
 	429: "Rate limit exceeded: wait Retry-After seconds.",
+	502: "The send to the given URL failed: error.message says why.",
 	500: "Internal error: the request id identifies it in the server log.",
 	503: "The service is busy or stopping: retry shortly.",
 }
@@ -253,6 +254,9 @@ func errorStatuses(op *Operation) []int {
 	}
 	if op.ID == "brand.update" || op.ID == "brand.toggle_take_over" {
 		set[404] = true
+	}
+	for _, c := range op.ExtraErrors {
+		set[c] = true
 	}
 	out := make([]int, 0, len(set))
 	for c := range set {

@@ -143,6 +143,11 @@ func TestOpenAPIDocumentMatchesResponses(t *testing.T) {
 		require.True(t, strings.HasPrefix(r.Header.Get("Content-Type"), "text/csv"))
 	}
 
+	// Webhooks, on a service that may call a loopback receiver.
+	for op := range checkWebhookResponses(t) {
+		c.covered[op] = true
+	}
+
 	// Deletes last.
 	c.check(t, 200, "DELETE", "/api/v1/books/"+rid+"/embed-domains/"+fmt.Sprint(dom.data()["id"]), key, nil)
 	c.check(t, 200, "DELETE", fmt.Sprintf("/api/v1/subscribers/%d", int64(sub.data()["id"].(float64))), key, nil)
@@ -210,4 +215,33 @@ func TestOpenAPIDocumentShape(t *testing.T) {
 	r = h.do(t, "GET", "/api/docs/redoc.standalone.js", "", nil)
 	require.Equal(t, 200, r.Status)
 	require.Greater(t, len(r.Body), 100_000)
+}
+
+// checkWebhookResponses checks a success of every webhook operation against the document and
+// returns the operations covered.
+func checkWebhookResponses(t *testing.T) map[string]bool {
+	h := newHarness(t, fastWebhooks)
+	c := newOpenAPIChecker(t, h)
+	key := h.workspace(t, "company", "live")
+	rid := h.konva(t, key, "hooked", "publish")
+	rc := newReceiver(t, "whsec_0123456789abcdef")
+	sub := c.check(t, 201, "POST", "/api/v1/webhook-subscriptions", key, map[string]any{"name": "crm", "provider": "generic",
+		"target_url": rc.url(), "event_types": []string{"flipbook_opened"}, "signing_secret": "whsec_0123456789abcdef",
+		"filters": map[string]any{"book_ids": []string{rid}}})
+	id := fmt.Sprint(int64(sub.data()["id"].(float64)))
+	require.Equal(t, 202, h.do(t, "POST", "/collect", "", collectBody(rid, map[string]any{"type": "session_started", "page_number": 1})).Status)
+	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 1 }, "the delivery arrived")
+	c.check(t, 200, "GET", "/api/v1/webhook-subscriptions", key, nil)
+	c.check(t, 200, "GET", "/api/v1/webhook-subscriptions/options", key, nil)
+	c.check(t, 200, "GET", "/api/v1/webhook-subscriptions/sample-events?event_types=flipbook_opened,session_ended", key, nil)
+	c.check(t, 200, "PUT", "/api/v1/webhook-subscriptions/"+id, key, map[string]any{"name": "crm 2"})
+	c.check(t, 202, "POST", "/api/v1/webhook-subscriptions/"+id+"/test", key, nil)
+	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 2 }, "the test delivery arrived")
+	c.check(t, 200, "GET", "/api/v1/webhook-subscriptions/"+id+"/deliveries?limit=1", key, nil)
+	c.check(t, 202, "POST", "/api/v1/webhooks", key, map[string]any{"event": "flipbook.created", "url": rc.url()})
+	c.check(t, 502, "POST", "/api/v1/webhooks", key, map[string]any{"event": "flipbook.created", "url": "http://127.0.0.1:1/"})
+	c.check(t, 422, "POST", "/api/v1/webhook-subscriptions", key, map[string]any{"name": "x"})
+	c.check(t, 200, "DELETE", "/api/v1/webhook-subscriptions/"+id, key, nil)
+	c.check(t, 404, "GET", "/api/v1/webhook-subscriptions/"+id+"/deliveries", key, nil)
+	return c.covered
 }

@@ -79,6 +79,9 @@ type Config struct {
 	// TrustGeoHeaders takes readers' locations from the visitor-location headers of an edge in
 	// front of the service (Cloudflare, CloudFront). Off by default: clients could forge them.
 	TrustGeoHeaders bool
+	// Webhooks configure webhook delivery (zero values: defaults; PublicURL and AllowPrivate
+	// are taken from this Config).
+	Webhooks actors.WebhookOptions
 	// MaxUploadBytes is the largest file POST /books accepts (422 above it).
 	MaxUploadBytes int
 	// Conversion: batches converted at once (0 = number of cores), page image size.
@@ -121,6 +124,7 @@ type Service struct {
 	events     ingest.Log
 	appended   atomic.Uint64 // events this process appended to the log
 	consumer   *analytics.Consumer
+	trimGate   *ingest.TrimGate
 	// Analytics is the DuckDB store the consumer fills and analytics queries read.
 	Analytics *analytics.DB
 	streams   streamSet
@@ -203,11 +207,22 @@ func New(cfg Config) (*Service, error) {
 		s.shutdownState()
 		return nil, fmt.Errorf("analytics store: %w", err)
 	}
-	if s.consumer, err = analytics.NewConsumer(context.Background(), s.Analytics, s.events, analytics.WithLogger(cfg.Logger)); err != nil {
+	// The log has two readers, each with its own durable position: the analytics consumer
+	// (offsets in DuckDB) and the webhook dispatcher (offsets in Pebble). It is trimmed only
+	// behind the slower of them.
+	s.trimGate = ingest.NewTrimGate(s.events, "analytics", "webhooks")
+	if s.consumer, err = analytics.NewConsumer(context.Background(), s.Analytics, s.events, analytics.WithLogger(cfg.Logger),
+		analytics.WithTrimmer(s.trimGate.Reader("analytics"))); err != nil {
 		s.shutdownState()
 		return nil, fmt.Errorf("event consumer: %w", err)
 	}
 	s.consumer.Start()
+	wo := cfg.Webhooks
+	wo.PublicURL, wo.AllowPrivate = cfg.PublicURL, cfg.AllowPrivateTargets
+	if err := sys.StartWebhooks(s.events, s.trimGate.Reader("webhooks"), wo); err != nil {
+		s.shutdownState()
+		return nil, fmt.Errorf("webhooks: %w", err)
+	}
 	s.ops = s.operations()
 	s.mcp = mcp.New(s.caller, s.ops, mcp.Options{Name: "flipbook", Version: Version,
 		ExportDir: filepath.Join(cfg.DataDir, "exports"), MaxBody: int64(cfg.MaxBodyBytes),
@@ -296,6 +311,8 @@ func (s *Service) shutdownState() {
 	s.closed.Do(func() {
 		close(s.stop)
 		s.bg.Wait()
+		// The webhook reader stops before the log it reads.
+		s.Actors.StopWebhooks()
 		// The consumer stops before the log it reads; DuckDB closes after the consumer.
 		if s.consumer != nil {
 			if err := s.consumer.Close(); err != nil {

@@ -70,7 +70,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	maxUpload := num("max-upload-bytes", def.MaxUploadBytes, "largest file POST /books accepts")
 	workers := num("conversion-workers", 0, "batches converted at once and renderer processes at once (0 = number of cores)")
 	longEdge := num("page-long-edge", 1600, "page image size: pixels of the longer side")
-	private := str("allow-private-targets", "false", "allow fetching URLs on private, loopback and link-local addresses (template images)")
+	private := str("allow-private-targets", "false", "allow http and private, loopback and link-local addresses for outbound requests (webhook targets, template images): local use and tests only")
+	whSchedule := str("webhook-retry-schedule", "", "delays before each delivery attempt, comma-separated (default 0s,10s,1m,5m,30m,2h,6h,12h)")
+	whTimeout := str("webhook-timeout", actors.DefaultWebhookTimeout.String(), "how long a webhook receiver has to answer")
+	whDisable := str("webhook-disable-after", actors.DefaultWebhookDisableAfter.String(), "a subscription whose deliveries fail this long without a success is deactivated")
 	geoHdr := str("trust-geo-headers", "false", "take readers' locations from an edge's visitor-location headers (Cloudflare, CloudFront)")
 	mcpOrigins := str("mcp-allowed-origins", "", "comma-separated browser origins (https://app.example) allowed to call the MCP endpoint besides the service's own")
 	mcpPage := num("mcp-page-size", mcp.DefaultPageSize, "tools per page of the MCP tools/list answer")
@@ -96,6 +99,22 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if err != nil {
 		return nil, fmt.Errorf("--trust-geo-headers: %w", err)
 	}
+	var wh actors.WebhookOptions
+	if *whSchedule != "" {
+		for _, v := range splitList(*whSchedule) {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return nil, fmt.Errorf("--webhook-retry-schedule: %q is not a duration", v)
+			}
+			wh.Schedule = append(wh.Schedule, d)
+		}
+	}
+	if wh.Timeout, err = time.ParseDuration(*whTimeout); err != nil || wh.Timeout <= 0 {
+		return nil, fmt.Errorf("--webhook-timeout: %q is not a positive duration", *whTimeout)
+	}
+	if wh.DisableAfter, err = time.ParseDuration(*whDisable); err != nil || wh.DisableAfter <= 0 {
+		return nil, fmt.Errorf("--webhook-disable-after: %q is not a positive duration", *whDisable)
+	}
 	shutdown, err := time.ParseDuration(*grace)
 	if err != nil {
 		return nil, fmt.Errorf("--shutdown-timeout: %w", err)
@@ -107,6 +126,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		MaxUploadBytes: *maxUpload, ConversionWorkers: *workers, PageLongEdge: *longEdge,
 		RateCollect: *rcol, IngestBacklog: *backlog, AnalyticsMemory: *amem, KafkaBrokers: splitList(*kafka), KafkaTopic: *topic,
 		TrustGeoHeaders: trustGeo, MCPAllowedOrigins: splitList(*mcpOrigins), MCPPageSize: *mcpPage,
+		Webhooks: wh,
 	}}, nil
 }
 

@@ -1,0 +1,616 @@
+package httpapi
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"flipbook/actors"
+	"flipbook/api"
+	"flipbook/ingest"
+	"flipbook/outbound"
+	"flipbook/storage"
+)
+
+// Webhook subscriptions, deliveries and sample sends (spec §2.6, §4.7, §6; docs/WEBHOOKS.md).
+
+type labelValue struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+}
+
+type webhookFiltersJSON struct {
+	BookIDs         []string `json:"book_ids"`
+	TrackedLinkIDs  []int64  `json:"tracked_link_ids"`
+	RecipientEmails []string `json:"recipient_emails"`
+}
+
+type webhookJSON struct {
+	ID               int64              `json:"id"`
+	Name             string             `json:"name"`
+	Provider         string             `json:"provider"`
+	TargetURL        string             `json:"target_url"`
+	EventTypes       []labelValue       `json:"event_types"`
+	Filters          webhookFiltersJSON `json:"filters"`
+	HasSigningSecret bool               `json:"has_signing_secret"`
+	IsActive         bool               `json:"is_active"`
+	DisabledReason   *string            `json:"disabled_reason"`
+	DisabledAt       *time.Time         `json:"disabled_at"`
+	DeliveriesCount  int64              `json:"deliveries_count"`
+	CreatedAt        time.Time          `json:"created_at"`
+	UpdatedAt        time.Time          `json:"updated_at"`
+}
+
+func eventLabel(v string) string {
+	for _, t := range actors.WebhookEventTypes {
+		if t.Value == v {
+			return t.Label
+		}
+	}
+	return v
+}
+
+func (s *Service) webhookJSON(w *storage.WebhookSubscription) (webhookJSON, error) {
+	n, err := s.Store.WebhookCount(w.Tenant(), w.ID)
+	if err != nil {
+		return webhookJSON{}, err
+	}
+	out := webhookJSON{ID: w.ID, Name: w.Name, Provider: w.Provider, TargetURL: w.TargetURL,
+		EventTypes: make([]labelValue, len(w.EventTypes)),
+		Filters: webhookFiltersJSON{BookIDs: orEmpty(w.Filters.BookIDs), TrackedLinkIDs: orEmpty(w.Filters.TrackedLinkIDs),
+			RecipientEmails: orEmpty(w.Filters.RecipientEmails)},
+		HasSigningSecret: len(w.Secret) > 0, IsActive: w.IsActive, DisabledAt: w.DisabledAt,
+		DeliveriesCount: n, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
+	for i, t := range w.EventTypes {
+		out.EventTypes[i] = labelValue{Label: eventLabel(t), Value: t}
+	}
+	if w.DisabledReason != "" {
+		out.DisabledReason = &w.DisabledReason
+	}
+	return out, nil
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func (s *Service) ListWebhooks(r *Request) (*Result, error) {
+	list, err := s.Store.WebhookSubscriptions(r.Auth.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]webhookJSON, len(list))
+	for i, w := range list {
+		if data[i], err = s.webhookJSON(w); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{Data: data, Meta: map[string]any{"total": len(data)}}, nil
+}
+
+// webhookInput reads the subscription fields of a create or update request into a patch,
+// checking what the parameter table cannot: event type values, the target URL (https, public
+// address), and that filtered books and tracked links belong to the workspace.
+func (s *Service) webhookInput(r *Request) (*actors.WebhookPatch, error) {
+	p := &actors.WebhookPatch{}
+	v := api.Validation{}
+	if r.Has("name") {
+		name := strings.TrimSpace(r.Str("name"))
+		if name == "" {
+			v.Add("name", "must not be blank")
+		}
+		p.Name = &name
+	}
+	if r.Has("provider") {
+		prov := r.Str("provider")
+		p.Provider = &prov
+	}
+	if r.Has("target_url") {
+		u := r.Str("target_url")
+		pol := outbound.Policy{AllowPrivate: s.cfg.AllowPrivateTargets}
+		if err := pol.CheckURL(r.Ctx, u); err != nil {
+			v.Add("target_url", err.Error())
+		}
+		p.TargetURL = &u
+	}
+	if r.Has("event_types") {
+		list, _ := r.Params["event_types"].([]any)
+		seen := map[string]bool{}
+		for i, item := range list {
+			val, _ := item.(string)
+			if m, ok := item.(map[string]any); ok {
+				val, _ = m["value"].(string)
+			}
+			if !contains(api.WebhookEventValues(), val) {
+				v.Add(fmt.Sprintf("event_types.%d", i), "must be one of: "+strings.Join(api.WebhookEventValues(), ", "))
+				continue
+			}
+			if !seen[val] {
+				seen[val] = true
+				p.EventTypes = append(p.EventTypes, val)
+			}
+		}
+		if len(list) == 0 {
+			v.Add("event_types", "must list at least one event type")
+		}
+	}
+	if r.Has("signing_secret") {
+		p.SetSecret = true
+		if sec := r.Str("signing_secret"); sec != "" {
+			sealed, err := s.Actors.SealSecret(sec)
+			if err != nil {
+				return nil, err
+			}
+			p.Secret = sealed
+		}
+	}
+	if r.Has("filters") {
+		f := &storage.WebhookFilters{}
+		m, _ := r.Params["filters"].(map[string]any)
+		if ids, _ := m["book_ids"].([]any); len(ids) > 0 {
+			for i, id := range ids {
+				rid, _ := id.(string)
+				if _, err := s.Store.GetBook(r.Auth.Tenant, rid); err != nil {
+					if !errors.Is(err, storage.ErrNotFound) {
+						return nil, err
+					}
+					v.Add(fmt.Sprintf("filters.book_ids.%d", i), "is not a flipbook of this workspace")
+					continue
+				}
+				if !contains(f.BookIDs, rid) {
+					f.BookIDs = append(f.BookIDs, rid)
+				}
+			}
+		}
+		if ids, _ := m["tracked_link_ids"].([]any); len(ids) > 0 {
+			links, err := s.Store.TenantTrackedLinks(r.Auth.Tenant)
+			if err != nil {
+				return nil, err
+			}
+			known := map[int64]bool{}
+			for _, l := range links {
+				known[l.ID] = true
+			}
+			for i, id := range ids {
+				n, _ := id.(int64)
+				if !known[n] {
+					v.Add(fmt.Sprintf("filters.tracked_link_ids.%d", i), "is not a tracked link of this workspace")
+					continue
+				}
+				if !containsInt(f.TrackedLinkIDs, n) {
+					f.TrackedLinkIDs = append(f.TrackedLinkIDs, n)
+				}
+			}
+		}
+		if emails, _ := m["recipient_emails"].([]any); len(emails) > 0 {
+			for _, e := range emails {
+				a := strings.ToLower(strings.TrimSpace(e.(string)))
+				if !contains(f.RecipientEmails, a) {
+					f.RecipientEmails = append(f.RecipientEmails, a)
+				}
+			}
+		}
+		p.Filters = f
+	}
+	if r.Has("is_active") {
+		b, _ := r.Params["is_active"].(bool)
+		p.IsActive = &b
+	}
+	return p, v.Err()
+}
+
+func containsInt(list []int64, v int64) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Service) CreateWebhook(r *Request) (*Result, error) {
+	p, err := s.webhookInput(r)
+	if err != nil {
+		return nil, err
+	}
+	w := &storage.WebhookSubscription{Name: *p.Name, Provider: *p.Provider, TargetURL: *p.TargetURL,
+		EventTypes: p.EventTypes, Secret: p.Secret, IsActive: true}
+	if p.Filters != nil {
+		w.Filters = *p.Filters
+	}
+	if p.IsActive != nil {
+		w.IsActive = *p.IsActive
+	}
+	created, err := s.Actors.CreateWebhook(r.Auth.Tenant, w)
+	if err != nil {
+		return nil, err
+	}
+	data, err := s.webhookJSON(created)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Status: 201, Data: data}, nil
+}
+
+func (s *Service) UpdateWebhook(r *Request) (*Result, error) {
+	id, _ := r.Int("subscription")
+	if _, err := s.Store.WebhookSubscription(r.Auth.Tenant, id); err != nil {
+		return nil, notFoundAs(notFoundErr(err), "webhook subscription")
+	}
+	p, err := s.webhookInput(r)
+	if err != nil {
+		return nil, err
+	}
+	updated, err := s.Actors.UpdateWebhook(r.Auth.Tenant, id, p)
+	if err != nil {
+		return nil, notFoundAs(err, "webhook subscription")
+	}
+	data, err := s.webhookJSON(updated)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Data: data}, nil
+}
+
+// notFoundErr turns storage's ErrNotFound into the actors' one (for notFoundAs).
+func notFoundErr(err error) error {
+	if errors.Is(err, storage.ErrNotFound) {
+		return actors.ErrNotFound
+	}
+	return err
+}
+
+func (s *Service) DeleteWebhook(r *Request) (*Result, error) {
+	id, _ := r.Int("subscription")
+	if _, err := s.Actors.DeleteWebhook(r.Auth.Tenant, id); err != nil {
+		return nil, notFoundAs(err, "webhook subscription")
+	}
+	return &Result{Data: map[string]any{"message": "webhook subscription deleted; its delivery history is kept"},
+		Meta: map[string]any{"id": id}}, nil
+}
+
+// MaxOptionBooks bounds the books the options operation lists (newest first).
+const MaxOptionBooks = 1000
+
+func (s *Service) WebhookOptions(r *Request) (*Result, error) {
+	page, err := s.Store.ListBooks(r.Auth.Tenant, storage.BookQuery{Sort: storage.SortCreated, Desc: true, Limit: MaxOptionBooks})
+	if err != nil {
+		return nil, err
+	}
+	type bookOpt struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	}
+	type linkOpt struct {
+		ID     int64  `json:"id"`
+		Name   string `json:"name"`
+		BookID string `json:"book_id"`
+	}
+	books := make([]bookOpt, len(page.Books))
+	for i, b := range page.Books {
+		books[i] = bookOpt{ID: b.RandomID, Name: b.Name}
+	}
+	links, err := s.Store.TenantTrackedLinks(r.Auth.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	lopts := make([]linkOpt, len(links))
+	for i, l := range links {
+		lopts[i] = linkOpt{ID: l.ID, Name: l.Name, BookID: l.BookID}
+	}
+	types := make([]labelValue, len(actors.WebhookEventTypes))
+	for i, t := range actors.WebhookEventTypes {
+		types[i] = labelValue{Label: t.Label, Value: t.Value}
+	}
+	return &Result{Data: map[string]any{
+		"books": books, "tracked_links": lopts, "event_types": types,
+		"providers": []labelValue{{Label: "Generic (any HTTPS endpoint)", Value: "generic"}, {Label: "Zapier", Value: "zapier"}},
+	}, Meta: map[string]any{"books_truncated": page.HasMore, "max_books": MaxOptionBooks}}, nil
+}
+
+// samplePayloads returns up to perType recent payloads of each webhook type of the tenant (newest
+// first), built from the events stored in DuckDB exactly as the dispatcher builds deliveries,
+// and the types that had none.
+func (s *Service) samplePayloads(r *Request, types []string, perType int) ([]actors.WebhookPayload, []string, error) {
+	var readerTypes []string
+	for _, t := range types {
+		readerTypes = append(readerTypes, actors.ReaderTypesOf(t)...)
+	}
+	t := r.Auth.Tenant
+	evs, err := s.Analytics.Query().RecentEvents(r.Ctx, t.Workspace, string(rune(t.Mode)), readerTypes, perType)
+	if err != nil {
+		return nil, nil, err
+	}
+	count := map[string]int{}
+	titles := map[string]string{}
+	out := []actors.WebhookPayload{}
+	for i := range evs {
+		ev := &evs[i].Event
+		typ := actors.WebhookTypeOf(ev.Type)
+		if count[typ] >= perType {
+			continue
+		}
+		count[typ]++
+		title, ok := titles[ev.BookID]
+		if !ok {
+			if b, err := s.Store.GetBook(t, ev.BookID); err == nil {
+				title = b.Name
+			}
+			titles[ev.BookID] = title
+		}
+		out = append(out, actors.BuildPayload(evs[i].ID, ev, title, s.previewURL(ev.BookID)))
+	}
+	var none []string
+	for _, typ := range types {
+		if count[typ] == 0 {
+			none = append(none, typ)
+		}
+	}
+	return out, none, nil
+}
+
+// examplePayload is a made-up payload of a type, for a workspace without such events yet: on
+// its newest book when it has one.
+func (s *Service) examplePayload(r *Request, typ string) actors.WebhookPayload {
+	rid, title := "bk_example", "Example flipbook"
+	if page, err := s.Store.ListBooks(r.Auth.Tenant, storage.BookQuery{Sort: storage.SortCreated, Desc: true, Limit: 1}); err == nil && len(page.Books) > 0 {
+		rid, title = page.Books[0].RandomID, page.Books[0].Name
+	}
+	readerType := actors.ReaderTypesOf(typ)[0]
+	viewer := int64(1)
+	ev := &ingest.Event{Workspace: r.Auth.Tenant.Workspace, Mode: byte(r.Auth.Tenant.Mode), BookID: rid,
+		SessionID: "ses_example", Type: readerType, ViewerID: viewer, ViewerEmail: "reader@example.com",
+		SourceType: "direct", PageNumber: 1, ActiveMs: 12500, URL: "https://example.com/",
+		ExitReason: "closed", Reason: "address on the access list", Metadata: `{"email":"reader@example.com"}`,
+		OccurredAt: r.Now.UTC().Truncate(time.Second)}
+	switch readerType {
+	case ingest.SessionStarted, ingest.DocumentDownloaded:
+		ev.PageNumber = 0
+	case ingest.AccessRequested, ingest.AccessGranted, ingest.AccessRejected:
+		ev.PageNumber, ev.ViewerID = 0, 0
+	}
+	p := actors.BuildPayload(0, ev, title, s.previewURL(rid))
+	p.ID = "evt_example_" + typ
+	p.Test = true
+	return p
+}
+
+func (s *Service) WebhookSampleEvents(r *Request) (*Result, error) {
+	types := api.WebhookEventValues()
+	if raw := strings.TrimSpace(r.Str("event_types")); raw != "" {
+		types = nil
+		for _, t := range strings.Split(raw, ",") {
+			t = strings.TrimSpace(t)
+			if !contains(api.WebhookEventValues(), t) {
+				return nil, fieldError("event_types", "must be a comma-separated list of: "+strings.Join(api.WebhookEventValues(), ", "))
+			}
+			if !contains(types, t) {
+				types = append(types, t)
+			}
+		}
+	}
+	limit := int64(api.DefaultSamplesLimit)
+	if n, ok := r.Int("limit"); ok {
+		limit = n
+	}
+	out, none, err := s.samplePayloads(r, types, int(limit))
+	if err != nil {
+		return nil, err
+	}
+	for _, typ := range none {
+		out = append(out, s.examplePayload(r, typ))
+	}
+	return &Result{Data: out, Meta: map[string]any{"event_types": types, "examples": orEmpty(none),
+		"limit": limit}}, nil
+}
+
+type attemptJSON struct {
+	Number         int       `json:"number"`
+	At             time.Time `json:"attempted_at"`
+	ResponseStatus *int      `json:"response_status"`
+	ErrorMessage   *string   `json:"error_message"`
+	DurationMs     int64     `json:"duration_ms"`
+}
+
+type deliveryJSON struct {
+	ID             int64           `json:"id"`
+	SubscriptionID int64           `json:"subscription_id"`
+	EventID        string          `json:"event_id"`
+	EventType      string          `json:"event_type"`
+	Status         string          `json:"status"`
+	Attempts       int             `json:"attempts"`
+	Payload        json.RawMessage `json:"payload"`
+	ResponseStatus *int            `json:"response_status"`
+	ResponseBody   *string         `json:"response_body"`
+	ErrorMessage   *string         `json:"error_message"`
+	Test           bool            `json:"test"`
+	CreatedAt      time.Time       `json:"created_at"`
+	DeliveredAt    *time.Time      `json:"delivered_at"`
+	NextAttemptAt  *time.Time      `json:"next_attempt_at"`
+	History        []attemptJSON   `json:"history"`
+}
+
+func nonZero[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+func deliveryWire(d *storage.WebhookDelivery) deliveryJSON {
+	out := deliveryJSON{ID: d.ID, SubscriptionID: d.SubscriptionID, EventID: d.EventID, EventType: d.EventType,
+		Status: d.Status, Attempts: d.Attempts, Payload: d.Payload, ResponseStatus: nonZero(d.ResponseStatus),
+		ResponseBody: nonZero(d.ResponseBody), ErrorMessage: nonZero(d.ErrorMessage), Test: d.Test,
+		CreatedAt: d.CreatedAt, DeliveredAt: d.DeliveredAt, NextAttemptAt: d.NextAttemptAt,
+		History: make([]attemptJSON, len(d.History))}
+	if d.Attempts > 0 && d.ResponseStatus == 0 {
+		out.ResponseBody = nil
+	}
+	for i, a := range d.History {
+		out.History[i] = attemptJSON{Number: a.Number, At: a.At, ResponseStatus: nonZero(a.ResponseStatus),
+			ErrorMessage: nonZero(a.ErrorMessage), DurationMs: a.DurationMs}
+	}
+	return out
+}
+
+func (s *Service) loadWebhook(r *Request) (*storage.WebhookSubscription, error) {
+	id, _ := r.Int("subscription")
+	w, err := s.Store.WebhookSubscription(r.Auth.Tenant, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, errNotFound("webhook subscription")
+	}
+	return w, err
+}
+
+func (s *Service) ListWebhookDeliveries(r *Request) (*Result, error) {
+	w, err := s.loadWebhook(r)
+	if err != nil {
+		return nil, err
+	}
+	limit := int64(api.DefaultDeliveriesLimit)
+	if n, ok := r.Int("limit"); ok {
+		limit = n
+	}
+	binding := "whd/" + strconv.FormatInt(w.Workspace, 10) + string(rune(w.Mode)) + "/" + strconv.FormatInt(w.ID, 10) + "/" + r.Str("status")
+	var before int64
+	if c := r.Str("cursor"); c != "" {
+		payload, err := s.cursors.decode(binding, c)
+		if err != nil || len(payload) != 8 {
+			return nil, fieldError("cursor", "is not a cursor of this list")
+		}
+		before = int64(binary.BigEndian.Uint64(payload))
+	}
+	var keep func(*storage.WebhookDelivery) bool
+	if st := r.Str("status"); st != "" {
+		keep = func(d *storage.WebhookDelivery) bool { return d.Status == st }
+	}
+	list, more, err := s.Store.WebhookDeliveries(r.Auth.Tenant, w.ID, before, int(limit), keep)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]deliveryJSON, len(list))
+	for i, d := range list {
+		data[i] = deliveryWire(d)
+	}
+	var next *string
+	if more && len(list) > 0 {
+		c := s.cursors.encode(binding, binary.BigEndian.AppendUint64(nil, uint64(list[len(list)-1].ID)))
+		next = &c
+	}
+	return &Result{Data: data, Meta: map[string]any{"next_cursor": next, "has_more": more}}, nil
+}
+
+func (s *Service) TestWebhook(r *Request) (*Result, error) {
+	w, err := s.loadWebhook(r)
+	if err != nil {
+		return nil, err
+	}
+	typ := r.Str("event_type")
+	if typ == "" {
+		typ = w.EventTypes[0]
+	}
+	payloads, _, err := s.samplePayloads(r, []string{typ}, 1)
+	if err != nil {
+		return nil, err
+	}
+	var p actors.WebhookPayload
+	if len(payloads) > 0 {
+		p = payloads[0]
+	} else {
+		p = s.examplePayload(r, typ)
+	}
+	p.ID, p.Test = "evt_test_"+actors.RandomString(16), true
+	body, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.Actors.QueueTestDelivery(w, typ, p.ID, body)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Status: 202, Data: deliveryWire(d)}, nil
+}
+
+// DispatchSample is POST /webhooks: one sample event sent now, unsigned (no subscription, so no
+// secret), through the outbound guard; a failed send is a 502 saying why.
+func (s *Service) DispatchSample(r *Request) (*Result, error) {
+	target := r.Str("url")
+	pol := outbound.Policy{AllowPrivate: s.cfg.AllowPrivateTargets}
+	if err := pol.CheckURL(r.Ctx, target); err != nil {
+		return nil, fieldError("url", err.Error())
+	}
+	event := r.Str("event")
+	payload, _ := r.Params["payload"].([]any)
+	if len(payload) == 0 {
+		var err error
+		if payload, err = s.sampleRecords(r, event); err != nil {
+			return nil, err
+		}
+	}
+	body := map[string]any{"id": "evt_sample_" + actors.RandomString(16), "type": event,
+		"created_at": r.Now.UTC().Format(time.RFC3339), "livemode": r.Auth.Tenant.Mode == storage.ModeLive,
+		"test": true, "data": payload}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	status, respBody, _, sendErr := s.Actors.PostWebhook(r.Ctx, target, event, nil, raw, nil)
+	if sendErr == nil && (status < 200 || status > 299) {
+		sendErr = fmt.Errorf("the receiver answered %d", status)
+	}
+	if sendErr != nil {
+		if errors.Is(sendErr, outbound.ErrBlockedAddress) || strings.Contains(sendErr.Error(), outbound.ErrBlockedAddress.Error()) {
+			return nil, fieldError("url", "must not point to a private, loopback or link-local address")
+		}
+		return nil, &api.Error{Status: 502, Type: api.TypeDeliveryFailed,
+			Message: "the sample event could not be delivered to " + target + ": " + sendErr.Error()}
+	}
+	meta := map[string]any{"response_status": status}
+	if respBody != "" {
+		meta["response_body"] = respBody
+	}
+	return &Result{Status: 202, Data: map[string]any{"event": event, "payload": body, "target_url": target,
+		"message": fmt.Sprintf("sample %s event delivered (the receiver answered %d)", event, status)}, Meta: meta}, nil
+}
+
+// sampleRecords are the data of a sample event: the workspace's newest book (flipbook.*) or
+// access-list entry (subscriber.added), or an example when it has none.
+func (s *Service) sampleRecords(r *Request, event string) ([]any, error) {
+	t := r.Auth.Tenant
+	if event == "subscriber.added" {
+		subs, _, err := s.Store.Subscribers(t, func(*storage.Subscriber) bool { return true }, 0, 1)
+		if err != nil {
+			return nil, err
+		}
+		if len(subs) > 0 {
+			return []any{subJSON(subs[0])}, nil
+		}
+		return []any{map[string]any{"id": 1, "book_id": "bk_example", "email": "reader@example.com", "type": "email",
+			"created_at": r.Now.UTC().Format(time.RFC3339)}}, nil
+	}
+	page, err := s.Store.ListBooks(t, storage.BookQuery{Sort: storage.SortUpdated, Desc: true, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(page.Books) > 0 {
+		var v any
+		raw, err := json.Marshal(s.bookWire(page.Books[0]))
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, err
+		}
+		return []any{v}, nil
+	}
+	return []any{map[string]any{"random_id": "bk_example", "name": "Example flipbook", "status": "draft",
+		"created_at": r.Now.UTC().Format(time.RFC3339)}}, nil
+}

@@ -1,0 +1,184 @@
+package httpapi
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"flipbook/actors"
+)
+
+// receiver is a real webhook receiver on loopback that verifies every request the way
+// docs/WEBHOOKS.md tells customers to (raw body, constant-time compare, 300-second window).
+type receiver struct {
+	srv    *httptest.Server
+	secret []byte
+	// failFirst makes the first n requests of each delivery id fail with status (500 default).
+	failFirst  int
+	failStatus int
+	retryAfter string      // Retry-After header of the failed answers ("" none)
+	hang       atomic.Bool // never answer (until the client gives up)
+
+	mu   sync.Mutex
+	got  []received
+	seen map[string]int // X-Webhook-Id → requests
+}
+
+type received struct {
+	ID, EventID, Event string
+	Attempt            int
+	Verified           bool
+	Signed             bool // an X-Webhook-Signature header was sent
+	Status             int  // what the receiver answered
+	Payload            map[string]any
+	At                 time.Time
+}
+
+func newReceiver(t *testing.T, secret string) *receiver {
+	rc := &receiver{secret: []byte(secret), seen: map[string]int{}, failStatus: 500}
+	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
+	t.Cleanup(func() { rc.hang.Store(false); rc.srv.CloseClientConnections(); rc.srv.Close() })
+	return rc
+}
+
+func (rc *receiver) url() string { return rc.srv.URL + "/hook" }
+
+// failing makes the first n requests of every delivery id fail with status (and, when
+// retryAfter is set, a Retry-After header). Safe while requests are served.
+func (rc *receiver) failing(n, status int, retryAfter string) *receiver {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.failFirst, rc.failStatus, rc.retryAfter = n, status, retryAfter
+	return rc
+}
+
+// verify is the receiver's check of spec §6.3.
+func verify(secret []byte, r *http.Request, body []byte) bool {
+	ts := r.Header.Get("X-Webhook-Timestamp")
+	n, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return false
+	}
+	if d := time.Since(time.Unix(n, 0)); d > 300*time.Second || d < -300*time.Second {
+		return false
+	}
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(ts + "."))
+	m.Write(body)
+	want := m.Sum(nil)
+	got, err := hex.DecodeString(r.Header.Get("X-Webhook-Signature"))
+	return err == nil && hmac.Equal(got, want)
+}
+
+func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if rc.hang.Load() {
+		<-r.Context().Done()
+		return
+	}
+	rec := received{ID: r.Header.Get("X-Webhook-Id"), EventID: r.Header.Get("X-Webhook-Event-Id"),
+		Event: r.Header.Get("X-Webhook-Event"), At: time.Now()}
+	rec.Attempt, _ = strconv.Atoi(r.Header.Get("X-Webhook-Attempt"))
+	rec.Verified = len(rc.secret) > 0 && verify(rc.secret, r, body)
+	rec.Signed = r.Header.Get("X-Webhook-Signature") != ""
+	_ = json.Unmarshal(body, &rec.Payload)
+	rc.mu.Lock()
+	rc.seen[rec.ID]++
+	n := rc.seen[rec.ID]
+	rec.Status = 200
+	if n <= rc.failFirst {
+		rec.Status = rc.failStatus
+	}
+	rc.got = append(rc.got, rec)
+	retry := rc.retryAfter
+	rc.mu.Unlock()
+	if rec.Status/100 != 2 && retry != "" {
+		w.Header().Set("Retry-After", retry)
+	}
+	w.WriteHeader(rec.Status)
+	_, _ = w.Write([]byte(`{"received":true}`))
+}
+
+func (rc *receiver) all() []received {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]received(nil), rc.got...)
+}
+
+// succeeded are the requests the receiver answered 2xx.
+func (rc *receiver) succeeded() []received {
+	var out []received
+	for _, r := range rc.all() {
+		if r.Status/100 == 2 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// fastWebhooks makes retries quick for tests.
+func fastWebhooks(c *Config) {
+	c.AllowPrivateTargets = true
+	c.Webhooks = actors.WebhookOptions{Schedule: []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond,
+		300 * time.Millisecond}, Timeout: 2 * time.Second, Poll: 5 * time.Millisecond}
+}
+
+func TestWebhookDeliveriesSignedAndRecorded(t *testing.T) {
+	h := newHarness(t, fastWebhooks)
+	key := h.workspace(t, "company", "live")
+	rid := h.konva(t, key, "Spring catalogue", "publish")
+	rc := newReceiver(t, "whsec_0123456789abcdef")
+
+	r := h.do(t, "POST", "/api/v1/webhook-subscriptions", key, map[string]any{
+		"name": "crm", "provider": "generic", "target_url": rc.url(),
+		"event_types": []string{"flipbook_opened", "page_dwelled", "session_ended"}, "signing_secret": "whsec_0123456789abcdef"})
+	require.Equal(t, 201, r.Status, "%s", r.Body)
+	sub := r.data()
+	require.Equal(t, true, sub["has_signing_secret"])
+	require.NotContains(t, string(r.Body), "whsec_", "the secret is never returned")
+	id := int64(sub["id"].(float64))
+
+	c := h.do(t, "POST", "/collect", "", collectBody(rid,
+		map[string]any{"type": "session_started", "page_number": 1},
+		map[string]any{"type": "page_segment_completed", "page_number": 2, "active_ms": 5200},
+		map[string]any{"type": "link_clicked", "page_number": 2, "url": "https://example.com/x"},
+		map[string]any{"type": "session_ended", "exit_reason": "closed"}))
+	require.Equal(t, 202, c.Status, "%s", c.Body)
+
+	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 3 }, "three deliveries (link_clicked is not subscribed)")
+	for _, g := range rc.all() {
+		require.True(t, g.Verified, "signature verifies: %+v", g)
+		data := g.Payload["data"].(map[string]any)
+		require.Equal(t, rid, data["book"].(map[string]any)["id"])
+		require.Equal(t, "Spring catalogue", data["book"].(map[string]any)["title"])
+		require.Equal(t, g.Event, g.Payload["type"])
+	}
+	types := map[string]bool{}
+	for _, g := range rc.all() {
+		types[g.Event] = true
+	}
+	require.Equal(t, map[string]bool{"flipbook_opened": true, "page_dwelled": true, "session_ended": true}, types)
+
+	d := h.do(t, "GET", "/api/v1/webhook-subscriptions/"+itoa(id)+"/deliveries", key, nil)
+	require.Equal(t, 200, d.Status, "%s", d.Body)
+	require.Len(t, d.list(), 3)
+	for _, x := range d.list() {
+		m := x.(map[string]any)
+		require.Equal(t, "succeeded", m["status"])
+		require.EqualValues(t, 1, m["attempts"])
+		require.EqualValues(t, 200, m["response_status"])
+	}
+	l := h.do(t, "GET", "/api/v1/webhook-subscriptions", key, nil)
+	require.EqualValues(t, 3, l.list()[0].(map[string]any)["deliveries_count"])
+}

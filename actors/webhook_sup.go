@@ -267,9 +267,16 @@ func (w *webhookSup) done(c *actor.Context, m *whDone) {
 			}
 		} else {
 			ln.fails++
-			if !ln.openUntil.IsZero() || ln.fails >= w.s.wh.opts.BreakerFailures {
-				// Open (again): no attempts until the cooldown has passed, then one probe.
-				ln.cooldown = min(max(ln.cooldown*2, w.s.wh.opts.BreakerCooldown), w.s.wh.opts.BreakerMax)
+			switch {
+			case !ln.openUntil.IsZero() && now.Before(ln.openUntil):
+				// Already open: an attempt started before it opened came back.
+			case !ln.openUntil.IsZero():
+				// The probe failed: open again, twice as long.
+				ln.cooldown = min(ln.cooldown*2, w.s.wh.opts.BreakerMax)
+				ln.openUntil = now.Add(ln.cooldown)
+			case ln.fails >= w.s.wh.opts.BreakerFailures:
+				// Open: no attempts until the cooldown has passed, then one probe.
+				ln.cooldown = w.s.wh.opts.BreakerCooldown
 				ln.openUntil = now.Add(ln.cooldown)
 			}
 			if sub.sub != nil && !m.lane.Test {

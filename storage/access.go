@@ -140,21 +140,7 @@ func (bt *Batch) DeleteEmbedDomain(t Tenant, d *EmbedDomain) {
 
 // EmbedDomains lists a book's embed allowlist in creation order.
 func (s *Store) EmbedDomains(t Tenant, rid string) ([]*EmbedDomain, error) {
-	p := cat(t.prefix(), []byte("emb/"+rid+"/"))
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	out := []*EmbedDomain{}
-	for it.First(); it.Valid(); it.Next() {
-		var d EmbedDomain
-		if err := codec.Unmarshal(it.Value(), &d); err != nil {
-			return nil, err
-		}
-		out = append(out, &d)
-	}
-	return out, it.Error()
+	return listJSON[EmbedDomain](s, cat(t.prefix(), []byte("emb/"+rid+"/")), false)
 }
 
 // EmbedDomain reads one entry of a book's embed allowlist.
@@ -207,21 +193,7 @@ func (s *Store) TrackedLinkBySlug(slug string) (*TrackedLink, error) {
 
 // TrackedLinks lists a book's tracked links in creation order.
 func (s *Store) TrackedLinks(t Tenant, rid string) ([]*TrackedLink, error) {
-	p := cat(t.prefix(), []byte("tl/"+rid+"/"))
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	out := []*TrackedLink{}
-	for it.First(); it.Valid(); it.Next() {
-		var l TrackedLink
-		if err := codec.Unmarshal(it.Value(), &l); err != nil {
-			return nil, err
-		}
-		out = append(out, &l)
-	}
-	return out, it.Error()
+	return listJSON[TrackedLink](s, cat(t.prefix(), []byte("tl/"+rid+"/")), false)
 }
 
 // deleteBookAccess stages the removal of a book's access lists and tracked links.

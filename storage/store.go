@@ -125,6 +125,28 @@ func (s *Store) getJSON(key []byte, out any) error {
 	return codec.Unmarshal(v, out)
 }
 
+// listJSON decodes every value under prefix p, in key order (reverse: last first).
+func listJSON[T any](s *Store, p []byte, reverse bool) ([]*T, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	out := []*T{}
+	first, next := it.First, it.Next
+	if reverse {
+		first, next = it.Last, it.Prev
+	}
+	for ok := first(); ok; ok = next() {
+		var v T
+		if err := codec.Unmarshal(it.Value(), &v); err != nil {
+			return nil, err
+		}
+		out = append(out, &v)
+	}
+	return out, it.Error()
+}
+
 // has reports whether key exists.
 func (s *Store) has(key []byte) (bool, error) {
 	_, closer, err := s.db.Get(key)

@@ -155,21 +155,7 @@ func (s *Store) WebhookSubscription(t Tenant, id int64) (*WebhookSubscription, e
 
 // WebhookSubscriptions lists a tenant's subscriptions, newest first.
 func (s *Store) WebhookSubscriptions(t Tenant) ([]*WebhookSubscription, error) {
-	p := cat(t.prefix(), []byte("wh/"))
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	out := []*WebhookSubscription{}
-	for it.Last(); it.Valid(); it.Prev() {
-		var w WebhookSubscription
-		if err := codec.Unmarshal(it.Value(), &w); err != nil {
-			return nil, err
-		}
-		out = append(out, &w)
-	}
-	return out, it.Error()
+	return listJSON[WebhookSubscription](s, cat(t.prefix(), []byte("wh/")), true)
 }
 
 // ActiveWebhookSubscriptions lists every active subscription of every tenant (the dispatcher's
@@ -386,19 +372,5 @@ func (s *Store) LaneAll(l WebhookLane, max int) ([]QueueEntry, error) {
 
 // TenantTrackedLinks lists every tracked link of a tenant (webhook filters and options).
 func (s *Store) TenantTrackedLinks(t Tenant) ([]*TrackedLink, error) {
-	p := cat(t.prefix(), []byte("tl/"))
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	out := []*TrackedLink{}
-	for it.First(); it.Valid(); it.Next() {
-		var l TrackedLink
-		if err := codec.Unmarshal(it.Value(), &l); err != nil {
-			return nil, err
-		}
-		out = append(out, &l)
-	}
-	return out, it.Error()
+	return listJSON[TrackedLink](s, cat(t.prefix(), []byte("tl/")), false)
 }

@@ -194,6 +194,10 @@ func BuildPayload(id int64, ev *ingest.Event, title, bookURL string) WebhookPayl
 
 // Matches reports whether a subscription takes an event of webhook type typ.
 func webhookMatches(w *storage.WebhookSubscription, typ string, ev *ingest.Event) bool {
+	// Only events the service received while the subscription was active.
+	if ev.ReceivedAt.Before(w.ActiveFrom) || (w.ActiveUntil != nil && !ev.ReceivedAt.Before(*w.ActiveUntil)) {
+		return false
+	}
 	found := false
 	for _, t := range w.EventTypes {
 		if t == typ {

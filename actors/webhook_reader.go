@@ -361,7 +361,7 @@ func (r *whReader) store(p int, recs []ingest.Record) error {
 	snap := s.wh.index.snapshot()
 	now := s.whNow()
 	b := s.Store.NewBatch()
-	lanes := map[storage.WebhookLane]bool{}
+	lanes := map[storage.WebhookLane][]byte{} // lane → its smallest new queue key
 	counts := map[storage.WebhookLane]int64{}
 	created := 0
 	next := r.pos[p]
@@ -392,12 +392,15 @@ func (r *whReader) store(p int, recs []ingest.Record) error {
 				}
 			}
 			lane := storage.WebhookLane{Tenant: t, Sub: sub.ID}
-			if err := r.addDelivery(b, lane, counts, &storage.WebhookDelivery{SubscriptionID: sub.ID,
-				EventID: EventID(rec.ID()), EventType: typ, Status: storage.DeliveryPending, Payload: body, CreatedAt: now}); err != nil {
+			key, err := r.addDelivery(b, lane, counts, &storage.WebhookDelivery{SubscriptionID: sub.ID,
+				EventID: EventID(rec.ID()), EventType: typ, Status: storage.DeliveryPending, Payload: body, CreatedAt: now})
+			if err != nil {
 				b.Close()
 				return err
 			}
-			lanes[lane] = true
+			if k, ok := lanes[lane]; !ok || string(key) < string(k) {
+				lanes[lane] = key
+			}
 			created++
 		}
 	}
@@ -416,11 +419,7 @@ func (r *whReader) store(p int, recs []ingest.Record) error {
 	s.whCount(func(st *WebhookStats) { st.EventsRead += int64(len(recs)); st.Created += int64(created) })
 	r.report(s.wh.ctx, p)
 	if len(lanes) > 0 {
-		ls := make([]storage.WebhookLane, 0, len(lanes))
-		for l := range lanes {
-			ls = append(ls, l)
-		}
-		s.Engine.Send(s.wh.sup, &whQueued{lanes: ls})
+		s.Engine.Send(s.wh.sup, &whQueued{lanes: lanes})
 	}
 	return nil
 }
@@ -434,31 +433,33 @@ func (r *whReader) report(ctx context.Context, p int) {
 	}
 }
 
-// addDelivery stages a new delivery (its id, record, queue entry) and counts it.
-func (r *whReader) addDelivery(b *storage.Batch, lane storage.WebhookLane, counts map[storage.WebhookLane]int64, d *storage.WebhookDelivery) error {
+// addDelivery stages a new delivery (its id, record, queue entry) and counts it; it returns the
+// queue key.
+func (r *whReader) addDelivery(b *storage.Batch, lane storage.WebhookLane, counts map[storage.WebhookLane]int64, d *storage.WebhookDelivery) ([]byte, error) {
 	id, err := r.s.Store.NextID("whdelivery")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d.ID = id
 	due := d.CreatedAt
 	d.NextAttemptAt = &due
 	if err := b.PutWebhookDelivery(lane.Tenant, d); err != nil {
-		return err
+		return nil, err
 	}
-	b.Enqueue(lane, due, id)
+	key := lane.QueueKey(due, id)
+	b.Enqueue(key)
 	countLane := storage.WebhookLane{Tenant: lane.Tenant, Sub: lane.Sub}
 	n, ok := counts[countLane]
 	if !ok {
 		if n, ok = r.counts[countLane]; !ok {
 			if n, err = r.s.Store.WebhookCount(lane.Tenant, lane.Sub); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	counts[countLane] = n + 1
 	r.counts[countLane] = n + 1
-	return nil
+	return key, nil
 }
 
 func (r *whReader) title(t storage.Tenant, rid string) string {
@@ -481,7 +482,7 @@ func (r *whReader) test(req *whTestReq) {
 	d := &storage.WebhookDelivery{SubscriptionID: req.sub.ID, EventID: req.eventID, EventType: req.typ,
 		Status: storage.DeliveryPending, Payload: req.payload, Test: true, CreatedAt: s.whNow()}
 	b := s.Store.NewBatch()
-	err := r.addDelivery(b, lane, counts, d)
+	key, err := r.addDelivery(b, lane, counts, d)
 	if err == nil {
 		for l, n := range counts {
 			b.SetWebhookCount(l.Tenant, l.Sub, n)
@@ -497,6 +498,6 @@ func (r *whReader) test(req *whTestReq) {
 		req.reply <- whTestRes{err: err}
 		return
 	}
-	s.Engine.Send(s.wh.sup, &whQueued{lanes: []storage.WebhookLane{lane}})
+	s.Engine.Send(s.wh.sup, &whQueued{lanes: map[storage.WebhookLane][]byte{lane: key}})
 	req.reply <- whTestRes{d: d}
 }

@@ -52,12 +52,17 @@ type whLane struct {
 	openUntil time.Time
 	cooldown  time.Duration
 	next      time.Time // earliest due entry not yet attempted (zero: look)
+	// from is where the next scan of the lane's queue starts: no entry below it existed at the
+	// last scan, and every entry added since was announced (whQueued, whDone.requeued) and
+	// lowered it (nil: the lane's first key). See storage.LaneEntries.
+	from []byte
 	finishing bool      // a goroutine is failing the entries of a deleted subscription
 }
 
 // Messages of the supervisor.
 type (
-	whQueued     struct{ lanes []storage.WebhookLane }
+	// whQueued: new entries were committed; each lane with its smallest new key.
+	whQueued     struct{ lanes map[storage.WebhookLane][]byte }
 	whSubChanged struct {
 		t           storage.Tenant
 		id          int64
@@ -71,6 +76,8 @@ type (
 		status  int
 		errMsg  string
 		stale   bool // the entry was already finished (nothing was sent)
+		// requeued is the retry's new queue key (nil: none).
+		requeued []byte
 		noWrite bool // the outcome could not be recorded (the entry stays queued)
 	}
 	whFinished struct{ lane storage.WebhookLane }
@@ -106,8 +113,13 @@ func (w *webhookSup) Receive(c *actor.Context) {
 			w.timer.Stop()
 		}
 	case *whQueued:
-		for _, l := range m.lanes {
-			ln := w.lane(l)
+		for l, key := range m.lanes {
+			ln, ok := w.lanes[l]
+			if !ok {
+				ln = w.lane(l)
+				ln.from = key // the lane was empty when it was forgotten
+			}
+			ln.lower(key)
 			ln.next = time.Time{}
 			w.pump(ln)
 		}
@@ -149,6 +161,13 @@ func (w *webhookSup) Receive(c *actor.Context) {
 		}
 	}
 	w.s.whCount(func(st *WebhookStats) { st.Inflight, st.Lanes = w.inflight, len(w.lanes) })
+}
+
+// lower makes the next scan start at key or before.
+func (ln *whLane) lower(key []byte) {
+	if ln.from != nil && key != nil && string(key) < string(ln.from) {
+		ln.from = key
+	}
 }
 
 func (w *webhookSup) lane(l storage.WebhookLane) *whLane {
@@ -222,11 +241,14 @@ func (w *webhookSup) pump(ln *whLane) {
 	if capacity <= 0 {
 		return
 	}
-	entries, next, err := w.s.Store.LaneEntries(ln.key, now, capacity, func(id int64) bool { return ln.inflight[id] })
+	entries, next, first, err := w.s.Store.LaneEntries(ln.key, ln.from, now, capacity, func(id int64) bool { return ln.inflight[id] })
 	if err != nil {
 		w.s.opts.Logger.Error("webhooks: read queue", "err", err)
 		w.arm(now.Add(time.Second))
 		return
+	}
+	if first != nil {
+		ln.from = first
 	}
 	ln.next = next
 	if !next.IsZero() && len(entries) < capacity {
@@ -255,7 +277,9 @@ func (w *webhookSup) done(c *actor.Context, m *whDone) {
 	}
 	if !ok {
 		ln = w.lane(m.lane)
+		ln.from = m.requeued
 	}
+	ln.lower(m.requeued)
 	now := w.s.whNow()
 	if !m.stale && !m.noWrite {
 		sub := w.sub(m.lane)
@@ -393,7 +417,8 @@ func (s *System) attempt(sup *actor.PID, lane storage.WebhookLane, e storage.Que
 		}
 		due := now.Add(delay)
 		d.Status, d.NextAttemptAt = storage.DeliveryRetrying, &due
-		b.Enqueue(lane, due, d.ID)
+		res.requeued = lane.QueueKey(due, d.ID)
+		b.Enqueue(res.requeued)
 	}
 	res.errMsg = d.ErrorMessage
 	if err := b.PutWebhookDelivery(lane.Tenant, d); err != nil {

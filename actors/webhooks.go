@@ -57,6 +57,10 @@ func (w *workspace) createWebhook(m *CreateWebhook) (*storage.WebhookSubscriptio
 	now := w.s.now()
 	sub := m.Sub
 	sub.ID, sub.Workspace, sub.Mode, sub.CreatedAt, sub.UpdatedAt = id, w.t.Workspace, w.t.Mode, now, now
+	sub.ActiveFrom = now
+	if !sub.IsActive {
+		sub.ActiveUntil = &now
+	}
 	if err := w.putWebhook(sub); err != nil {
 		return nil, err
 	}
@@ -92,10 +96,15 @@ func (w *workspace) updateWebhook(m *UpdateWebhook) (*storage.WebhookSubscriptio
 	if p.IsActive != nil {
 		sub.IsActive = *p.IsActive
 	}
-	if sub.IsActive {
+	now := w.s.now()
+	switch {
+	case sub.IsActive && !wasActive:
 		sub.DisabledReason, sub.DisabledAt = "", nil
+		sub.ActiveFrom, sub.ActiveUntil = now, nil
+	case !sub.IsActive && wasActive:
+		sub.ActiveUntil = &now
 	}
-	sub.UpdatedAt = w.s.now()
+	sub.UpdatedAt = now
 	if err := w.putWebhook(sub); err != nil {
 		return nil, err
 	}
@@ -123,7 +132,7 @@ func (w *workspace) deactivateWebhook(m *deactivateWebhook) {
 		return
 	}
 	now := w.s.now()
-	sub.IsActive, sub.DisabledReason, sub.DisabledAt, sub.UpdatedAt = false, m.Reason, &now, now
+	sub.IsActive, sub.DisabledReason, sub.DisabledAt, sub.UpdatedAt, sub.ActiveUntil = false, m.Reason, &now, now, &now
 	if err := w.putWebhook(sub); err != nil {
 		w.s.opts.Logger.Error("webhooks: deactivate subscription", "subscription", m.ID, "err", err)
 		return
@@ -212,9 +221,10 @@ func (s *System) secretAEAD() (cipher.AEAD, error) {
 	return s.wh.aead, s.wh.keyErr
 }
 
-// whIndex is the dispatcher's view of the active subscriptions: by tenant, and which event-log
-// partitions hold a tenant that has any. Every change bumps gen, so the reader can tell whether
-// a subscription appeared while it looked at the log.
+// whIndex is the dispatcher's view of the subscriptions that may receive events (active, or
+// deactivated recently enough that events of their active time may still be unread: see
+// indexed), by tenant. Every change bumps gen, so the reader can tell whether a subscription
+// appeared while it looked at the log.
 type whIndex struct {
 	mu       sync.Mutex
 	gen      uint64
@@ -262,8 +272,8 @@ func (s *System) webhookChanged(t storage.Tenant, id int64, reactivated bool) {
 	if err != nil {
 		s.opts.Logger.Error("webhooks: reload subscriptions", "err", err)
 	} else {
-		active := slices.DeleteFunc(all, func(w *storage.WebhookSubscription) bool { return !w.IsActive })
-		s.wh.index.set(t, active)
+		now := s.now()
+		s.wh.index.set(t, slices.DeleteFunc(all, func(w *storage.WebhookSubscription) bool { return !indexed(w, now) }))
 	}
 	if s.wh.sup != nil {
 		s.Engine.Send(s.wh.sup, &whSubChanged{t: t, id: id, reactivated: reactivated})
@@ -272,7 +282,8 @@ func (s *System) webhookChanged(t storage.Tenant, id int64, reactivated bool) {
 
 // loadWebhookIndex fills the index from Pebble at start.
 func (s *System) loadWebhookIndex() error {
-	all, err := s.Store.ActiveWebhookSubscriptions()
+	now := s.now()
+	all, err := s.Store.AllWebhookSubscriptions(func(w *storage.WebhookSubscription) bool { return indexed(w, now) })
 	if err != nil {
 		return err
 	}
@@ -288,6 +299,14 @@ func (s *System) loadWebhookIndex() error {
 	s.wh.index.gen++
 	s.wh.index.mu.Unlock()
 	return nil
+}
+
+// IndexedAfterDeactivation is how long a deactivated subscription stays in the dispatcher's
+// index, so events received before the deactivation but read after it still reach it.
+const IndexedAfterDeactivation = time.Hour
+
+func indexed(w *storage.WebhookSubscription, now time.Time) bool {
+	return w.IsActive || (w.ActiveUntil != nil && now.Sub(*w.ActiveUntil) < IndexedAfterDeactivation)
 }
 
 // whNow is the webhook clock.

@@ -40,6 +40,10 @@ type WebhookSubscription struct {
 	// the subscription has none. It is never returned by the API.
 	Secret         []byte     `json:"secret,omitempty"`
 	IsActive       bool       `json:"is_active"`
+	// ActiveFrom and ActiveUntil bound the events the subscription receives: those the service
+	// received while it was active (ActiveUntil nil while it still is).
+	ActiveFrom  time.Time  `json:"active_from"`
+	ActiveUntil *time.Time `json:"active_until,omitempty"`
 	DisabledReason string     `json:"disabled_reason,omitempty"`
 	DisabledAt     *time.Time `json:"disabled_at,omitempty"`
 	CreatedAt      time.Time  `json:"created_at"`
@@ -158,9 +162,9 @@ func (s *Store) WebhookSubscriptions(t Tenant) ([]*WebhookSubscription, error) {
 	return listJSON[WebhookSubscription](s, cat(t.prefix(), []byte("wh/")), true)
 }
 
-// ActiveWebhookSubscriptions lists every active subscription of every tenant (the dispatcher's
-// index, loaded at start).
-func (s *Store) ActiveWebhookSubscriptions() ([]*WebhookSubscription, error) {
+// AllWebhookSubscriptions lists every subscription of every tenant (the dispatcher's index,
+// loaded at start), those keep returns true for.
+func (s *Store) AllWebhookSubscriptions(keep func(*WebhookSubscription) bool) ([]*WebhookSubscription, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte("t/"), UpperBound: []byte("t0")})
 	if err != nil {
 		return nil, err
@@ -181,7 +185,7 @@ func (s *Store) ActiveWebhookSubscriptions() ([]*WebhookSubscription, error) {
 			if err := codec.Unmarshal(it.Value(), &w); err != nil {
 				return nil, err
 			}
-			if w.IsActive {
+			if keep(&w) {
 				out = append(out, &w)
 			}
 		}
@@ -197,8 +201,8 @@ func (bt *Batch) PutWebhookDelivery(t Tenant, d *WebhookDelivery) error {
 	return bt.setJSON(whdKey(t, d.SubscriptionID, d.ID), d)
 }
 
-// Enqueue stages a delivery's queue entry.
-func (bt *Batch) Enqueue(l WebhookLane, due time.Time, id int64) { bt.set(l.QueueKey(due, id), nil) }
+// Enqueue stages a queue entry (WebhookLane.QueueKey).
+func (bt *Batch) Enqueue(key []byte) { bt.set(key, nil) }
 
 // Dequeue stages the removal of a queue entry.
 func (bt *Batch) Dequeue(key []byte) { bt.del(key) }
@@ -329,22 +333,36 @@ func (s *Store) WebhookLanes() ([]WebhookLane, error) {
 	return out, it.Error()
 }
 
-// LaneEntries returns up to max entries of a lane in due order, skipping those skip returns
-// true for, and the due time of the first entry after now that was not returned (zero: none
-// seen). Only entries due at or before now are returned.
-func (s *Store) LaneEntries(l WebhookLane, now time.Time, max int, skip func(id int64) bool) ([]QueueEntry, time.Time, error) {
+// LaneEntries returns up to max entries of a lane in due order, starting at key from (nil: the
+// lane's first key), skipping those skip returns true for; the due time of the first entry
+// after now that was not returned (zero: none seen); and the first key met (skipped or not;
+// nil: none). Only entries due at or before now are returned.
+//
+// A queue in an LSM leaves a deletion tombstone behind every entry it removes, until a
+// compaction drops them; a scan from the lane's first key would step over all of them. The
+// supervisor therefore starts each scan at the first key the previous one met (no entry below
+// it existed then) and lowers that bound when it is told of a new entry below it.
+func (s *Store) LaneEntries(l WebhookLane, from []byte, now time.Time, max int, skip func(id int64) bool) ([]QueueEntry, time.Time, []byte, error) {
 	p := l.prefix()
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	lower := p
+	if from != nil && string(from) > string(p) {
+		lower = from
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(p)})
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, time.Time{}, nil, err
 	}
 	defer it.Close()
 	var out []QueueEntry
 	var next time.Time
+	var first []byte
 	for it.First(); it.Valid(); it.Next() {
 		k := it.Key()
 		if len(k) != len(p)+16 {
 			continue
+		}
+		if first == nil {
+			first = append([]byte(nil), k...)
 		}
 		due := time.Unix(0, int64(beUint64(k[len(p):])))
 		id := int64(beUint64(k[len(p)+8:]))
@@ -361,12 +379,12 @@ func (s *Store) LaneEntries(l WebhookLane, now time.Time, max int, skip func(id 
 		}
 		out = append(out, QueueEntry{Key: append([]byte(nil), k...), Due: due, ID: id})
 	}
-	return out, next, it.Error()
+	return out, next, first, it.Error()
 }
 
-// LaneAll returns every entry of a lane (finalising a deleted subscription's lane).
+// LaneAll returns up to max entries of a lane (finalising a deleted subscription's lane).
 func (s *Store) LaneAll(l WebhookLane, max int) ([]QueueEntry, error) {
-	out, _, err := s.LaneEntries(l, time.Unix(0, 1<<62), max, nil)
+	out, _, _, err := s.LaneEntries(l, nil, time.Unix(0, 1<<62), max, nil)
 	return out, err
 }
 

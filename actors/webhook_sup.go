@@ -55,14 +55,16 @@ type whLane struct {
 	// from is where the next scan of the lane's queue starts: no entry below it existed at the
 	// last scan, and every entry added since was announced (whQueued, whDone.requeued) and
 	// lowered it (nil: the lane's first key). See storage.LaneEntries.
-	from []byte
-	finishing bool      // a goroutine is failing the entries of a deleted subscription
+	from      []byte
+	finishing bool // a goroutine is failing the entries of a deleted subscription
 }
 
 // Messages of the supervisor.
 type (
 	// whQueued: new entries were committed; each lane with its smallest new key.
-	whQueued     struct{ lanes map[storage.WebhookLane][]byte }
+	whQueued struct {
+		lanes map[storage.WebhookLane][]byte
+	}
 	whSubChanged struct {
 		t           storage.Tenant
 		id          int64
@@ -70,15 +72,15 @@ type (
 	}
 	whWake struct{}
 	whDone struct {
-		lane    storage.WebhookLane
-		id      int64
-		ok      bool // 2xx
-		status  int
-		errMsg  string
-		stale   bool // the entry was already finished (nothing was sent)
+		lane   storage.WebhookLane
+		id     int64
+		ok     bool // 2xx
+		status int
+		errMsg string
+		stale  bool // the entry was already finished (nothing was sent)
 		// requeued is the retry's new queue key (nil: none).
 		requeued []byte
-		noWrite bool // the outcome could not be recorded (the entry stays queued)
+		noWrite  bool // the outcome could not be recorded (the entry stays queued)
 	}
 	whFinished struct{ lane storage.WebhookLane }
 )

@@ -38,12 +38,12 @@ type WebhookSubscription struct {
 	Filters    WebhookFilters `json:"filters"`
 	// Secret is the signing secret sealed with the service's webhook key (AES-GCM); nil when
 	// the subscription has none. It is never returned by the API.
-	Secret         []byte     `json:"secret,omitempty"`
-	IsActive       bool       `json:"is_active"`
+	Secret   []byte `json:"secret,omitempty"`
+	IsActive bool   `json:"is_active"`
 	// ActiveFrom and ActiveUntil bound the events the subscription receives: those the service
 	// received while it was active (ActiveUntil nil while it still is).
-	ActiveFrom  time.Time  `json:"active_from"`
-	ActiveUntil *time.Time `json:"active_until,omitempty"`
+	ActiveFrom     time.Time  `json:"active_from"`
+	ActiveUntil    *time.Time `json:"active_until,omitempty"`
 	DisabledReason string     `json:"disabled_reason,omitempty"`
 	DisabledAt     *time.Time `json:"disabled_at,omitempty"`
 	CreatedAt      time.Time  `json:"created_at"`

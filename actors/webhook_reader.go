@@ -390,6 +390,7 @@ func (r *whReader) store(p int, recs []ingest.Record) error {
 					b.Close()
 					return err
 				}
+				b.PutWebhookPayload(t, EventID(rec.ID()), body)
 			}
 			lane := storage.WebhookLane{Tenant: t, Sub: sub.ID}
 			key, err := r.addDelivery(b, lane, counts, &storage.WebhookDelivery{SubscriptionID: sub.ID,
@@ -482,6 +483,7 @@ func (r *whReader) test(req *whTestReq) {
 	d := &storage.WebhookDelivery{SubscriptionID: req.sub.ID, EventID: req.eventID, EventType: req.typ,
 		Status: storage.DeliveryPending, Payload: req.payload, Test: true, CreatedAt: s.whNow()}
 	b := s.Store.NewBatch()
+	b.PutWebhookPayload(t, req.eventID, req.payload)
 	key, err := r.addDelivery(b, lane, counts, d)
 	if err == nil {
 		for l, n := range counts {

@@ -55,7 +55,9 @@ type whLane struct {
 	// from is where the next scan of the lane's queue starts: no entry below it existed at the
 	// last scan, and every entry added since was announced (whQueued, whDone.requeued) and
 	// lowered it (nil: the lane's first key). See storage.LaneEntries.
-	from      []byte
+	from []byte
+	// ready are due entries read ahead and not attempted yet, in due order.
+	ready     []storage.QueueEntry
 	finishing bool // a goroutine is failing the entries of a deleted subscription
 }
 
@@ -243,33 +245,39 @@ func (w *webhookSup) pump(ln *whLane) {
 	if capacity <= 0 {
 		return
 	}
-	entries, next, first, err := w.s.Store.LaneEntries(ln.key, ln.from, now, capacity, func(id int64) bool { return ln.inflight[id] })
-	if err != nil {
-		w.s.opts.Logger.Error("webhooks: read queue", "err", err)
-		w.arm(now.Add(time.Second))
-		return
+	if len(ln.ready) == 0 {
+		// Read ahead: one scan serves the next laneReadAhead attempts, not one.
+		entries, next, first, err := w.s.Store.LaneEntries(ln.key, ln.from, now, laneReadAhead, func(id int64) bool { return ln.inflight[id] })
+		if err != nil {
+			w.s.opts.Logger.Error("webhooks: read queue", "err", err)
+			w.arm(now.Add(time.Second))
+			return
+		}
+		if first != nil {
+			ln.from = first
+		}
+		ln.ready, ln.next = entries, next
 	}
-	if first != nil {
-		ln.from = first
-	}
-	ln.next = next
-	if !next.IsZero() && len(entries) < capacity {
-		w.arm(next)
-	}
-	for _, e := range entries {
+	take := min(capacity, len(ln.ready))
+	for _, e := range ln.ready[:take] {
 		ln.inflight[e.ID] = true
 		w.inflight++
 		w.s.wh.workers.Add(1)
 		go w.s.attempt(w.pid, ln.key, e, sub.sub, sub.secret)
 	}
-	if len(entries) == capacity && !next.IsZero() && !next.After(now) {
+	ln.ready = ln.ready[take:]
+	switch {
+	case len(ln.ready) > 0 || (!ln.next.IsZero() && !ln.next.After(now)):
 		// More is due: the completions of these attempts pump the lane again.
-		return
-	}
-	if len(entries) == 0 && len(ln.inflight) == 0 && next.IsZero() {
+	case !ln.next.IsZero():
+		w.arm(ln.next)
+	case len(ln.inflight) == 0:
 		delete(w.lanes, ln.key) // empty: forgotten until something is queued
 	}
 }
+
+// laneReadAhead is how many due entries one scan of a lane's queue reads.
+const laneReadAhead = 256
 
 func (w *webhookSup) done(c *actor.Context, m *whDone) {
 	ln, ok := w.lanes[m.lane]
@@ -379,6 +387,10 @@ func (s *System) attempt(sup *actor.PID, lane storage.WebhookLane, e storage.Que
 			res.noWrite = true
 		}
 		res.stale = true
+		return
+	}
+	if err := s.Store.FillPayload(lane.Tenant, d); err != nil {
+		res.noWrite = true
 		return
 	}
 	start := time.Now()

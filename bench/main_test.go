@@ -45,6 +45,8 @@ func testServe(args []string) error {
 	fs.IntVar(&cfg.RateUnauthenticated, "rate-limit-unauthenticated", 0, "")
 	fs.IntVar(&cfg.RateCollect, "rate-limit-collect", 0, "")
 	fs.IntVar(&cfg.PageLongEdge, "page-long-edge", 1600, "")
+	fs.BoolVar(&cfg.AllowPrivateTargets, "allow-private-targets", false, "")
+	fs.DurationVar(&cfg.Webhooks.Timeout, "webhook-timeout", 0, "")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func (r *Report) checkValue(out io.Writer, what string, got float64, op string, 
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, mcp, convert, ingest, analytics (or all)")
+	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, mcp, convert, ingest, analytics, webhooks (or all)")
 	duration := fs.Duration("duration", 10*time.Second, "measured time per load (ingest: default 10m)")
 	warmup := fs.Duration("warmup", 2*time.Second, "warm-up time per load (ingest: default duration/20, 1-30 s)")
 	conns := fs.Int("conns", 32, "concurrent connections (ingest: default 64)")
@@ -65,9 +65,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sessions := fs.Int("sessions", 256, "ingest: virtual reader sessions")
 	rate := fs.Int("rate", 0, "ingest: offered events/s (0: closed loop, as fast as the service answers)")
 	rawEvents := fs.Int("raw-events", 1_000_000, "ingest: events per raw DuckDB append round")
-	childProfile := fs.String("child-cpuprofile", "", "ingest: write a CPU profile of the service process to this file")
-	childLog := fs.String("child-log", "", "ingest: write the service's log to this file")
-	serveArgs := fs.String("serve-args", "", "ingest: extra flipbook serve flags, space-separated (e.g. '--ingest-backlog 65536')")
+	whDeliveries := fs.Int("webhook-deliveries", 100_000, "webhooks: deliveries to the healthy receiver per phase")
+	childProfile := fs.String("child-cpuprofile", "", "ingest, webhooks: write a CPU profile of the service process to this file (webhooks: one per phase, the phase's name before the extension)")
+	childLog := fs.String("child-log", "", "ingest, webhooks: write the service's log to this file")
+	serveArgs := fs.String("serve-args", "", "ingest, webhooks: extra flipbook serve flags, space-separated (e.g. '--ingest-backlog 65536')")
 	strict := fs.Bool("strict", false, "exit non-zero when a target is missed")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -89,7 +90,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var missed []string
 	list := strings.Split(*scenarios, ",")
 	if *scenarios == "all" {
-		list = []string{"rest", "mcp", "convert", "ingest", "analytics"}
+		list = []string{"rest", "mcp", "convert", "ingest", "analytics", "webhooks"}
+	}
+	var childOut io.Writer
+	if *childLog != "" {
+		f, err := os.Create(*childLog)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		childOut = f
 	}
 	for _, sc := range list {
 		var rep *Report
@@ -128,15 +138,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				}
 				o.ChildArgs = append(o.ChildArgs, "--cpuprofile", abs)
 			}
-			if *childLog != "" {
-				f, err := os.Create(*childLog)
+			o.Log = childOut
+			rep, err = Ingest(ctx, o, stdout)
+		case "webhooks":
+			fmt.Fprintln(stdout, "== scenario webhooks ==")
+			o := WebhooksOptions{Deliveries: *whDeliveries, Log: childOut, ChildArgs: strings.Fields(*serveArgs)}
+			if *childProfile != "" {
+				abs, err := filepath.Abs(*childProfile)
 				if err != nil {
 					return err
 				}
-				defer f.Close()
-				o.Log = f
+				o.ChildProfile = abs
 			}
-			rep, err = Ingest(ctx, o, stdout)
+			rep, err = Webhooks(ctx, o, stdout)
 		default:
 			return fmt.Errorf("unknown scenario %q", sc)
 		}

@@ -498,6 +498,9 @@ func (s *Service) ListWebhookDeliveries(r *Request) (*Result, error) {
 	}
 	data := make([]deliveryJSON, len(list))
 	for i, d := range list {
+		if err := s.Store.FillPayload(r.Auth.Tenant, d); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return nil, err
+		}
 		data[i] = deliveryWire(d)
 	}
 	var next *string

@@ -85,6 +85,7 @@ type WebhookDelivery struct {
 //
 //	t/<tenant>/wh/<id>                       WebhookSubscription
 //	t/<tenant>/whd/<sub id><delivery id>     WebhookDelivery (kept after the subscription is deleted)
+//	t/<tenant>/whp/<event id>                the payload of an event's deliveries (stored once per event)
 //	t/<tenant>/whn/<sub id>                  number of deliveries of a subscription
 //	t/<tenant>/whh/<sub id>                  WebhookHealth: since when deliveries fail
 //	g/whq/<tenant><sub id><class><due><id>   delivery queue: one entry per delivery not finished
@@ -100,6 +101,9 @@ func whdPrefix(t Tenant, sub int64) []byte {
 	return cat(t.prefix(), []byte("whd/"), u64(uint64(sub)))
 }
 func whdKey(t Tenant, sub, id int64) []byte { return cat(whdPrefix(t, sub), u64(uint64(id))) }
+func whPayloadKey(t Tenant, eventID string) []byte {
+	return cat(t.prefix(), []byte("whp/"+eventID))
+}
 
 const whQueuePrefix = "g/whq/"
 
@@ -196,9 +200,36 @@ func (s *Store) AllWebhookSubscriptions(keep func(*WebhookSubscription) bool) ([
 
 func hasPrefix(k, p []byte) bool { return len(k) >= len(p) && string(k[:len(p)]) == string(p) }
 
-// PutWebhookDelivery stages a delivery record.
+// PutWebhookDelivery stages a delivery record. Its payload is not part of it: every delivery of
+// an event shares one payload record (PutWebhookPayload), written once.
 func (bt *Batch) PutWebhookDelivery(t Tenant, d *WebhookDelivery) error {
-	return bt.setJSON(whdKey(t, d.SubscriptionID, d.ID), d)
+	c := *d
+	c.Payload = nil
+	return bt.setJSON(whdKey(t, d.SubscriptionID, d.ID), &c)
+}
+
+// PutWebhookPayload stages the payload of an event's deliveries.
+func (bt *Batch) PutWebhookPayload(t Tenant, eventID string, payload []byte) {
+	bt.set(whPayloadKey(t, eventID), payload)
+}
+
+// WebhookPayload reads the payload of an event's deliveries.
+func (s *Store) WebhookPayload(t Tenant, eventID string) ([]byte, error) {
+	return s.get(whPayloadKey(t, eventID))
+}
+
+// FillPayload sets a delivery's payload from its event's payload record (records written
+// before payloads were shared carry their own).
+func (s *Store) FillPayload(t Tenant, d *WebhookDelivery) error {
+	if len(d.Payload) > 0 && string(d.Payload) != "null" {
+		return nil
+	}
+	p, err := s.WebhookPayload(t, d.EventID)
+	if err != nil {
+		return err
+	}
+	d.Payload = p
+	return nil
 }
 
 // Enqueue stages a queue entry (WebhookLane.QueueKey).

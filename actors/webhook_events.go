@@ -195,7 +195,7 @@ func BuildPayload(id int64, ev *ingest.Event, title, bookURL string) WebhookPayl
 // Matches reports whether a subscription takes an event of webhook type typ.
 func webhookMatches(w *storage.WebhookSubscription, typ string, ev *ingest.Event) bool {
 	// Only events the service received while the subscription was active.
-	if ev.ReceivedAt.Before(w.ActiveFrom) || (w.ActiveUntil != nil && !ev.ReceivedAt.Before(*w.ActiveUntil)) {
+	if !activeAt(w, ev.ReceivedAt) {
 		return false
 	}
 	found := false
@@ -228,6 +228,20 @@ func webhookMatches(w *storage.WebhookSubscription, typ string, ev *ingest.Event
 		return false
 	}
 	return true
+}
+
+// activeAt reports whether the subscription was active at t (its current period or a recent
+// earlier one).
+func activeAt(w *storage.WebhookSubscription, t time.Time) bool {
+	if !t.Before(w.ActiveFrom) && (w.ActiveUntil == nil || t.Before(*w.ActiveUntil)) {
+		return true
+	}
+	for _, p := range w.PastActive {
+		if !t.Before(p.From) && t.Before(p.Until) {
+			return true
+		}
+	}
+	return false
 }
 
 func containsStr(list []string, s string) bool {

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"crypto/cipher"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -110,6 +111,9 @@ type whState struct {
 	tests   chan *whTestReq
 	started bool
 
+	commitMu   sync.Mutex
+	committing map[int64]struct{} // deliveries whose creating batch is being committed
+
 	statsMu sync.Mutex
 	stats   WebhookStats
 }
@@ -155,6 +159,7 @@ func (s *System) StartWebhooks(log ingest.Log, trim ingest.Trimmer, o WebhookOpt
 	s.wh.ctx, s.wh.cancel = context.WithCancel(context.Background())
 	s.wh.stop, s.wh.done = make(chan struct{}), make(chan struct{})
 	s.wh.tests = make(chan *whTestReq)
+	s.wh.committing = map[int64]struct{}{}
 	r, err := newWHReader(s)
 	if err != nil {
 		return err
@@ -194,7 +199,7 @@ type whReader struct {
 func newWHReader(s *System) (*whReader, error) {
 	log := s.wh.log
 	r := &whReader{s: s, pos: make([]uint64, log.Partitions()), counts: map[storage.WebhookLane]int64{}}
-	var ends []uint64
+	var missing []int
 	for p := range r.pos {
 		v, ok, err := s.Store.WebhookPosition(p)
 		if err != nil {
@@ -202,21 +207,34 @@ func newWHReader(s *System) (*whReader, error) {
 		}
 		if ok {
 			r.pos[p] = v
-			continue
+		} else {
+			missing = append(missing, p)
 		}
-		// First start: events from before webhook delivery existed had no subscription.
-		if ends == nil {
-			if eo, ok := log.(ingest.EndOffsets); ok {
-				if ends, err = eo.EndOffsets(context.Background()); err != nil {
-					return nil, err
+	}
+	if len(missing) == 0 {
+		return r, nil
+	}
+	// The very first start: events from before webhook delivery existed had no subscription,
+	// so the reader starts at the log's end. (A partition missing beside stored ones starts at
+	// 0.) The start is stored at once, so a stop before the first pass does not move it.
+	if len(missing) == len(r.pos) {
+		if eo, ok := log.(ingest.EndOffsets); ok {
+			ends, err := eo.EndOffsets(context.Background())
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range missing {
+				if p < len(ends) {
+					r.pos[p] = ends[p]
 				}
 			}
 		}
-		if p < len(ends) {
-			r.pos[p] = ends[p]
-		}
 	}
-	return r, nil
+	b := s.Store.NewBatch()
+	for _, p := range missing {
+		b.SetWebhookPosition(p, r.pos[p])
+	}
+	return r, b.Commit()
 }
 
 // whTestReq asks the reader to queue a test delivery.
@@ -362,6 +380,7 @@ func (r *whReader) store(p int, recs []ingest.Record) error {
 	now := s.whNow()
 	b := s.Store.NewBatch()
 	lanes := map[storage.WebhookLane][]byte{} // lane → its smallest new queue key
+	var ids []int64
 	counts := map[storage.WebhookLane]int64{}
 	created := 0
 	next := r.pos[p]
@@ -402,6 +421,7 @@ func (r *whReader) store(p int, recs []ingest.Record) error {
 			if k, ok := lanes[lane]; !ok || string(key) < string(k) {
 				lanes[lane] = key
 			}
+			ids = append(ids, d0(key))
 			created++
 		}
 	}
@@ -409,7 +429,7 @@ func (r *whReader) store(p int, recs []ingest.Record) error {
 		b.SetWebhookCount(lane.Tenant, lane.Sub, n)
 	}
 	b.SetWebhookPosition(p, next)
-	if err := b.Commit(); err != nil {
+	if err := s.whCommit(b, ids); err != nil {
 		// Counts read from the store again next time: what this batch added is not there.
 		for lane := range counts {
 			delete(r.counts, lane)
@@ -424,6 +444,36 @@ func (r *whReader) store(p int, recs []ingest.Record) error {
 	}
 	return nil
 }
+
+// whCommit commits a batch of new deliveries. Pebble makes a batch visible before its sync to
+// disk ends: until Commit returns, the supervisor's scans skip these deliveries (committing),
+// so none is sent before it is durable; otherwise a crash could lose a delivery that was sent
+// and the event would be delivered again under a new delivery id.
+func (s *System) whCommit(b *storage.Batch, ids []int64) error {
+	s.wh.commitMu.Lock()
+	for _, id := range ids {
+		s.wh.committing[id] = struct{}{}
+	}
+	s.wh.commitMu.Unlock()
+	err := b.Commit()
+	s.wh.commitMu.Lock()
+	for _, id := range ids {
+		delete(s.wh.committing, id)
+	}
+	s.wh.commitMu.Unlock()
+	return err
+}
+
+// whCommitting reports whether a delivery's creation is being committed.
+func (s *System) whCommitting(id int64) bool {
+	s.wh.commitMu.Lock()
+	defer s.wh.commitMu.Unlock()
+	_, ok := s.wh.committing[id]
+	return ok
+}
+
+// d0 is the delivery id at the end of a queue key.
+func d0(key []byte) int64 { return int64(binary.BigEndian.Uint64(key[len(key)-8:])) }
 
 func (r *whReader) report(ctx context.Context, p int) {
 	if r.s.wh.trim == nil {
@@ -489,7 +539,7 @@ func (r *whReader) test(req *whTestReq) {
 		for l, n := range counts {
 			b.SetWebhookCount(l.Tenant, l.Sub, n)
 		}
-		err = b.Commit()
+		err = s.whCommit(b, []int64{d.ID})
 	} else {
 		b.Close()
 	}

@@ -59,6 +59,7 @@ type whLane struct {
 	// ready are due entries read ahead and not attempted yet, in due order.
 	ready     []storage.QueueEntry
 	finishing bool // a goroutine is failing the entries of a deleted subscription
+	again     bool // entries were queued while finishing
 }
 
 // Messages of the supervisor.
@@ -93,10 +94,26 @@ func newWebhookSup(s *System) actor.Producer {
 	}
 }
 
+// reset rebuilds the supervisor's state from Pebble after a recovered panic: every lane with
+// queued entries is scanned from its start again. An attempt still in flight then may be made
+// a second time, which at-least-once delivery allows (X-Webhook-Id stays the same).
 func (w *webhookSup) reset() {
 	w.lanes = map[storage.WebhookLane]*whLane{}
 	w.subs = map[storage.WebhookLane]*whSub{}
-	w.inflight = 0
+	w.inflight, w.starved = 0, nil
+	w.restore()
+}
+
+// restore creates a lane for every subscription with queued entries and pumps it.
+func (w *webhookSup) restore() {
+	lanes, err := w.s.Store.WebhookLanes()
+	if err != nil {
+		w.s.opts.Logger.Error("webhooks: list queued deliveries", "err", err)
+	}
+	for _, l := range lanes {
+		w.pump(w.lane(l))
+	}
+	w.arm(w.s.whNow().Add(time.Second)) // look again soon
 }
 
 func (w *webhookSup) Receive(c *actor.Context) {
@@ -104,14 +121,7 @@ func (w *webhookSup) Receive(c *actor.Context) {
 	case actor.Initialized:
 	case actor.Started:
 		w.pid = c.PID()
-		lanes, err := w.s.Store.WebhookLanes()
-		if err != nil {
-			w.s.opts.Logger.Error("webhooks: list queued deliveries", "err", err)
-		}
-		for _, l := range lanes {
-			w.pump(w.lane(l))
-		}
-		w.arm(w.s.whNow().Add(time.Second)) // look again after start
+		w.restore()
 	case actor.Stopped:
 		if w.timer != nil {
 			w.timer.Stop()
@@ -125,6 +135,9 @@ func (w *webhookSup) Receive(c *actor.Context) {
 			}
 			ln.lower(key)
 			ln.next = time.Time{}
+			if ln.finishing {
+				ln.again = true // queued after the deletion: fail it too
+			}
 			w.pump(ln)
 		}
 	case *whSubChanged:
@@ -161,7 +174,12 @@ func (w *webhookSup) Receive(c *actor.Context) {
 	case *whFinished:
 		if ln, ok := w.lanes[m.lane]; ok {
 			ln.finishing = false
-			delete(w.lanes, m.lane)
+			if ln.again {
+				ln.again, ln.from = false, nil
+				w.pump(ln)
+			} else {
+				delete(w.lanes, m.lane)
+			}
 		}
 	}
 	w.s.whCount(func(st *WebhookStats) { st.Inflight, st.Lanes = w.inflight, len(w.lanes) })
@@ -247,7 +265,7 @@ func (w *webhookSup) pump(ln *whLane) {
 	}
 	if len(ln.ready) == 0 {
 		// Read ahead: one scan serves the next laneReadAhead attempts, not one.
-		entries, next, first, err := w.s.Store.LaneEntries(ln.key, ln.from, now, laneReadAhead, func(id int64) bool { return ln.inflight[id] })
+		entries, next, first, err := w.s.Store.LaneEntries(ln.key, ln.from, now, laneReadAhead, func(id int64) bool { return ln.inflight[id] || w.s.whCommitting(id) })
 		if err != nil {
 			w.s.opts.Logger.Error("webhooks: read queue", "err", err)
 			w.arm(now.Add(time.Second))
@@ -395,8 +413,10 @@ func (s *System) attempt(sup *actor.PID, lane storage.WebhookLane, e storage.Que
 	}
 	start := time.Now()
 	status, body, retryAfter, sendErr := s.send(sub, secret, d)
-	if s.wh.ctx.Err() != nil {
-		res.noWrite = true // stopping: the attempt is not recorded and is made again after restart
+	if sendErr != nil && s.wh.ctx.Err() != nil {
+		// Stopping cut the attempt short: it is not recorded and is made again after the
+		// restart. An answer that did come is recorded (the store closes after the attempts).
+		res.noWrite = true
 		return
 	}
 	now := s.whNow()

@@ -100,6 +100,16 @@ func (w *workspace) updateWebhook(m *UpdateWebhook) (*storage.WebhookSubscriptio
 	switch {
 	case sub.IsActive && !wasActive:
 		sub.DisabledReason, sub.DisabledAt = "", nil
+		if sub.ActiveUntil != nil {
+			// Events of the period that ended may still be unread: keep it while it is recent.
+			sub.PastActive = append(sub.PastActive, storage.ActivePeriod{From: sub.ActiveFrom, Until: *sub.ActiveUntil})
+			sub.PastActive = slices.DeleteFunc(sub.PastActive, func(p storage.ActivePeriod) bool {
+				return now.Sub(p.Until) >= IndexedAfterDeactivation
+			})
+			if n := len(sub.PastActive); n > maxPastActive {
+				sub.PastActive = sub.PastActive[n-maxPastActive:]
+			}
+		}
 		sub.ActiveFrom, sub.ActiveUntil = now, nil
 	case !sub.IsActive && wasActive:
 		sub.ActiveUntil = &now
@@ -300,6 +310,9 @@ func (s *System) loadWebhookIndex() error {
 	s.wh.index.mu.Unlock()
 	return nil
 }
+
+// maxPastActive bounds the earlier active periods a subscription remembers.
+const maxPastActive = 16
 
 // IndexedAfterDeactivation is how long a deactivated subscription stays in the dispatcher's
 // index, so events received before the deactivation but read after it still reach it.

@@ -84,7 +84,7 @@ func webhookParams(create bool) []Param {
 			Items: &Param{Kind: KAny},
 			Desc:  "event types: strings of " + joinValues() + ", or {value} objects as returned"}),
 		Str("signing_secret", InBody, MaxSigningSecret).MinLength(MinSigningSecret).Null().
-			Describe("the HMAC key of X-Webhook-Signature (never returned); null or \"\" on update removes it"),
+			Describe("the HMAC key of X-Webhook-Signature (never returned); null on update removes it"),
 		{Name: "filters", In: InBody, Kind: KObject, Nullable: true,
 			Desc: "narrow deliveries; every list given replaces the filter set (an empty or missing list does not narrow)",
 			Props: []Param{

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -74,6 +75,12 @@ func (s *Service) webhookJSON(w *storage.WebhookSubscription) (webhookJSON, erro
 	return out, nil
 }
 
+// detached is the request's context without its cancellation: REST hands handlers the pooled
+// fasthttp.RequestCtx as the context, whose Done a derived context would watch from another
+// goroutine while fasthttp's shutdown writes it (a data race). What these calls wait on is
+// bounded by their own timeouts.
+func detached(r *Request) context.Context { return context.WithoutCancel(r.Ctx) }
+
 func orEmpty[T any](s []T) []T {
 	if s == nil {
 		return []T{}
@@ -115,7 +122,7 @@ func (s *Service) webhookInput(r *Request) (*actors.WebhookPatch, error) {
 	if r.Has("target_url") {
 		u := r.Str("target_url")
 		pol := outbound.Policy{AllowPrivate: s.cfg.AllowPrivateTargets}
-		if err := pol.CheckURL(r.Ctx, u); err != nil {
+		if err := pol.CheckURL(detached(r), u); err != nil {
 			v.Add("target_url", err.Error())
 		}
 		p.TargetURL = &u
@@ -324,7 +331,7 @@ func (s *Service) samplePayloads(r *Request, types []string, perType int) ([]act
 		readerTypes = append(readerTypes, actors.ReaderTypesOf(t)...)
 	}
 	t := r.Auth.Tenant
-	evs, err := s.Analytics.Query().RecentEvents(r.Ctx, t.Workspace, string(rune(t.Mode)), readerTypes, perType)
+	evs, err := s.Analytics.Query().RecentEvents(detached(r), t.Workspace, string(rune(t.Mode)), readerTypes, perType)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -547,7 +554,7 @@ func (s *Service) TestWebhook(r *Request) (*Result, error) {
 func (s *Service) DispatchSample(r *Request) (*Result, error) {
 	target := r.Str("url")
 	pol := outbound.Policy{AllowPrivate: s.cfg.AllowPrivateTargets}
-	if err := pol.CheckURL(r.Ctx, target); err != nil {
+	if err := pol.CheckURL(detached(r), target); err != nil {
 		return nil, fieldError("url", err.Error())
 	}
 	event := r.Str("event")
@@ -565,7 +572,7 @@ func (s *Service) DispatchSample(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	status, respBody, _, sendErr := s.Actors.PostWebhook(r.Ctx, target, event, nil, raw, nil)
+	status, respBody, _, sendErr := s.Actors.PostWebhook(detached(r), target, event, nil, raw, nil)
 	if sendErr == nil && (status < 200 || status > 299) {
 		sendErr = fmt.Errorf("the receiver answered %d", status)
 	}

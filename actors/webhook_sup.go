@@ -46,8 +46,11 @@ type whSub struct {
 
 // whLane is one delivery queue in flight.
 type whLane struct {
-	key       storage.WebhookLane
-	inflight  map[int64]bool
+	key      storage.WebhookLane
+	inflight map[int64]bool // attempts not yet recorded (their entries are skipped by scans)
+	// sending counts the attempts waiting for the receiver: LaneConcurrency bounds it. An
+	// attempt stops counting once the receiver answered, while its outcome is committed.
+	sending   int
 	fails     int // consecutive failed attempts
 	openUntil time.Time
 	cooldown  time.Duration
@@ -81,11 +84,17 @@ type (
 		status int
 		errMsg string
 		stale  bool // the entry was already finished (nothing was sent)
+		sent   bool // whSent was sent before this
 		// requeued is the retry's new queue key (nil: none).
 		requeued []byte
 		noWrite  bool // the outcome could not be recorded (the entry stays queued)
 	}
 	whFinished struct{ lane storage.WebhookLane }
+	// whSent: an attempt's receiver answered (or failed); its outcome is being recorded.
+	whSent struct {
+		lane storage.WebhookLane
+		id   int64
+	}
 )
 
 func newWebhookSup(s *System) actor.Producer {
@@ -169,6 +178,11 @@ func (w *webhookSup) Receive(c *actor.Context) {
 				w.arm(ln.next)
 			}
 		}
+	case *whSent:
+		if ln, ok := w.lanes[m.lane]; ok && ln.inflight[m.id] {
+			ln.sending--
+			w.pump(ln)
+		}
 	case *whDone:
 		w.done(c, m)
 	case *whFinished:
@@ -245,7 +259,7 @@ func (w *webhookSup) pump(ln *whLane) {
 		return // paused until the subscription is active again
 	}
 	now := w.s.whNow()
-	capacity := w.s.wh.opts.LaneConcurrency - len(ln.inflight)
+	capacity := w.s.wh.opts.LaneConcurrency - ln.sending
 	if !ln.openUntil.IsZero() {
 		if ln.openUntil.After(now) {
 			w.arm(ln.openUntil)
@@ -279,6 +293,7 @@ func (w *webhookSup) pump(ln *whLane) {
 	take := min(capacity, len(ln.ready))
 	for _, e := range ln.ready[:take] {
 		ln.inflight[e.ID] = true
+		ln.sending++
 		w.inflight++
 		w.s.wh.workers.Add(1)
 		go w.s.attempt(w.pid, ln.key, e, sub.sub, sub.secret)
@@ -302,6 +317,9 @@ func (w *webhookSup) done(c *actor.Context, m *whDone) {
 	if ok && ln.inflight[m.id] {
 		delete(ln.inflight, m.id)
 		w.inflight--
+		if !m.sent {
+			ln.sending--
+		}
 	}
 	if !ok {
 		ln = w.lane(m.lane)
@@ -413,6 +431,8 @@ func (s *System) attempt(sup *actor.PID, lane storage.WebhookLane, e storage.Que
 	}
 	start := time.Now()
 	status, body, retryAfter, sendErr := s.send(sub, secret, d)
+	s.Engine.Send(sup, &whSent{lane: lane, id: e.ID}) // the lane may start another attempt
+	res.sent = true
 	if sendErr != nil && s.wh.ctx.Err() != nil {
 		// Stopping cut the attempt short: it is not recorded and is made again after the
 		// restart. An answer that did come is recorded (the store closes after the attempts).

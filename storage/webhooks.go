@@ -42,15 +42,15 @@ type WebhookSubscription struct {
 	IsActive bool   `json:"is_active"`
 	// ActiveFrom and ActiveUntil bound the events the subscription receives: those the service
 	// received while it was active (ActiveUntil nil while it still is).
-	ActiveFrom     time.Time  `json:"active_from"`
-	ActiveUntil    *time.Time `json:"active_until,omitempty"`
+	ActiveFrom  time.Time  `json:"active_from"`
+	ActiveUntil *time.Time `json:"active_until,omitempty"`
 	// PastActive are earlier active periods that ended recently (events received then may
 	// still be unread when the subscription is active again), newest last.
-	PastActive []ActivePeriod `json:"past_active,omitempty"`
-	DisabledReason string     `json:"disabled_reason,omitempty"`
-	DisabledAt     *time.Time `json:"disabled_at,omitempty"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
+	PastActive     []ActivePeriod `json:"past_active,omitempty"`
+	DisabledReason string         `json:"disabled_reason,omitempty"`
+	DisabledAt     *time.Time     `json:"disabled_at,omitempty"`
+	CreatedAt      time.Time      `json:"created_at"`
+	UpdatedAt      time.Time      `json:"updated_at"`
 }
 
 // ActivePeriod is a time a subscription was active: From ≤ t < Until.

@@ -207,12 +207,33 @@ func Ingest(ctx context.Context, o IngestOptions, out io.Writer) (*Report, error
 	return rep, nil
 }
 
-// ingestSetup creates the workspaces (admin API), their live keys and published books.
-func ingestSetup(ctx context.Context, c *child, adm *adminClient, o IngestOptions) ([]*ingestBook, error) {
+// publishBook creates a published book of ingestPages editor pages and returns its random id.
+func publishBook(ctx context.Context, c *child, key, title string) (string, error) {
 	imgs := make([]any, ingestPages)
 	for i := range imgs {
 		imgs[i] = tinyPNG(40+i, 60)
 	}
+	body, _ := json.Marshal(map[string]any{
+		"title": title, "status": "publish",
+		"canvas":      map[string]any{"width": 600, "height": 800, "orientation": "portrait", "objects": []any{map[string]any{"type": "image"}}},
+		"page_images": imgs,
+	})
+	req, _ := http.NewRequestWithContext(ctx, "POST", c.base+"/api/v1/books/konva", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	var book struct {
+		Data struct {
+			RandomID string `json:"random_id"`
+		} `json:"data"`
+	}
+	if err := doJSON(req, 201, &book); err != nil {
+		return "", err
+	}
+	return book.Data.RandomID, nil
+}
+
+// ingestSetup creates the workspaces (admin API), their live keys and published books.
+func ingestSetup(ctx context.Context, c *child, adm *adminClient, o IngestOptions) ([]*ingestBook, error) {
 	var books []*ingestBook
 	for w := 0; w < o.Workspaces; w++ {
 		var ws struct {
@@ -233,23 +254,11 @@ func ingestSetup(ctx context.Context, c *child, adm *adminClient, o IngestOption
 			return nil, err
 		}
 		for b := 0; b < o.BooksPerWorkspace; b++ {
-			body, _ := json.Marshal(map[string]any{
-				"title": fmt.Sprintf("Catalogue %d-%d", w, b), "status": "publish",
-				"canvas":      map[string]any{"width": 600, "height": 800, "orientation": "portrait", "objects": []any{map[string]any{"type": "image"}}},
-				"page_images": imgs,
-			})
-			req, _ := http.NewRequestWithContext(ctx, "POST", c.base+"/api/v1/books/konva", bytes.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+key.Data.Key)
-			req.Header.Set("Content-Type", "application/json")
-			var book struct {
-				Data struct {
-					RandomID string `json:"random_id"`
-				} `json:"data"`
-			}
-			if err := doJSON(req, 201, &book); err != nil {
+			rid, err := publishBook(ctx, c, key.Data.Key, fmt.Sprintf("Catalogue %d-%d", w, b))
+			if err != nil {
 				return nil, err
 			}
-			books = append(books, &ingestBook{ws: ws.Data.ID, rid: book.Data.RandomID, pages: ingestPages})
+			books = append(books, &ingestBook{ws: ws.Data.ID, rid: rid, pages: ingestPages})
 		}
 	}
 	return books, nil

@@ -464,27 +464,11 @@ func whSetup(ctx context.Context, c *child, adm *adminClient) (string, *ingestBo
 		map[string]any{"name": "bench", "scopes": []string{"*"}, "mode": "live"}, 201, &key); err != nil {
 		return "", nil, err
 	}
-	imgs := make([]any, ingestPages)
-	for i := range imgs {
-		imgs[i] = tinyPNG(40+i, 60)
-	}
-	body, _ := json.Marshal(map[string]any{
-		"title": "Webhook catalogue", "status": "publish",
-		"canvas":      map[string]any{"width": 600, "height": 800, "orientation": "portrait", "objects": []any{map[string]any{"type": "image"}}},
-		"page_images": imgs,
-	})
-	req, _ := http.NewRequestWithContext(ctx, "POST", c.base+"/api/v1/books/konva", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key.Data.Key)
-	req.Header.Set("Content-Type", "application/json")
-	var b struct {
-		Data struct {
-			RandomID string `json:"random_id"`
-		} `json:"data"`
-	}
-	if err := doJSON(req, 201, &b); err != nil {
+	rid, err := publishBook(ctx, c, key.Data.Key, "Webhook catalogue")
+	if err != nil {
 		return "", nil, err
 	}
-	return key.Data.Key, &ingestBook{ws: ws.Data.ID, rid: b.Data.RandomID, pages: ingestPages}, nil
+	return key.Data.Key, &ingestBook{ws: ws.Data.ID, rid: rid, pages: ingestPages}, nil
 }
 
 // whDispatcherStats are the webhook dispatcher's counters of GET /admin/v1/ingest ("" when

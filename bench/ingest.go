@@ -133,7 +133,7 @@ func Ingest(ctx context.Context, o IngestOptions, out io.Writer) (*Report, error
 			c.stop()
 		}
 	}()
-	adm := &adminClient{base: c.base, token: token}
+	adm := &adminClient{base: c.base + "/admin/v1", token: token}
 	books, err := ingestSetup(ctx, c, adm, o)
 	if err != nil {
 		return nil, err
@@ -276,18 +276,22 @@ func tinyPNG(w, h int) string {
 	return base64.StdEncoding.EncodeToString(buf.Bytes())
 }
 
-// adminClient calls the service's admin API.
-type adminClient struct {
+// apiClient calls JSON operations under one base address (the admin API at /admin/v1, the
+// public one at /api/v1) with a bearer token.
+type apiClient struct {
 	base, token string
 }
 
-func (a *adminClient) do(ctx context.Context, method, path string, body any, want int, out any) error {
+// adminClient calls the service's admin API.
+type adminClient = apiClient
+
+func (a *apiClient) do(ctx context.Context, method, path string, body any, want int, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequestWithContext(ctx, method, a.base+"/admin/v1"+path, rd)
+	req, _ := http.NewRequestWithContext(ctx, method, a.base+path, rd)
 	req.Header.Set("Authorization", "Bearer "+a.token)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

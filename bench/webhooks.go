@@ -3,11 +3,9 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -313,12 +311,12 @@ func whRunPhase(ctx context.Context, name string, targets []string, rc *whReceiv
 	}
 	defer c.stop()
 	pid := c.cmd.Process.Pid
-	adm := &adminClient{base: c.base, token: token}
+	adm := &adminClient{base: c.base + "/admin/v1", token: token}
 	key, book, err := whSetup(ctx, c, adm)
 	if err != nil {
 		return nil, err
 	}
-	api := &whAPI{base: c.base, key: key}
+	api := &whAPI{apiClient{base: c.base + "/api/v1", token: key}}
 	var subs []int64
 	for i, t := range targets {
 		id, err := api.subscribe(ctx, fmt.Sprintf("bench %d", i), t)
@@ -489,21 +487,7 @@ func whDispatcherStats(ctx context.Context, adm *adminClient) string {
 }
 
 // whAPI calls the webhook subscription operations with a workspace key.
-type whAPI struct{ base, key string }
-
-func (a *whAPI) do(ctx context.Context, method, path string, body any, want int, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequestWithContext(ctx, method, a.base+"/api/v1"+path, rd)
-	req.Header.Set("Authorization", "Bearer "+a.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return doJSON(req, want, out)
-}
+type whAPI struct{ apiClient }
 
 func (a *whAPI) subscribe(ctx context.Context, name, target string) (int64, error) {
 	var r struct {

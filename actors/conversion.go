@@ -369,8 +369,15 @@ func (s *System) convertFile(ctx context.Context, u *storage.Upload, i int) (rea
 	// running and writing into theirs.
 	work := filepath.Join(s.Store.WorkDir(u.ID), "attempt-"+strconv.Itoa(u.Attempts), strconv.Itoa(i))
 	_ = os.RemoveAll(work)
+	var fetch convert.Fetcher
+	if f.Kind == convert.KindCatalog && s.opts.ImageFetcher != nil {
+		var done func()
+		fetch, done = s.opts.ImageFetcher()
+		defer done()
+	}
 	res, err := convert.Convert(ctx, UploadPath(s.Store, u.ID, i), f.Kind, work, convert.Options{
 		LongEdge: s.conv.LongEdge, AutoLinks: u.AutoLinks, Slots: s.renderSlots, Chunk: s.conv.Chunk,
+		Fetch: fetch,
 	})
 	if err != nil {
 		if convert.IsFailure(err) {

@@ -43,6 +43,9 @@ type Options struct {
 	Now func() time.Time
 	// Conversion configures document conversion (zero values: defaults).
 	Conversion ConversionOptions
+	// ImageFetcher makes the fetcher of a catalog render's product images (under the outbound
+	// address rules) and its release; nil: images are drawn as placeholders.
+	ImageFetcher func() (convert.Fetcher, func())
 }
 
 // System is the running actor engine and the PIDs of its long-lived actors.
@@ -54,6 +57,8 @@ type System struct {
 	accounts   *actor.PID
 	clock      *actor.PID
 	conversion *actor.PID
+	// catalogSync runs catalog sync jobs (catalog_sync.go).
+	catalogSync *actor.PID
 
 	conv        ConversionOptions
 	renderSlots chan struct{}
@@ -103,6 +108,8 @@ func Start(store *storage.Store, o Options) (*System, error) {
 	}
 	s.renderSlots = make(chan struct{}, s.conv.Workers)
 	s.conversion = e.Spawn(newConversion(s), "conversion", actor.WithID("main"), actor.WithMiddleware(s.recoverMW))
+	s.catalogSync = e.Spawn(newCatalogSup(s), "catalogsync", actor.WithID("main"),
+		actor.WithInboxSize(defaultInboxSize), actor.WithMiddleware(s.recoverMW))
 	return s, nil
 }
 
@@ -116,6 +123,8 @@ func (s *System) Stop() {
 	// next start); their workers may still be waiting on book actors, which are running.
 	<-s.Engine.Poison(s.conversion).Done()
 	s.workers.Wait()
+	// Catalog workers stop after the step they are in (a job resumes from its last step).
+	s.awaitStop(s.catalogSync)
 	<-s.Engine.Poison(s.clock).Done()
 	s.mu.Lock()
 	s.stopping = true

@@ -102,6 +102,12 @@ func (w *workspace) Receive(c *actor.Context) {
 		c.Respond(result(w.deleteWebhook(m)))
 	case *deactivateWebhook:
 		w.deactivateWebhook(m)
+	case *CreateCatalog:
+		c.Respond(result(w.createCatalog(m)))
+	case *QueueSync:
+		c.Respond(result(w.queueSync(m)))
+	case *ArchiveCatalog:
+		c.Respond(result(w.archiveCatalog(m)))
 	case bookMsg:
 		w.route(c, m)
 	case *bookIdle:

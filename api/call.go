@@ -343,10 +343,12 @@ func (c *Caller) rateLimit(op *Operation, p *Principal, now time.Time) (*Decisio
 
 // Authorize checks the key's scopes and the workspace's plan.
 func Authorize(op *Operation, p *Principal) *Error {
-	if op.Scope != "" && !Contains(p.Key.Scopes, "*") && !Contains(p.Key.Scopes, op.Scope) {
-		return &Error{Status: 403, Type: TypeMissingScope, Required: op.Scope,
-			Scopes:  append([]string{}, p.Key.Scopes...),
-			Message: fmt.Sprintf("this API key lacks the %s scope; it has: %s", op.Scope, ScopeList(p.Key.Scopes))}
+	for _, scope := range []string{op.Scope, op.AlsoScope} {
+		if scope != "" && !Contains(p.Key.Scopes, "*") && !Contains(p.Key.Scopes, scope) {
+			return &Error{Status: 403, Type: TypeMissingScope, Required: scope,
+				Scopes:  append([]string{}, p.Key.Scopes...),
+				Message: fmt.Sprintf("this API key lacks the %s scope; it has: %s", scope, ScopeList(p.Key.Scopes))}
+		}
 	}
 	if op.Plan != "" && !actors.PlanAtLeast(p.Workspace.Plan, op.Plan) {
 		return &Error{Status: 403, Type: TypePlanRequired,

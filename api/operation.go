@@ -60,7 +60,11 @@ type Param struct {
 	Format   string // email, uri
 	Items    *Param
 	Props    []Param
-	Desc     string
+	// Refuse lists properties an object must not have (a 422 with RefuseMsg names each one
+	// present): catalog product data refuses template and styling fields.
+	Refuse    []string
+	RefuseMsg string
+	Desc      string
 	// Arg is the MCP argument name when it differs from Name (path values: book → book_id,
 	// spec §4.11); see ArgName.
 	Arg string
@@ -96,9 +100,12 @@ type Operation struct {
 	Tool    string // MCP tool name; "" when the operation has no tool
 	Summary string
 	Scope   string // required scope; "" for none
-	Plan    string // minimum plan; "" for any
-	Auth    Auth
-	Write   bool // Idempotency-Key applies
+	// AlsoScope is a second scope the operation requires ("" for none): a catalog render reads
+	// the catalog and writes a book.
+	AlsoScope string
+	Plan      string // minimum plan; "" for any
+	Auth      Auth
+	Write     bool // Idempotency-Key applies
 	// ReadOnly, Destructive and OpenWorld are MCP tool hints (an idempotent hint is derived:
 	// see Idempotent).
 	ReadOnly    bool

@@ -102,6 +102,10 @@ type Backend interface {
 	ListWebhookDeliveries(*Request) (*Result, error)
 	TestWebhook(*Request) (*Result, error)
 	DispatchSample(*Request) (*Result, error)
+
+	CatalogBackend      // table_catalogs.go
+	BulkSettingsBackend // table_bulk.go
+	ShopifyBackend      // table_shopify.go
 }
 
 // TableOptions are the settings the table's limits depend on.
@@ -280,6 +284,9 @@ func Table(b Backend, o TableOptions) []*Operation {
 	ops = append(ops, analyticsOperations(b)...)
 	ops = append(ops, exportOperations(b)...)
 	ops = append(ops, webhookOperations(b)...)
+	ops = append(ops, catalogOperations(b)...)
+	ops = append(ops, bulkSettingsOperations(b)...)
+	ops = append(ops, shopifyOperations(b)...)
 	for _, op := range ops {
 		op.Base = Base
 		for i := range op.Params {
@@ -335,14 +342,20 @@ func konvaParams() []Param {
 			Items: &Param{Kind: KString, MaxLen: MaxPageImageChars}, Desc: "base64 page images (PNG, JPEG, GIF or WebP), optionally as data URLs"},
 		Str("thumbnail", InBody, MaxPageImageChars).Null(),
 		Enum("status", InBody, "draft", "publish"),
-		{Name: "settings", In: InBody, Kind: KObject, Props: []Param{
-			Bool("allow_fullscreen", InBody), Bool("auto_links_enabled", InBody),
-			Bool("domains_enabled", InBody), Bool("eod_enabled", InBody), Bool("flip_sound", InBody),
-			Bool("open_fullscreen_by_default", InBody), Bool("share_social_media", InBody),
-			Str("animation_type", InBody, 255), Str("mobile_animation_type", InBody, 255).Null(),
-			Str("image_display", InBody, 255).Null(), Str("background", InBody, 2048).Null(),
-			Str("pdf_password", InBody, 255).Null(), Str("pdf_privacy_status", InBody, 50).Null(),
-		}},
+		{Name: "settings", In: InBody, Kind: KObject, Props: konvaSettingsParams()},
+	}
+}
+
+// konvaSettingsParams are the settings of editor books (spec §4.1.3), also taken by catalog
+// renders.
+func konvaSettingsParams() []Param {
+	return []Param{
+		Bool("allow_fullscreen", InBody), Bool("auto_links_enabled", InBody),
+		Bool("domains_enabled", InBody), Bool("eod_enabled", InBody), Bool("flip_sound", InBody),
+		Bool("open_fullscreen_by_default", InBody), Bool("share_social_media", InBody),
+		Str("animation_type", InBody, 255), Str("mobile_animation_type", InBody, 255).Null(),
+		Str("image_display", InBody, 255).Null(), Str("background", InBody, 2048).Null(),
+		Str("pdf_password", InBody, 255).Null(), Str("pdf_privacy_status", InBody, 50).Null(),
 	}
 }
 

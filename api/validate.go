@@ -174,10 +174,16 @@ func checkValue(p *Param, field *fieldPath, raw any, fromString bool, v Validati
 			v.Add(field.String(), "must be an object")
 			return nil, false
 		}
-		if len(p.Props) == 0 {
-			return m, true
-		}
 		good := true
+		for _, k := range p.Refuse {
+			if _, ok := m[k]; ok {
+				v.Add(field.String()+"."+k, p.RefuseMsg)
+				good = false
+			}
+		}
+		if len(p.Props) == 0 {
+			return m, good
+		}
 		declared := 0
 		for i := range p.Props {
 			sub := &p.Props[i]

@@ -150,9 +150,15 @@ func openAPIOperation(op *Operation) map[string]any {
 	}
 	var desc []string
 	if op.Scope != "" {
-		desc = append(desc, "Scope: `"+op.Scope+"`.")
-		o["x-scope"] = op.Scope
-		o["security"] = []any{map[string]any{"bearerAuth": []string{op.Scope}}, map[string]any{"apiKeyQuery": []string{op.Scope}}}
+		scopes := []string{op.Scope}
+		if op.AlsoScope != "" {
+			scopes = append(scopes, op.AlsoScope)
+			desc = append(desc, "Scopes: `"+op.Scope+"` and `"+op.AlsoScope+"`.")
+		} else {
+			desc = append(desc, "Scope: `"+op.Scope+"`.")
+		}
+		o["x-scope"] = strings.Join(scopes, " ")
+		o["security"] = []any{map[string]any{"bearerAuth": scopes}, map[string]any{"apiKeyQuery": scopes}}
 	}
 	if op.Auth == AuthNone {
 		o["security"] = []any{map[string]any{}}

@@ -153,6 +153,7 @@ func TestOpenAPIDocumentMatchesResponses(t *testing.T) {
 	for op := range checkWebhookResponses(t) {
 		c.covered[op] = true
 	}
+	checkCatalogResponses(t, c)
 
 	// Deletes last.
 	c.check(t, 200, "DELETE", "/api/v1/books/"+rid+"/embed-domains/"+fmt.Sprint(dom.data()["id"]), key, nil)

@@ -21,6 +21,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"flipbook/actors"
+	"flipbook/actors/convert"
 	"flipbook/analytics"
 	"flipbook/api"
 	"flipbook/ingest"
@@ -170,7 +171,11 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	sys, err := actors.Start(st, actors.Options{BookIdle: cfg.BookIdle, Logger: cfg.Logger,
-		Conversion: actors.ConversionOptions{Workers: cfg.ConversionWorkers, LongEdge: cfg.PageLongEdge}})
+		Conversion: actors.ConversionOptions{Workers: cfg.ConversionWorkers, LongEdge: cfg.PageLongEdge},
+		ImageFetcher: func() (convert.Fetcher, func()) {
+			f := newFetcher(cfg.AllowPrivateTargets)
+			return f.fetch, f.close
+		}})
 	if err != nil {
 		_ = st.Close()
 		return nil, err
@@ -413,6 +418,7 @@ func (s *Service) buildRouter() *router.Router {
 	r.GET("/view/{book}", s.viewBook)
 	r.GET("/view/{book}/pages", s.viewPages)
 	r.GET("/viewer/assets/{name}", s.viewerAsset)
+	r.GET("/template-thumbnails/{name}", s.serveTemplateThumb)
 	r.GET("/files/{book}/{name}", s.serveFile)
 	r.HEAD("/files/{book}/{name}", s.serveFile)
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {

@@ -49,6 +49,9 @@ func toolOf(op *api.Operation) *sdk.Tool {
 	if op.Scope != "" {
 		desc += " Scope " + op.Scope + "."
 	}
+	if op.AlsoScope != "" {
+		desc += " Also needs scope " + op.AlsoScope + "."
+	}
 	if op.Plan != "" {
 		desc += " Needs the " + op.Plan + " plan or higher."
 	}

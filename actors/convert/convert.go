@@ -21,6 +21,8 @@ type Options struct {
 	Slots     chan struct{} // renderer processes allowed at once (shared by all conversions)
 	Chunk     int
 	OnPages   func(n int)
+	// Fetch fetches the product images of a catalog render (nil: none are fetched).
+	Fetch Fetcher
 }
 
 // Page is a rendered page image file.
@@ -74,6 +76,8 @@ func Convert(ctx context.Context, src, kind, work string, o Options) (*Result, e
 		return convertPDF(ctx, pdf, work, o)
 	case kind == KindPDF:
 		return convertPDF(ctx, src, work, o)
+	case kind == KindCatalog:
+		return renderCatalogFile(ctx, src, work, o.Fetch)
 	}
 	return nil, fail("unsupported file type " + kind)
 }

@@ -17,6 +17,8 @@ import (
 
 	xdraw "golang.org/x/image/draw"
 	_ "golang.org/x/image/webp"
+
+	"flipbook/storage"
 )
 
 // MaxPixels bounds the decoded size of one image (a guard against decompression bombs).
@@ -32,6 +34,8 @@ type Image struct {
 	Width  int
 	Height int
 	Img    image.Image
+	// Links are the clickable areas of a template page (the products' urls).
+	Links []storage.Link
 }
 
 // Errors of DecodeBase64Image, phrased for a field message.

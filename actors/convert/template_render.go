@@ -104,7 +104,11 @@ type Metadata struct {
 
 // Document is what RenderTemplate draws: a cover and the items laid out with Template.
 type Document struct {
-	Template   Template
+	Template Template
+	// Title, when set, is the name in the footer of every page (else BookTitle's); Cover, when
+	// set, is a catalog render's cover (title, description, website) instead of the site cover.
+	Title      string
+	Cover      *Cover
 	Source     string // wordpress, woocommerce
 	SourceType string // posts, pages, products
 	Meta       Metadata
@@ -209,6 +213,8 @@ type layout struct {
 	slots func(items []Item) []slot
 	// draw draws everything but the image boxes.
 	draw func(c *canvas, p *pageInfo, items []Item)
+	// areas are the boxes of the page's items (links to their url); nil: no links.
+	areas func(items []Item) []image.Rectangle
 }
 
 // slot is an image box: the image at url drawn to fit r, or a placeholder.
@@ -273,6 +279,16 @@ func renderPage(ctx context.Context, p *pageInfo, items []Item, lay *layout, fet
 		return nil, err
 	}
 	out := &Image{Data: buf.Bytes(), Ext: "jpg", Width: PageWidth, Height: PageHeight}
+	if lay.areas != nil {
+		for i, r := range lay.areas(items) {
+			if u := oneLine(items[i].URL); isWebURL(u) {
+				out.Links = append(out.Links, pageLink(r, u))
+			}
+		}
+	}
+	if p.number == 1 && p.doc.Cover != nil && isWebURL(p.doc.Cover.Website) {
+		out.Links = append(out.Links, pageLink(coverWebsite, p.doc.Cover.Website))
+	}
 	if keepImg {
 		out.Img = c.img
 	}
@@ -669,13 +685,21 @@ func drawFooter(c *canvas, p *pageInfo) {
 	w := measure(c.face(false, 18), num)
 	r := image.Rect(contentLeft, y, contentRight, y+footerHeight)
 	c.text(image.Rect(r.Max.X-w, r.Min.Y, r.Max.X, r.Max.Y), num, textStyle{size: 18, color: colMuted, maxLines: 1})
-	c.text(image.Rect(r.Min.X, r.Min.Y, r.Max.X-w-24, r.Max.Y), BookTitle(p.doc.Source, p.doc.SourceType, p.doc.Meta), st)
+	title := p.doc.Title
+	if title == "" {
+		title = BookTitle(p.doc.Source, p.doc.SourceType, p.doc.Meta)
+	}
+	c.text(image.Rect(r.Min.X, r.Min.Y, r.Max.X-w-24, r.Max.Y), title, st)
 }
 
 // Layouts of the built-in templates.
 
 var coverLayout = &layout{draw: func(c *canvas, p *pageInfo, _ []Item) {
 	d := p.doc
+	if d.Cover != nil {
+		drawCatalogCover(c, d)
+		return
+	}
 	c.fill(image.Rect(contentLeft, PageMargin, contentRight, PageMargin+12), colAccent)
 	y := 500
 	if site := oneLine(d.Meta.SiteName); site != "" {
@@ -709,6 +733,9 @@ var (
 const showcaseGalleryN = 4
 
 var showcaseLayout = &layout{
+	areas: func(items []Item) []image.Rectangle {
+		return []image.Rectangle{image.Rect(contentLeft, PageMargin, contentRight, contentBottom)}
+	},
 	slots: func(items []Item) []slot {
 		it := &items[0]
 		out := []slot{{url: mainImage(it), r: showcaseImage, label: LabelNoImage}}
@@ -762,6 +789,13 @@ func gridImage(cell image.Rectangle) image.Rectangle {
 }
 
 var gridLayout = &layout{
+	areas: func(items []Item) []image.Rectangle {
+		out := make([]image.Rectangle, len(items))
+		for i := range items {
+			out[i] = gridCell(i)
+		}
+		return out
+	},
 	slots: func(items []Item) []slot {
 		out := make([]slot, len(items))
 		for i := range items {

@@ -1,0 +1,5 @@
+package api
+
+type BulkSettingsBackend interface{}
+
+func bulkSettingsOperations(b Backend) []*Operation { return nil }

@@ -1,0 +1,5 @@
+package api
+
+type ShopifyBackend interface{}
+
+func shopifyOperations(b Backend) []*Operation { return nil }

@@ -1,0 +1,488 @@
+package httpapi
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"flipbook/actors"
+	"flipbook/actors/convert"
+	"flipbook/api"
+	"flipbook/storage"
+)
+
+// Catalogs and templates (spec §2.5, §3.5, §4.8; docs/CATALOGS.md). Writes go to the workspace
+// actor (catalog records, job creation) and the catalog sync supervisor (items); reads come
+// straight from Pebble.
+
+type catalogJSON struct {
+	ID             int64           `json:"id"`
+	WorkspaceID    int64           `json:"workspace_id"`
+	Name           string          `json:"name"`
+	Source         string          `json:"source"`
+	ExternalID     *string         `json:"external_id"`
+	SourceURL      *string         `json:"source_url"`
+	Status         string          `json:"status"`
+	Metadata       json.RawMessage `json:"metadata"`
+	TemplateKey    *string         `json:"template_key"`
+	ItemsCount     int64           `json:"items_count"`
+	LastSyncedAt   *time.Time      `json:"last_synced_at"`
+	LastSyncStatus *string         `json:"last_sync_status"`
+	LastSyncError  *string         `json:"last_sync_error"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+}
+
+func (s *Service) catalogJSON(c *storage.Catalog) (catalogJSON, error) {
+	st, err := s.Store.CatalogState(c.Tenant(), c.ID)
+	if err != nil {
+		return catalogJSON{}, err
+	}
+	meta := c.Metadata
+	if len(meta) == 0 {
+		meta = json.RawMessage("null")
+	}
+	out := catalogJSON{ID: c.ID, WorkspaceID: c.Workspace, Name: c.Name, Source: c.Source, ExternalID: c.ExternalID,
+		SourceURL: c.SourceURL, Status: c.Status, Metadata: meta, TemplateKey: c.TemplateKey, ItemsCount: st.Items,
+		LastSyncedAt: st.LastSyncedAt, LastSyncStatus: st.LastSyncStatus, LastSyncError: st.LastSyncError,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+	if c.Status == storage.CatalogArchived {
+		out.ItemsCount = 0
+	}
+	return out, nil
+}
+
+type syncProgressJSON struct {
+	Total     int `json:"total"`
+	Processed int `json:"processed"`
+	Accepted  int `json:"accepted"`
+	Failed    int `json:"failed"`
+}
+
+type syncJobJSON struct {
+	ID         int64               `json:"id"`
+	CatalogID  int64               `json:"catalog_id"`
+	Type       string              `json:"type"`
+	Status     string              `json:"status"`
+	Progress   syncProgressJSON    `json:"progress"`
+	Errors     []storage.SyncError `json:"errors"`
+	Reason     *string             `json:"reason"`
+	SnapshotAt *time.Time          `json:"snapshot_at"`
+	StartedAt  *time.Time          `json:"started_at"`
+	FinishedAt *time.Time          `json:"finished_at"`
+	CreatedAt  time.Time           `json:"created_at"`
+	UpdatedAt  time.Time           `json:"updated_at"`
+}
+
+func syncJobWire(j *storage.SyncJob) syncJobJSON {
+	out := syncJobJSON{ID: j.ID, CatalogID: j.CatalogID, Type: j.Type, Status: j.Status,
+		Progress: syncProgressJSON{Total: j.Total, Processed: j.Processed, Accepted: j.Accepted, Failed: j.Failed},
+		Errors:   orEmpty(j.Errors), SnapshotAt: j.SnapshotAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,
+		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
+	if j.Reason != "" {
+		out.Reason = &j.Reason
+	}
+	return out
+}
+
+// syncSummary is spec §2.5's bulk upsert / availability summary at acceptance: every item of
+// the request is accepted for the job (a request with an invalid item is a 422 as a whole);
+// the job's progress and errors tell what each item became.
+func syncSummary(j *storage.SyncJob) map[string]any {
+	return map[string]any{
+		"accepted_items": strconv.Itoa(j.Total), "failed_items": "0", "total_items": strconv.Itoa(j.Total),
+		"status": j.Status, "errors": []string{},
+	}
+}
+
+// activeCatalog reads the caller's catalog named by the path (404 when absent or deleted).
+func (s *Service) activeCatalog(r *Request) (*storage.Catalog, error) {
+	id, _ := r.Int("catalog")
+	c, err := s.Store.Catalog(r.Auth.Tenant, id)
+	if errors.Is(err, storage.ErrNotFound) || err == nil && c.Status == storage.CatalogArchived {
+		return nil, errNotFound("catalog")
+	}
+	return c, err
+}
+
+func (s *Service) ListCatalogs(r *Request) (*Result, error) {
+	limit := api.DefaultCatalogLimit
+	if n, ok := r.Int("limit"); ok {
+		limit = int(n)
+	}
+	t := r.Auth.Tenant
+	binding := "cat/" + strconv.FormatInt(t.Workspace, 10) + t.Mode.String()
+	var before int64
+	if c := r.Str("cursor"); c != "" {
+		payload, err := s.cursors.decode(binding, c)
+		if err != nil || len(payload) != 8 {
+			return nil, fieldError("cursor", "is not a cursor of this list")
+		}
+		before = int64(binary.BigEndian.Uint64(payload))
+	}
+	list, err := s.Store.Catalogs(t, before, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	more := len(list) > limit
+	if more {
+		list = list[:limit]
+	}
+	data := make([]catalogJSON, len(list))
+	for i, c := range list {
+		if data[i], err = s.catalogJSON(c); err != nil {
+			return nil, err
+		}
+	}
+	var next *string
+	if more {
+		c := s.cursors.encode(binding, binary.BigEndian.AppendUint64(nil, uint64(list[len(list)-1].ID)))
+		next = &c
+	}
+	return &Result{Data: data, Meta: map[string]any{"next_cursor": next, "has_more": more}}, nil
+}
+
+// productEntries returns the validated entries of an items array (template and styling
+// fields were refused by validation: Param.Refuse).
+func productEntries(raw any) []map[string]any {
+	list, _ := raw.([]any)
+	out := make([]map[string]any, 0, len(list))
+	for _, x := range list {
+		m, _ := x.(map[string]any)
+		out = append(out, m)
+	}
+	return out
+}
+
+func (s *Service) CreateCatalog(r *Request) (*Result, error) {
+	v := Validation{}
+	items := productEntries(r.Params["items"])
+	var tplKey *string
+	if r.Params["template_key"] != nil {
+		k := r.Str("template_key")
+		if _, ok := templateByKey(k); !ok {
+			v.Add("template_key", "does not name a product template (GET /templates lists them)")
+		}
+		tplKey = &k
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	source := r.Str("source")
+	if source == "" {
+		source = "custom"
+	}
+	c := &storage.Catalog{Name: strings.TrimSpace(r.Str("name")), Source: source, TemplateKey: tplKey}
+	if c.Name == "" {
+		return nil, fieldError("name", "must not be blank")
+	}
+	if r.Params["external_id"] != nil {
+		e := r.Str("external_id")
+		c.ExternalID = &e
+	}
+	if r.Params["source_url"] != nil {
+		u := r.Str("source_url")
+		c.SourceURL = &u
+	}
+	if r.Params["metadata"] != nil {
+		data, err := json.Marshal(r.Params["metadata"])
+		if err != nil {
+			return nil, err
+		}
+		c.Metadata = data
+	}
+	input, err := actors.CatalogInput(items)
+	if err != nil {
+		return nil, err
+	}
+	given := map[string]bool{"name": true}
+	for _, k := range []string{"source_url", "metadata", "template_key"} {
+		given[k] = r.Has(k)
+	}
+	res, err := s.Actors.CreateCatalog(r.Auth.Tenant, &actors.CreateCatalog{Catalog: c, Given: given, Input: input, Total: len(items)})
+	if err != nil {
+		return nil, err
+	}
+	cj, err := s.catalogJSON(res.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Status: 202, Data: map[string]any{"catalog": cj, "sync_job": syncJobWire(res.Job)},
+		Meta: map[string]any{"updated": res.Updated}}, nil
+}
+
+func (s *Service) GetCatalog(r *Request) (*Result, error) {
+	c, err := s.activeCatalog(r)
+	if err != nil {
+		return nil, err
+	}
+	cj, err := s.catalogJSON(c)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Data: map[string]any{"catalog": cj}}, nil
+}
+
+func (s *Service) DeleteCatalog(r *Request) (*Result, error) {
+	id, _ := r.Int("catalog")
+	c, err := s.Actors.ArchiveCatalog(r.Auth.Tenant, id)
+	if err != nil {
+		return nil, notFoundAs(err, "catalog")
+	}
+	cj, err := s.catalogJSON(c)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Data: map[string]any{"catalog": cj}}, nil
+}
+
+func (s *Service) ListCatalogItems(r *Request) (*Result, error) {
+	c, err := s.activeCatalog(r)
+	if err != nil {
+		return nil, err
+	}
+	limit := api.DefaultCatalogLimit
+	if n, ok := r.Int("limit"); ok {
+		limit = int(n)
+	}
+	t := r.Auth.Tenant
+	binding := "ci/" + strconv.FormatInt(t.Workspace, 10) + t.Mode.String() + "/" + strconv.FormatInt(c.ID, 10)
+	var before int64
+	if cur := r.Str("cursor"); cur != "" {
+		payload, err := s.cursors.decode(binding, cur)
+		if err != nil || len(payload) != 8 {
+			return nil, fieldError("cursor", "is not a cursor of this list")
+		}
+		before = int64(binary.BigEndian.Uint64(payload))
+	}
+	list, err := s.Store.CatalogItems(t, c.ID, before, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	more := len(list) > limit
+	if more {
+		list = list[:limit]
+	}
+	var next *string
+	if more {
+		cur := s.cursors.encode(binding, binary.BigEndian.AppendUint64(nil, uint64(list[len(list)-1].ID)))
+		next = &cur
+	}
+	return &Result{Data: list, Meta: map[string]any{"next_cursor": next, "has_more": more, "catalog_id": c.ID}}, nil
+}
+
+func (s *Service) queueSync(r *Request, typ string, items []map[string]any, snapshot *time.Time) (*Result, error) {
+	c, err := s.activeCatalog(r)
+	if err != nil {
+		return nil, err
+	}
+	input, err := actors.CatalogInput(items)
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.Actors.QueueSync(r.Auth.Tenant, &actors.QueueSync{Catalog: c.ID, Type: typ, Input: input,
+		Total: len(items), SnapshotAt: snapshot})
+	if err != nil {
+		return nil, notFoundAs(err, "catalog")
+	}
+	return &Result{Status: 202, Data: map[string]any{"summary": syncSummary(j), "sync_job": syncJobWire(j)},
+		Meta: map[string]any{"catalog_id": c.ID}}, nil
+}
+
+func (s *Service) BulkUpsertItems(r *Request) (*Result, error) {
+	return s.queueSync(r, storage.SyncBulkUpsert, productEntries(r.Params["items"]), nil)
+}
+
+func (s *Service) UpdateItemAvailability(r *Request) (*Result, error) {
+	items := productEntries(r.Params["items"])
+	var snap *time.Time
+	if t, ok := r.Params["snapshot_at"].(time.Time); ok {
+		t = t.UTC()
+		snap = &t
+	}
+	return s.queueSync(r, storage.SyncAvailability, items, snap)
+}
+
+func (s *Service) DeleteCatalogItem(r *Request) (*Result, error) {
+	c, err := s.activeCatalog(r)
+	if err != nil {
+		return nil, err
+	}
+	id, _ := r.Int("item")
+	it, err := s.Actors.DeleteCatalogItem(r.Auth.Tenant, c.ID, id)
+	if err != nil {
+		return nil, notFoundAs(err, "catalog item")
+	}
+	return &Result{Data: map[string]any{"message": "The catalog item was deleted."},
+		Meta: map[string]any{"catalog_id": c.ID, "item_id": it.ID}}, nil
+}
+
+func (s *Service) GetSyncJob(r *Request) (*Result, error) {
+	c, err := s.activeCatalog(r)
+	if err != nil {
+		return nil, err
+	}
+	id, _ := r.Int("syncJob")
+	j, err := s.Store.SyncJob(r.Auth.Tenant, c.ID, id)
+	if errors.Is(err, storage.ErrNotFound) || err == nil && j.Type == storage.SyncPurge {
+		return nil, errNotFound("sync job")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Data: map[string]any{"sync_job": syncJobWire(j)}}, nil
+}
+
+// templateByKey finds a product template by key or decimal id.
+func templateByKey(k string) (convert.Template, bool) {
+	for _, t := range convert.Templates() {
+		if t.Type == convert.TemplateProduct && (t.Key == k || strconv.FormatInt(t.ID, 10) == k) {
+			return t, true
+		}
+	}
+	return convert.Template{}, false
+}
+
+// renderItems resolves the items of a render: each an item id or an external item key of the
+// catalog, in the order given.
+func (s *Service) renderItems(t storage.Tenant, catalog int64, raw any) ([]convert.Item, string, error) {
+	list, _ := raw.([]any)
+	out := make([]convert.Item, 0, len(list))
+	currency := ""
+	for _, x := range list {
+		ref, _ := x.(string)
+		var it *storage.CatalogItem
+		var err error
+		if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil && id > 0 {
+			it, err = s.Store.CatalogItem(t, catalog, id)
+		} else {
+			err = storage.ErrNotFound
+		}
+		if errors.Is(err, storage.ErrNotFound) {
+			pid, vid, _ := strings.Cut(ref, ":")
+			var vp *string
+			if vid != "" {
+				vp = &vid
+			}
+			var id int64
+			if id, err = s.Store.CatalogItemID(t, catalog, storage.ItemKey(pid, vp)); err == nil {
+				it, err = s.Store.CatalogItem(t, catalog, id)
+			}
+		}
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, "", errNotFound(fmt.Sprintf("catalog item %q", ref))
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if currency == "" && it.Currency != nil {
+			currency = *it.Currency
+		}
+		out = append(out, productItem(it))
+	}
+	return out, currency, nil
+}
+
+// productItem is the template form of a catalog item.
+func productItem(it *storage.CatalogItem) convert.Item {
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	strs := func(raw json.RawMessage) []string {
+		var out []string
+		_ = json.Unmarshal(raw, &out)
+		return out
+	}
+	stock := str(it.StockStatus)
+	if it.Available != nil && !*it.Available {
+		stock = "outofstock"
+	} else if stock == "" && it.Available != nil {
+		stock = "instock"
+	}
+	return convert.Item{ID: strconv.FormatInt(it.ID, 10), Title: str(it.Title), Categories: strs(it.Categories),
+		Currency: str(it.Currency), Description: str(it.Description), Gallery: strs(it.Gallery), Image: str(it.Image),
+		Price: str(it.Price), RegularPrice: str(it.RegularPrice), SalePrice: str(it.SalePrice),
+		ShortDescription: str(it.ShortDescription), SKU: str(it.SKU), StockStatus: stock, Type: str(it.ProductType),
+		URL: str(it.URL)}
+}
+
+func (s *Service) RenderCatalog(r *Request) (*Result, error) {
+	c, err := s.activeCatalog(r)
+	if err != nil {
+		return nil, err
+	}
+	tpl, _ := convert.DefaultTemplate(convert.TemplateProduct)
+	if c.TemplateKey != nil {
+		if t, ok := templateByKey(*c.TemplateKey); ok {
+			tpl = t
+		}
+	}
+	if id, ok := r.Int("template_id"); ok {
+		t, found := convert.TemplateByID(id)
+		switch {
+		case !found:
+			return nil, fieldError("template_id", "does not name a template (GET /templates lists them)")
+		case t.Type != convert.TemplateProduct:
+			return nil, fieldError("template_id", fmt.Sprintf("names a %s template; a catalog renders with a product template", t.Type))
+		}
+		tpl = t
+	}
+	items, currency, err := s.renderItems(r.Auth.Tenant, c.ID, r.Params["items"])
+	if err != nil {
+		return nil, err
+	}
+	cover, _ := r.Params["cover"].(map[string]any)
+	cstr := func(k string) string { v, _ := cover[k].(string); return strings.TrimSpace(v) }
+	doc := convert.CatalogDoc{TemplateID: tpl.ID, Currency: currency, Items: items,
+		Cover: convert.Cover{Title: cstr("title"), Description: cstr("description"), Website: cstr("website")}}
+	if doc.Cover.Title == "" {
+		doc.Cover.Title = c.Name
+	}
+	title := strings.TrimSpace(r.Str("title"))
+	if title == "" {
+		title = doc.Cover.Title
+	}
+	doc.Title = truncateRunes(title, 255)
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+
+	batchID := actors.RandomString(20)
+	stored := false
+	defer func() {
+		if !stored {
+			_ = s.Store.RemoveBatchFiles(batchID)
+		}
+	}()
+	if err := saveUpload(strings.NewReader(string(data)), actors.UploadPath(s.Store, batchID, 0)); err != nil {
+		return nil, err
+	}
+	b := newBook(doc.Title, "catalog:"+c.Source, r.Str("status"))
+	b.PageImagesStatus = storage.PagesProcessing
+	b.BatchID = &batchID
+	catID := c.ID
+	b.ExternalCatalogID = &catID
+	applyKonvaSettings(b, r.Params["settings"])
+	u := &storage.Upload{ID: batchID, Files: []storage.UploadFile{{
+		Name: fmt.Sprintf("catalog-%d.json", c.ID), Kind: convert.KindCatalog, Size: int64(len(data)),
+		BookID: b.RandomID, Status: storage.BatchQueued,
+	}}}
+	if _, err := s.Actors.CreateUpload(r.Auth.Tenant, u, []*storage.Book{b}); err != nil {
+		return nil, err
+	}
+	stored = true
+	created, err := s.Store.GetBook(r.Auth.Tenant, b.RandomID)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Status: 202, Data: map[string]any{"book": s.bookWire(created), "batch_id": batchID,
+		"template_id": strconv.FormatInt(tpl.ID, 10)}, Meta: map[string]any{"catalog_id": c.ID, "items": len(items)}}, nil
+}

@@ -470,6 +470,7 @@ func (s *Service) RenderCatalog(r *Request) (*Result, error) {
 	b.BatchID = &batchID
 	catID := c.ID
 	b.ExternalCatalogID = &catID
+	b.Extra.AutoLinksEnabled = true // the product links; settings.auto_links_enabled false hides them
 	applyKonvaSettings(b, r.Params["settings"])
 	u := &storage.Upload{ID: batchID, Files: []storage.UploadFile{{
 		Name: fmt.Sprintf("catalog-%d.json", c.ID), Kind: convert.KindCatalog, Size: int64(len(data)),

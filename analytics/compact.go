@@ -106,7 +106,14 @@ func (c *Consumer) compactLoop(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case job := <-c.redactq:
+			counts, err := c.redact(ctx, job.m)
+			job.done <- redactResult{counts, err}
+			continue
 		case <-t.C:
+		}
+		if c.compactRows == 0 {
+			continue
 		}
 		err := c.compactOnce(ctx)
 		if err == nil && c.reattachRows > 0 && c.written >= c.reattachRows {

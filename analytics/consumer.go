@@ -116,10 +116,11 @@ type Consumer struct {
 	gatherSince time.Time       // since when less than a row group waits while busy (run goroutine)
 	gatherWait  time.Duration
 
-	wake   chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{} // closed when both goroutines have returned
-	runErr error         // the first error that stopped a goroutine; read after done
+	wake    chan struct{}
+	redactq chan *redactJob // redactions (redact.go), run by the compactor goroutine
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when both goroutines have returned
+	runErr  error         // the first error that stopped a goroutine; read after done
 
 	closeOnce sync.Once
 	closeErr  error
@@ -159,6 +160,7 @@ func NewConsumer(ctx context.Context, db *DB, log ingest.Log, opts ...ConsumerOp
 		compactEvery: DefaultCompactEvery,
 		compactChunk: DefaultCompactChunk, reattachRows: DefaultReattachRows,
 		wake:    make(chan struct{}, 1),
+		redactq: make(chan *redactJob),
 		done:    make(chan struct{}),
 		changed: make(chan struct{}),
 	}
@@ -212,9 +214,8 @@ func (c *Consumer) Start() {
 		}
 	}
 	wg.Go(func() { stop(c.run(ctx)) })
-	if c.compactRows > 0 {
-		wg.Go(func() { stop(c.compactLoop(ctx)) })
-	}
+	// The compactor goroutine also runs redactions (redact.go), so it runs with compaction off.
+	wg.Go(func() { stop(c.compactLoop(ctx)) })
 	go func() {
 		wg.Wait()
 		close(c.done)

@@ -28,8 +28,12 @@ type workspaceJSON struct {
 	CanRename bool   `json:"can_rename"`
 }
 
+// wsJSON is a workspace as the API shows it. can_rename holds only for a workspace the Shopify
+// connector generated and that was not renamed yet (records written before signup_source
+// existed have can_rename stored true, but cannot be renamed).
 func wsJSON(w *storage.Workspace) workspaceJSON {
-	return workspaceJSON{ID: w.ID, Name: w.Name, Slug: w.Slug, Plan: w.Plan, CanRename: w.CanRename}
+	return workspaceJSON{ID: w.ID, Name: w.Name, Slug: w.Slug, Plan: w.Plan,
+		CanRename: w.CanRename && w.SignupSource == actors.SignupShopify}
 }
 
 type keyJSON struct {
@@ -55,6 +59,8 @@ func (s *Service) adminOperations() []*Operation {
 			Params: []Param{
 				api.Str("name", InBody, 255).Req(),
 				api.Enum("plan", InBody, actors.PlanNames...).Req(),
+				api.Enum("signup_source", InBody, actors.SignupShopify).
+					Describe("the connector that generated the workspace at sign-up; only such a workspace can be renamed (once, POST /integrations/shopify/workspace-name)"),
 			},
 			Handler: s.adminCreateWorkspace},
 		{ID: "admin.update_workspace", Method: "PUT", Path: "/workspaces/{id}", Auth: AuthAdmin, Write: true,
@@ -97,7 +103,7 @@ func adminNotFound(err error, what string) error {
 }
 
 func (s *Service) adminCreateWorkspace(r *Request) (*Result, error) {
-	w, err := s.Actors.CreateWorkspace(r.Str("name"), r.Str("plan"))
+	w, err := s.Actors.CreateSignupWorkspace(r.Str("name"), r.Str("plan"), r.Str("signup_source"))
 	if err != nil {
 		return nil, err
 	}

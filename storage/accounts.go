@@ -8,13 +8,16 @@ import (
 
 // Workspace is an account: the unit of tenancy and billing.
 type Workspace struct {
-	ID        int64     `json:"id"`
-	Name      string    `json:"name"`
-	Slug      string    `json:"slug"`
-	Plan      string    `json:"plan"`
-	CanRename bool      `json:"can_rename"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Slug      string `json:"slug"`
+	Plan      string `json:"plan"`
+	CanRename bool   `json:"can_rename"`
+	// SignupSource is the connector that generated the workspace at sign-up ("shopify"), ""
+	// for one provisioned otherwise. Only a generated workspace can be renamed, once.
+	SignupSource string    `json:"signup_source,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 // APIKey is a stored API key. Only the SHA-256 of the secret is kept.

@@ -347,32 +347,17 @@ func templateByKey(k string) (convert.Template, bool) {
 	return convert.Template{}, false
 }
 
-// renderItems resolves the items of a render: each an item id or an external item key of the
-// catalog, in the order given.
+// renderItems resolves the items of a render, in the order given. A reference is an external
+// item key: a product id (an item without variant), or "<product id>:<variant id>" (every
+// colon is tried as the separator, so ids may contain colons); failing that, a decimal item
+// id. Product ids win over item ids, since shops number their products too.
 func (s *Service) renderItems(t storage.Tenant, catalog int64, raw any) ([]convert.Item, string, error) {
 	list, _ := raw.([]any)
 	out := make([]convert.Item, 0, len(list))
 	currency := ""
 	for _, x := range list {
 		ref, _ := x.(string)
-		var it *storage.CatalogItem
-		var err error
-		if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil && id > 0 {
-			it, err = s.Store.CatalogItem(t, catalog, id)
-		} else {
-			err = storage.ErrNotFound
-		}
-		if errors.Is(err, storage.ErrNotFound) {
-			pid, vid, _ := strings.Cut(ref, ":")
-			var vp *string
-			if vid != "" {
-				vp = &vid
-			}
-			var id int64
-			if id, err = s.Store.CatalogItemID(t, catalog, storage.ItemKey(pid, vp)); err == nil {
-				it, err = s.Store.CatalogItem(t, catalog, id)
-			}
-		}
+		it, err := s.findItem(t, catalog, ref)
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil, "", errNotFound(fmt.Sprintf("catalog item %q", ref))
 		}
@@ -385,6 +370,30 @@ func (s *Service) renderItems(t storage.Tenant, catalog int64, raw any) ([]conve
 		out = append(out, productItem(it))
 	}
 	return out, currency, nil
+}
+
+// findItem resolves one render reference (see renderItems).
+func (s *Service) findItem(t storage.Tenant, catalog int64, ref string) (*storage.CatalogItem, error) {
+	byKey := func(pid string, vid *string) (*storage.CatalogItem, error) {
+		id, err := s.Store.CatalogItemID(t, catalog, storage.ItemKey(pid, vid))
+		if err != nil {
+			return nil, err
+		}
+		return s.Store.CatalogItem(t, catalog, id)
+	}
+	it, err := byKey(ref, nil)
+	for i := 0; errors.Is(err, storage.ErrNotFound) && i < len(ref); i++ {
+		if ref[i] == ':' && i > 0 && i < len(ref)-1 {
+			vid := ref[i+1:]
+			it, err = byKey(ref[:i], &vid)
+		}
+	}
+	if errors.Is(err, storage.ErrNotFound) {
+		if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil && id > 0 {
+			return s.Store.CatalogItem(t, catalog, id)
+		}
+	}
+	return it, err
 }
 
 // productItem is the template form of a catalog item.

@@ -177,3 +177,47 @@ func tenantOf(t *testing.T, h *harness, key string) storage.Tenant {
 	}
 	return tn
 }
+
+// Render references are external item keys first: a numeric product id names that product even
+// when an item has the same id, and product ids may contain colons.
+func TestCatalogRenderReferences(t *testing.T) {
+	h := newHarness(t, nil)
+	key := h.workspace(t, "pro", "live")
+	r := h.do(t, "POST", "/api/v1/catalogs", key, map[string]any{"name": "Refs", "items": []any{
+		catProduct("a", "", "A", "url", "https://shop.example/a"),
+		catProduct("b", "", "B", "url", "https://shop.example/b"),
+		catProduct("1", "", "One", "url", "https://shop.example/one"),
+		catProduct("c:d", "", "Colon", "url", "https://shop.example/colon"),
+		catProduct("e", "f:g", "Variant", "url", "https://shop.example/variant"),
+	}})
+	require.Equal(t, 202, r.Status, "%s", r.Body)
+	catID := num(r.data()["catalog"].(map[string]any)["id"])
+	waitJob(t, h, key, catID, num(r.data()["sync_job"].(map[string]any)["id"]))
+	items := h.do(t, "GET", "/api/v1/catalogs/"+itoa(catID)+"/items?limit=10", key, nil).list()
+	idOfA := ""
+	for _, it := range items {
+		if it.(map[string]any)["external_product_id"] == "a" {
+			idOfA = strconv.FormatInt(num(it.(map[string]any)["id"]), 10)
+		}
+	}
+	r = h.do(t, "POST", "/api/v1/catalogs/"+itoa(catID)+"/render", key, map[string]any{
+		"items": []any{"1", "c:d", "e:f:g", idOfA}, "template_id": 2, "status": "publish"})
+	require.Equal(t, 202, r.Status, "%s", r.Body)
+	rid := r.data()["book"].(map[string]any)["random_id"].(string)
+	eventually(t, 60*time.Second, func() bool {
+		return h.do(t, "GET", "/api/v1/books/"+rid, key, nil).data()["page_images_status"] == "ready"
+	}, "render converted")
+	pl := h.do(t, "GET", "/view/"+rid+"/pages", "", nil)
+	require.Equal(t, 200, pl.Status, "%s", pl.Body)
+	var urls []string
+	for _, l := range pl.data()["pages"].([]any)[1].(map[string]any)["links"].([]any) {
+		urls = append(urls, l.(map[string]any)["url"].(string))
+	}
+	want := []string{"https://shop.example/one", "https://shop.example/colon", "https://shop.example/variant"}
+	if idOfA != "1" {
+		want = append(want, "https://shop.example/a")
+	} else {
+		want = append(want, "https://shop.example/one")
+	}
+	require.Equal(t, want, urls)
+}

@@ -145,6 +145,10 @@ func RenderTemplate(ctx context.Context, doc *Document, fetch Fetcher) ([]*Image
 	var wg sync.WaitGroup
 	for i := 0; i < total; i++ {
 		pageSem <- struct{}{}
+		if ctx.Err() != nil { // cancelled (a cancelled batch, or the render's deadline)
+			<-pageSem
+			break
+		}
 		wg.Add(1)
 		go func(i int) {
 			defer func() {
@@ -163,6 +167,9 @@ func RenderTemplate(ctx context.Context, doc *Document, fetch Fetcher) ([]*Image
 		}(i)
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

@@ -74,6 +74,8 @@ func (b *book) Receive(c *actor.Context) {
 			c.Respond(result(b.addEmbedDomain(m)))
 		case *RemoveEmbedDomain:
 			c.Respond(result(b.removeEmbedDomain(m)))
+		case *applyBulkItem:
+			c.Respond(result(b.applyBulk(m)))
 		case *dueBook:
 			b.due(m.due)
 		}
@@ -97,14 +99,21 @@ func (b *book) load() error {
 	return nil
 }
 
-// write replaces the stored record by next (under the publish quota when it goes live).
-func (b *book) write(next *storage.Book) error {
+// write replaces the stored record by next (under the publish quota when it goes live); also,
+// when not nil, stages what goes into the same commit.
+func (b *book) write(next *storage.Book, also func(*storage.Batch) error) error {
 	old := b.rec
 	err := b.s.withPublishSlot(b.t, old.Status, next.Status, func() error {
 		batch := b.s.Store.NewBatch()
 		if err := batch.PutBook(old, next); err != nil {
 			batch.Close()
 			return err
+		}
+		if also != nil {
+			if err := also(batch); err != nil {
+				batch.Close()
+				return err
+			}
 		}
 		return batch.Commit()
 	})
@@ -126,7 +135,8 @@ func (b *book) update(p *BookPatch) (*storage.Book, error) {
 		return nil, err
 	}
 	next.UpdatedAt = now
-	if err := b.write(next); err != nil {
+	next.BumpSettingsRevision()
+	if err := b.write(next, nil); err != nil {
 		return nil, err
 	}
 	return next, nil
@@ -199,7 +209,7 @@ func (b *book) due(d storage.Due) {
 		return
 	}
 	next.UpdatedAt = now
-	if err := b.write(next); err != nil {
+	if err := b.write(next, nil); err != nil {
 		b.s.opts.Logger.Error("timed transition", "book", b.rid, "err", err)
 	}
 }

@@ -18,8 +18,10 @@ type Opt[T any] struct {
 // Val returns an Opt set to v.
 func Val[T any](v T) Opt[T] { return Opt[T]{Set: true, V: v} }
 
-// BookPatch is the update of spec §4.1.4, already validated for types and limits.
+// BookPatch is the update of spec §4.1.4 (or a bulk settings item's settings, §4.1.1),
+// already validated for types and limits.
 type BookPatch struct {
+	// Status is the requested status; "" (bulk settings) leaves the status and its rules alone.
 	Status                  string
 	Title                   Opt[string]
 	Description             Opt[string]
@@ -44,6 +46,9 @@ type BookPatch struct {
 	PDFPassword             Opt[string]
 	PDFPrivacyStatus        Opt[string]
 	Watermark               Opt[string]
+	// DownloadMode is bulk settings' downloadable_pdf: "false" turns downloads off; full,
+	// single or spread turn them on and tell the viewer how to offer the PDF.
+	DownloadMode Opt[string]
 }
 
 func setPtr(dst **string, o Opt[string]) {
@@ -93,6 +98,13 @@ func (p *BookPatch) apply(b *storage.Book, now time.Time) error {
 	setBool(&b.Extra.AutoLinksEnabled, p.AutoLinksEnabled)
 	setBool(&b.Settings.CopyrightEnabled, p.CopyrightEnabled)
 	setBool(&b.Settings.Downloadable, p.DownloadablePDF)
+	if o := p.DownloadMode; o.Set && !o.Null {
+		b.Settings.Downloadable = o.V != "false"
+		b.Extra.DownloadMode = ""
+		if b.Settings.Downloadable {
+			b.Extra.DownloadMode = o.V
+		}
+	}
 	setBool(&b.Settings.SoundEnabled, p.FlipSound)
 	setBool(&b.Extra.MadeWithBadgeEnabled, p.MadeWithBadgeEnabled)
 	setBool(&b.Extra.OpenFullscreenByDefault, p.OpenFullscreenByDefault)
@@ -115,6 +127,9 @@ func (p *BookPatch) apply(b *storage.Book, now time.Time) error {
 			_, _ = rand.Read(b.Extra.PDFPasswordSalt)
 			b.Extra.PDFPasswordHash = HashPassword(b.Extra.PDFPasswordSalt, p.PDFPassword.V)
 		}
+	}
+	if p.Status == "" {
+		return nil
 	}
 	return setStatus(b, p.Status, now)
 }

@@ -73,7 +73,8 @@ type System struct {
 	askID  atomic.Uint64
 	books  atomic.Int64 // live book actors, for tests and metrics
 
-	wh whState // webhook delivery (webhooks.go, webhook_reader.go, webhook_sup.go)
+	wh   whState   // webhook delivery (webhooks.go, webhook_reader.go, webhook_sup.go)
+	bulk bulkState // bulk settings batches (bulk.go)
 }
 
 // Start creates the engine and the long-lived actors.
@@ -108,6 +109,7 @@ func Start(store *storage.Store, o Options) (*System, error) {
 	}
 	s.renderSlots = make(chan struct{}, s.conv.Workers)
 	s.conversion = e.Spawn(newConversion(s), "conversion", actor.WithID("main"), actor.WithMiddleware(s.recoverMW))
+	s.startBulk()
 	s.catalogSync = e.Spawn(newCatalogSup(s), "catalogsync", actor.WithID("main"),
 		actor.WithInboxSize(defaultInboxSize), actor.WithMiddleware(s.recoverMW))
 	return s, nil
@@ -123,6 +125,9 @@ func (s *System) Stop() {
 	// next start); their workers may still be waiting on book actors, which are running.
 	<-s.Engine.Poison(s.conversion).Done()
 	s.workers.Wait()
+	// Bulk settings runners stop starting items; those in flight finish (unfinished batches
+	// resume on the next start).
+	s.stopBulk()
 	// Catalog workers stop after the step they are in (a job resumes from its last step).
 	s.awaitStop(s.catalogSync)
 	<-s.Engine.Poison(s.clock).Done()

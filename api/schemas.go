@@ -65,7 +65,7 @@ var (
 		prop("mobile_animation_type", strN), prop("eod_enabled", boolean), prop("domains_enabled", boolean),
 	)
 
-	// bookSchema is spec §2.1.
+	// bookSchema is spec §2.1, plus settings_revision (bulk settings, spec §4.1).
 	bookSchema = object(
 		prop("id", integer), prop("random_id", str), prop("batch_id", strN), prop("external_catalog_id", intN),
 		prop("name", str), prop("description", strN), prop("status", strN), prop("page_count", integer),
@@ -73,6 +73,7 @@ var (
 		prop("preview_url", strN), prop("thumbnail_url", strN), prop("embed_code", strN),
 		prop("published_date", strN), prop("expires_at", strN), prop("billing_expires_at", strN),
 		prop("created_at", dateTime), prop("updated_at", dateTime), prop("settings", settingsSchema),
+		prop("settings_revision", str),
 	)
 
 	cursorMetaSchema = object(prop("next_cursor", strN), prop("has_more", boolean))

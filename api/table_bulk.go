@@ -1,5 +1,141 @@
 package api
 
-type BulkSettingsBackend interface{}
+import "flipbook/actors"
 
-func bulkSettingsOperations(b Backend) []*Operation { return nil }
+// Bulk settings limits (spec §4.1, §4.1.1, §8; docs/DECISIONS.md "Bulk settings").
+const (
+	MaxBulkBooks         = 1000                     // books of one batch, book ids of one summary
+	MaxSettingsRevision  = 64                       // characters of a settings_revision
+	MaxUnfinishedBulk    = actors.MaxUnfinishedBulk // queued or running batches of a tenant (409 beyond)
+	MaxSummaryAccessList = 100                      // eod_lists entries the summary reports per book
+)
+
+// DownloadablePDFModes are the values of bulk settings' downloadable_pdf (strings).
+var DownloadablePDFModes = []string{"false", "full", "single", "spread"}
+
+// Bulk batch and item statuses.
+var (
+	BulkStatuses     = []string{"queued", "running", "completed", "completed_with_errors", "failed", "cancelled"}
+	BulkItemStatuses = []string{"pending", "succeeded", "failed", "cancelled"}
+)
+
+// BulkSettingsBackend runs the bulk settings operations (spec §3.4, §4.1, §4.1.1).
+type BulkSettingsBackend interface {
+	CreateBulkSettings(*Request) (*Result, error)
+	GetBulkSettings(*Request) (*Result, error)
+	CancelBulkSettings(*Request) (*Result, error)
+	RetryBulkSettings(*Request) (*Result, error)
+	BulkSettingsSummary(*Request) (*Result, error)
+}
+
+// BulkSettingsParams are the keys of the bulk settings object (spec §4.1.1), all optional. Keys
+// PUT /books/{book} lets clear (null) may be cleared here too.
+func BulkSettingsParams() []Param {
+	return []Param{
+		Bool("allow_fullscreen", InBody),
+		Enum("animation_type", InBody, animationTypes...),
+		Enum("mobile_animation_type", InBody, animationTypes...).Null(),
+		Str("background", InBody, 2048).Null(),
+		Bool("copyright_enabled", InBody),
+		Str("description", InBody, 50000).Null(),
+		Enum("downloadable_pdf", InBody, DownloadablePDFModes...).
+			Describe(`a string: "false" turns downloads off; full, single or spread turn them on and set how the viewer offers the PDF`),
+		Bool("eod_enabled", InBody).Describe("accepted and ignored: read-only, derived from the access list"),
+		{Name: "eod_lists", In: InBody, Kind: KArray, Nullable: true, Desc: "accepted and ignored: access lists change through the subscribers operations"},
+		Bool("flip_sound", InBody),
+		Enum("image_display", InBody, imageDisplays...).Null(),
+		Bool("made_with_badge_enabled", InBody),
+		Str("magic_link_error_message", InBody, 1000).Null(),
+		Str("magic_link_message", InBody, 1000).Null(),
+		Bool("open_fullscreen_by_default", InBody),
+		Str("pdf_password", InBody, 255).Null().Describe("stored only as a salted hash; empty or null removes it"),
+		Str("pdf_privacy_status", InBody, 50).Null(),
+		Bool("share_social_media", InBody),
+		Str("title", InBody, 255).MinLength(1).Describe("the book's name"),
+		Str("watermark", InBody, 2048).Null(),
+	}
+}
+
+var (
+	bulkItemSchema = object(
+		prop("book_id", str), prop("settings_revision", str), prop("status", enumOf(BulkItemStatuses...)),
+		prop("error", nullable(object(prop("code", str), prop("message", str)))),
+		prop("new_settings_revision", strN), prop("current_settings_revision", strN),
+		prop("finished_at", dateTime),
+	)
+
+	// bulkBatchSchema is spec §4.1's bulk batch object.
+	bulkBatchSchema = object(
+		prop("id", str), prop("status", enumOf(BulkStatuses...)),
+		prop("created_at", dateTime), prop("started_at", dateTime), prop("finished_at", dateTime),
+		prop("cancelled_at", dateTime),
+		prop("items", arrayOf(bulkItemSchema)),
+		prop("progress", object(prop("finished", str), prop("percent", integer), prop("total", integer),
+			prop("counts", object(prop("pending", integer), prop("succeeded", integer), prop("failed", integer),
+				prop("cancelled", integer))))),
+		prop("retry_of_batch_id", strN),
+		prop("settings", anyObject),
+	)
+
+	// bulkBookSettingsSchema is every key of spec §4.1.1 as a book has it (pdf_password: whether
+	// one is set; eod_lists: the first entries of the access list).
+	bulkBookSettingsSchema = object(
+		prop("allow_fullscreen", boolean), prop("animation_type", str), prop("mobile_animation_type", strN),
+		prop("background", strN), prop("copyright_enabled", boolean), prop("description", strN),
+		prop("downloadable_pdf", enumOf(DownloadablePDFModes...)), prop("eod_enabled", boolean),
+		prop("eod_lists", arrayOf(str)), prop("flip_sound", boolean), prop("image_display", strN),
+		prop("made_with_badge_enabled", boolean), prop("magic_link_error_message", strN),
+		prop("magic_link_message", strN), prop("open_fullscreen_by_default", boolean),
+		prop("pdf_password", boolean), prop("pdf_privacy_status", strN), prop("share_social_media", boolean),
+		prop("title", str), prop("watermark", strN),
+	)
+
+	bulkSummarySchema = object(
+		prop("books", arrayOf(object(prop("id", str), prop("name", str), prop("settings_revision", str),
+			prop("settings", bulkBookSettingsSchema)))),
+		prop("settings", object(prop("common", anyObject), prop("differing", anyObject))),
+	)
+)
+
+// bulkSettingsOperations are the bulk settings operations of spec §4.1 (no MCP tools: the spec's
+// tool list has none).
+func bulkSettingsOperations(b Backend) []*Operation {
+	batch := func() Param { return Str("batch", InPath, 64).Req() }
+	return []*Operation{
+		{ID: "bulk_settings.create", Method: "POST", Path: "/books/bulk-settings/batches", Scope: "books:write", Write: true,
+			Status: 202,
+			Summary: "Apply settings to up to 1,000 books in the background; each book changes only if it still has the settings_revision the client read " +
+				"(409 when the workspace already has 10 unfinished batches).",
+			Params: []Param{
+				{Name: "books", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: MaxBulkBooks,
+					Desc: "the books to change, each with the settings_revision it had when the client read it (GET /books, the summary)",
+					Items: &Param{Kind: KObject, Props: []Param{
+						Str("id", InBody, 64).Req().Describe("a book's random_id"),
+						Str("settings_revision", InBody, MaxSettingsRevision).Req(),
+					}}},
+				{Name: "settings", In: InBody, Kind: KObject, Required: true, Props: BulkSettingsParams(),
+					Desc: "the settings to apply (spec §4.1.1); at least one key"},
+			},
+			// 1,000 books of 64-character ids and revisions, escaped, plus a 50,000-character
+			// description: more than the default 1 MiB in the worst case.
+			MaxBody:  2 << 20,
+			Response: bulkBatchSchema, ResponseMeta: anyObject, Handler: b.CreateBulkSettings},
+		{ID: "bulk_settings.get", Method: "GET", Path: "/books/bulk-settings/batches/{batch}", Scope: "books:read", ReadOnly: true,
+			Summary: "A bulk settings batch with the outcome of every book.",
+			Params:  []Param{batch()}, Response: bulkBatchSchema, Handler: b.GetBulkSettings},
+		{ID: "bulk_settings.cancel", Method: "DELETE", Path: "/books/bulk-settings/batches/{batch}", Scope: "books:write", Write: true,
+			Destructive: true,
+			Summary:     "Cancel a queued or running bulk settings batch: books not started are left alone, settings already applied stay (409 when it has finished).",
+			Params:      []Param{batch()}, Response: bulkBatchSchema, Handler: b.CancelBulkSettings},
+		{ID: "bulk_settings.retry", Method: "POST", Path: "/books/bulk-settings/batches/{batch}/retry", Scope: "books:write", Write: true,
+			Status:  202,
+			Summary: "Retry the failed books of a finished bulk settings batch in a new batch (retry_of_batch_id); a conflicting book is retried over the revision it had then (409 when the batch has not finished or nothing failed).",
+			Params:  []Param{batch()}, Response: bulkBatchSchema, ResponseMeta: anyObject, Handler: b.RetryBulkSettings},
+		{ID: "bulk_settings.summary", Method: "POST", Path: "/books/bulk-settings/summary", Scope: "books:read", ReadOnly: true,
+			Summary: "The settings of up to 1,000 books side by side: each book's settings and settings_revision, the settings they share and those that differ.",
+			Params: []Param{{Name: "book_ids", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: MaxBulkBooks,
+				Items: &Param{Kind: KString, MaxLen: 64}, Desc: "book random_ids"}},
+			ExtraErrors: []int{404},
+			Response:    bulkSummarySchema, ResponseMeta: object(prop("count", integer)), Handler: b.BulkSettingsSummary},
+	}
+}

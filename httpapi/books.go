@@ -29,7 +29,7 @@ func fmtTimePtr(t *time.Time) *string {
 	return fmtTime(*t)
 }
 
-// bookJSON is the Book of spec §2.1: exactly these fields.
+// bookJSON is the Book of spec §2.1: exactly these fields, plus settings_revision.
 type bookJSON struct {
 	ID                int64            `json:"id"`
 	RandomID          string           `json:"random_id"`
@@ -49,6 +49,9 @@ type bookJSON struct {
 	CreatedAt         *string          `json:"created_at"`
 	UpdatedAt         *string          `json:"updated_at"`
 	Settings          storage.Settings `json:"settings"`
+	// SettingsRevision changes with every change of PUT /books/{book} or a bulk settings item
+	// (spec §4.1: the revision bulk settings batches expect).
+	SettingsRevision string `json:"settings_revision"`
 }
 
 func (s *Service) bookJSON(b *storage.Book) *bookJSON {
@@ -63,6 +66,7 @@ func (s *Service) bookJSON(b *storage.Book) *bookJSON {
 		PublishedDate: fmtTimePtr(b.PublishedDate), ExpiresAt: fmtTimePtr(b.ExpiresAt),
 		BillingExpiresAt: fmtTimePtr(b.BillingExpiresAt),
 		CreatedAt:        fmtTime(b.CreatedAt), UpdatedAt: fmtTime(b.UpdatedAt), Settings: b.Settings,
+		SettingsRevision: b.SettingsRevision(),
 	}
 	if b.Thumbnail != "" {
 		u := s.fileURL(b.RandomID, b.Thumbnail)

@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// bookFields and settingsFields are spec §2.1 exactly.
+// bookFields and settingsFields are spec §2.1 exactly, plus settings_revision (spec §4.1).
 var (
 	bookFields = []string{"batch_id", "billing_expires_at", "created_at", "description", "embed_code",
 		"expires_at", "external_catalog_id", "id", "name", "page_count", "page_images_status", "preview_url",
-		"published_date", "random_id", "settings", "status", "thumbnail_url", "updated_at"}
+		"published_date", "random_id", "settings", "settings_revision", "status", "thumbnail_url", "updated_at"}
 	settingsFields = []string{"animation_type", "background", "copyright_enabled", "domains_enabled",
 		"downloadable", "eod_enabled", "fullscreen_enabled", "image_display", "mobile_animation_type",
 		"privacy", "share_social_media", "sound_enabled"}

@@ -193,13 +193,24 @@ func TestCatalogRenderInBrowser(t *testing.T) {
 			chromedp.Evaluate(`window.flipbook.pageFlip.getState()`, &state)))
 		return info == "2 / 2" && state == "read"
 	}, "the viewer turns to page 2")
+	// The flip's last frame may still be painting: screenshots are taken until one shows every
+	// product's colour.
 	var shot []byte
-	require.NoError(t, chromedp.Run(ctx, chromedp.FullScreenshot(&shot, 100))) // 100: PNG
-	shotImg, err := png.Decode(bytes.NewReader(shot))
-	require.NoError(t, err)
-	for _, p := range catalogBrowserProducts {
-		require.Greater(t, countNear(shotImg, p.col, 30), 1000, "the screenshot shows %s's colour", p.pid)
-	}
+	var shotImg image.Image
+	missing := ""
+	eventually(t, 15*time.Second, func() bool {
+		require.NoError(t, chromedp.Run(ctx, chromedp.FullScreenshot(&shot, 100))) // 100: PNG
+		var err error
+		shotImg, err = png.Decode(bytes.NewReader(shot))
+		require.NoError(t, err)
+		missing = ""
+		for _, p := range catalogBrowserProducts {
+			if countNear(shotImg, p.col, 30) <= 1000 {
+				missing = p.pid
+			}
+		}
+		return missing == ""
+	}, "the screenshot shows every product's colour")
 
 	out := filepath.Join(t.TempDir(), "catalog-render.png")
 	require.NoError(t, os.WriteFile(out, shot, 0o644))
@@ -210,6 +221,9 @@ func TestCatalogRenderInBrowser(t *testing.T) {
 	var buf bytes.Buffer
 	enc := png.Encoder{CompressionLevel: png.BestCompression}
 	require.NoError(t, enc.Encode(&buf, small))
+	if os.Getenv("FLIPBOOK_UPDATE_DOCS") == "" { // FLIPBOOK_UPDATE_DOCS=1 refreshes the picture in docs/
+		return
+	}
 	docs := filepath.Join("..", "docs", "img")
 	require.NoError(t, os.MkdirAll(docs, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(docs, "catalog-render.png"), buf.Bytes(), 0o644))

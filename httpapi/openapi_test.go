@@ -154,6 +154,9 @@ func TestOpenAPIDocumentMatchesResponses(t *testing.T) {
 		c.covered[op] = true
 	}
 	checkCatalogResponses(t, c)
+	for op := range checkBulkResponses(t) {
+		c.covered[op] = true
+	}
 	for op := range checkShopifyResponses(t) {
 		c.covered[op] = true
 	}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"strconv"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -49,6 +50,10 @@ type Book struct {
 	UpdatedAt        time.Time  `json:"updated_at"`
 	Settings         Settings   `json:"settings"`
 	Extra            Extra      `json:"extra"`
+	// SettingsRev counts the changes made by PUT /books/{book} and by bulk settings items
+	// (docs/DECISIONS.md "Bulk settings"); 0 (a record written before it existed) reads as 1.
+	// The wire form is SettingsRevision.
+	SettingsRev int64 `json:"settings_revision,omitempty"`
 
 	// Memo holds renderings of this record version (nil on records not read from the store).
 	Memo *Memo `json:"-"`
@@ -56,6 +61,13 @@ type Book struct {
 
 // Tenant of the book.
 func (b *Book) Tenant() Tenant { return Tenant{Workspace: b.Workspace, Mode: b.Mode} }
+
+// SettingsRevision is the book's settings_revision as clients see it: an opaque string, the
+// decimal of SettingsRev (at least 1).
+func (b *Book) SettingsRevision() string { return strconv.FormatInt(max(b.SettingsRev, 1), 10) }
+
+// BumpSettingsRevision moves the revision on (a change of the book's settings).
+func (b *Book) BumpSettingsRevision() { b.SettingsRev = max(b.SettingsRev, 1) + 1 }
 
 // Page is one page image of a book (a blob name under the book's folder).
 type Page struct {
@@ -102,6 +114,9 @@ type Extra struct {
 	Watermark               *string `json:"watermark,omitempty"`
 	MagicLinkMessage        *string `json:"magic_link_message,omitempty"`
 	MagicLinkErrorMessage   *string `json:"magic_link_error_message,omitempty"`
+	// DownloadMode is how the viewer offers the PDF when settings.downloadable is on: full,
+	// single or spread (bulk settings' downloadable_pdf); "" means full.
+	DownloadMode string `json:"download_mode,omitempty"`
 	// PDFPasswordHash is a salted hash: the password is never stored or returned.
 	PDFPasswordHash []byte `json:"pdf_password_hash,omitempty"`
 	PDFPasswordSalt []byte `json:"pdf_password_salt,omitempty"`

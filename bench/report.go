@@ -47,7 +47,7 @@ func (r *Report) checkValue(out io.Writer, what string, got float64, op string, 
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, mcp, convert, ingest, analytics, webhooks (or all)")
+	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, mcp, convert, ingest, analytics, webhooks, catalog (or all)")
 	duration := fs.Duration("duration", 10*time.Second, "measured time per load (ingest: default 10m)")
 	warmup := fs.Duration("warmup", 2*time.Second, "warm-up time per load (ingest: default duration/20, 1-30 s)")
 	conns := fs.Int("conns", 32, "concurrent connections (ingest: default 64)")
@@ -66,9 +66,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rate := fs.Int("rate", 0, "ingest: offered events/s (0: closed loop, as fast as the service answers)")
 	rawEvents := fs.Int("raw-events", 1_000_000, "ingest: events per raw DuckDB append round")
 	whDeliveries := fs.Int("webhook-deliveries", 100_000, "webhooks: deliveries to the healthy receiver per phase")
-	childProfile := fs.String("child-cpuprofile", "", "ingest, webhooks: write a CPU profile of the service process to this file (webhooks: one per phase, the phase's name before the extension)")
-	childLog := fs.String("child-log", "", "ingest, webhooks: write the service's log to this file")
-	serveArgs := fs.String("serve-args", "", "ingest, webhooks: extra flipbook serve flags, space-separated (e.g. '--ingest-backlog 65536')")
+	catItems := fs.Int("catalog-items", 100_000, "catalog: items bulk-upserted per pass (500 a request)")
+	bulkBooks := fs.Int("bulk-books", 10_000, "catalog: books changed by bulk settings batches (1,000 a batch)")
+	childProfile := fs.String("child-cpuprofile", "", "ingest, webhooks, catalog: write a CPU profile of the service process to this file (webhooks: one per phase, the phase's name before the extension)")
+	childLog := fs.String("child-log", "", "ingest, webhooks, catalog: write the service's log to this file")
+	serveArgs := fs.String("serve-args", "", "ingest, webhooks, catalog: extra flipbook serve flags, space-separated (e.g. '--ingest-backlog 65536')")
 	strict := fs.Bool("strict", false, "exit non-zero when a target is missed")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -90,7 +92,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var missed []string
 	list := strings.Split(*scenarios, ",")
 	if *scenarios == "all" {
-		list = []string{"rest", "mcp", "convert", "ingest", "analytics", "webhooks"}
+		list = []string{"rest", "mcp", "convert", "ingest", "analytics", "webhooks", "catalog"}
 	}
 	var childOut io.Writer
 	if *childLog != "" {
@@ -151,6 +153,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				o.ChildProfile = abs
 			}
 			rep, err = Webhooks(ctx, o, stdout)
+		case "catalog":
+			fmt.Fprintln(stdout, "== scenario catalog ==")
+			o := CatalogOptions{Items: *catItems, Books: *bulkBooks, Log: childOut, ChildArgs: strings.Fields(*serveArgs)}
+			if *childProfile != "" {
+				abs, err := filepath.Abs(*childProfile)
+				if err != nil {
+					return err
+				}
+				o.ChildProfile = abs
+			}
+			rep, err = Catalog(ctx, o, stdout)
 		default:
 			return fmt.Errorf("unknown scenario %q", sc)
 		}

@@ -1,13 +1,22 @@
 package actors
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
+	"github.com/bytedance/sonic"
 
 	"flipbook/storage"
 )
@@ -76,6 +85,7 @@ func (v *catalogSup) Receive(c *actor.Context) {
 			v.s.opts.Logger.Error("catalog sync: read queue", "err", err)
 			return
 		}
+		v.removeOrphanInputs(refs)
 		for i := range refs {
 			v.route(c, &syncQueued{ref: refs[i]})
 		}
@@ -85,6 +95,28 @@ func (v *catalogSup) Receive(c *actor.Context) {
 		if ch, ok := v.children[m.ref]; ok && ch.pid.Equals(m.pid) && ch.sent == m.processed {
 			delete(v.children, m.ref)
 			c.Engine().Poison(ch.pid)
+		}
+	}
+}
+
+// removeOrphanInputs deletes input files no unfinished job names: written by a request that
+// was cut short before its job was committed, or left by a job that ended just before a crash.
+// It runs before any request is served.
+func (v *catalogSup) removeOrphanInputs(refs []storage.SyncRef) {
+	files, err := v.s.Store.SyncInputFiles()
+	if err != nil || len(files) == 0 {
+		return
+	}
+	keep := map[string]bool{}
+	for _, r := range refs {
+		if j, err := v.s.Store.SyncJob(r.Tenant, r.Catalog, r.Job); err == nil && j.InputFile != "" {
+			keep[j.InputFile] = true
+		}
+	}
+	for _, f := range files {
+		if !keep[f] {
+			v.s.Store.RemoveSyncInput(strings.TrimSuffix(f, ".tmp"))
+			_ = os.Remove(filepath.Join(v.s.Store.SyncInputDir(), f))
 		}
 	}
 }
@@ -178,13 +210,18 @@ func (w *catalogWorker) step() error {
 		if err != nil {
 			return err
 		}
-		raw, err := st.SyncInput(t, j.ID)
+		var raw []byte
+		if j.InputFile != "" {
+			raw, err = st.ReadSyncInput(j.InputFile)
+		} else {
+			raw, err = st.SyncInput(t, j.ID) // inputs stored in Pebble before they were files
+		}
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
 		var input []map[string]json.RawMessage
 		if len(raw) > 0 {
-			if err := json.Unmarshal(raw, &input); err != nil {
+			if err := inputJSON.Unmarshal(raw, &input); err != nil {
 				return fmt.Errorf("job %d: input: %w", j.ID, err)
 			}
 		}
@@ -251,10 +288,18 @@ func (w *catalogWorker) step() error {
 		b.Close()
 		return err
 	}
-	if err := b.Commit(); err != nil {
+	// A step's items and the job's progress commit together, so a step need not be synced: a
+	// crash loses whole steps (the WAL is a sequence), which the job then applies again. The
+	// last step is synced before the job reads as finished.
+	commit := b.CommitNoSync
+	if done {
+		commit = b.Commit
+	}
+	if err := commit(); err != nil {
 		return err
 	}
 	if done {
+		st.RemoveSyncInput(j.InputFile)
 		delete(w.known, j.ID)
 		w.job, w.input = nil, nil
 		if len(w.queue) > 0 {
@@ -293,80 +338,185 @@ func (w *catalogWorker) finish(j *storage.SyncJob, state *storage.CatalogState, 
 	}
 }
 
-// apply applies items [from, to) of the running job.
+// itemResult is what applying one key's entries of a step produced.
+type itemResult struct {
+	item     *storage.CatalogItem // nil: nothing to write
+	data     []byte               // the item's record
+	accepted int
+	errs     []storage.SyncError
+	failed   int
+}
+
+// apply applies items [from, to) of the running job. Entries are grouped by item (match key);
+// the groups are applied in parallel (reads, decoding and encoding are most of a step's work),
+// each group's entries in request order, and the records are written to b in the order of
+// each group's first entry.
 func (w *catalogWorker) apply(b *storage.Batch, cat *storage.Catalog, state *storage.CatalogState, j *storage.SyncJob, from, to int, now time.Time) error {
-	st, t := w.s.Store, w.ref.t
-	seen := map[string]*storage.CatalogItem{} // items of this step, by match key
+	type group struct {
+		key  string
+		idx  []int
+		pid  string
+		vid  *string
+		item *storage.CatalogItem
+		full bool // a new item the catalog has no room for
+		res  itemResult
+	}
+	byKey := map[string]*group{}
+	var groups []*group
 	for i := from; i < to; i++ {
 		in := w.input[i]
 		pid, vid := rawString(in["external_product_id"]), rawStringPtr(in["external_variant_id"])
 		key := storage.ItemKey(pid, vid)
-		fail := func(code, msg string, item *storage.CatalogItem) {
-			j.Failed++
-			if len(j.Errors) < MaxSyncErrors {
-				e := storage.SyncError{Index: i, ExternalProductID: pid, ExternalVariantID: vid, Code: code, Message: msg}
-				if item != nil {
-					id := item.ID
-					e.ItemID = &id
-				}
-				j.Errors = append(j.Errors, e)
-			}
+		g := byKey[key]
+		if g == nil {
+			g = &group{key: key, pid: pid, vid: vid}
+			byKey[key] = g
+			groups = append(groups, g)
 		}
-		item := seen[key]
-		if item == nil {
-			id, err := st.CatalogItemID(t, w.ref.id, key)
-			switch {
-			case err == nil:
-				if item, err = st.CatalogItem(t, w.ref.id, id); err != nil && !errors.Is(err, storage.ErrNotFound) {
-					return err
+		g.idx = append(g.idx, i)
+	}
+	errs := make([]error, len(groups))
+	parallel := func(fn func(n int) error) {
+		par := min(len(groups), max(1, runtime.GOMAXPROCS(0)))
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range par {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := int(next.Add(1)) - 1; n < len(groups); n = int(next.Add(1)) - 1 {
+					if err := fn(n); err != nil {
+						errs[n] = err
+					}
 				}
-			case !errors.Is(err, storage.ErrNotFound):
-				return err
-			}
+			}()
 		}
-		if j.Type == storage.SyncAvailability {
-			if item == nil {
-				fail("item_not_found", fmt.Sprintf("no item with external_product_id %q%s in this catalog", pid, variantText(vid)), nil)
+		wg.Wait()
+	}
+	// 1. Find the existing items (in parallel).
+	parallel(func(n int) error {
+		var err error
+		groups[n].item, err = w.lookup(groups[n].key)
+		return err
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	// 2. New items get their ids in request order (lists are newest first by id).
+	if j.Type != storage.SyncAvailability {
+		for _, g := range groups {
+			if g.item != nil {
 				continue
 			}
+			if state.Items >= MaxCatalogItems {
+				g.full = true
+				continue
+			}
+			id, err := w.s.Store.NextID("catitem")
+			if err != nil {
+				return err
+			}
+			t := w.ref.t
+			g.item = &storage.CatalogItem{ID: id, CatalogID: w.ref.id, Workspace: t.Workspace, Source: cat.Source,
+				ExternalItemKey: storage.DisplayItemKey(g.pid, g.vid), ExternalProductID: g.pid, ExternalVariantID: g.vid,
+				CreatedAt: now}
+			state.Items++
+		}
+	}
+	// 3. Apply the entries and encode the records (in parallel).
+	parallel(func(n int) error {
+		g := groups[n]
+		var err error
+		g.res, err = w.applyGroup(j, g.item, g.full, g.pid, g.vid, g.idx, now)
+		return err
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	var failures []storage.SyncError
+	for _, g := range groups {
+		if g.res.item != nil {
+			b.PutCatalogItemRaw(w.ref.t, g.res.item, g.res.data)
+		}
+		j.Accepted += g.res.accepted
+		j.Failed += g.res.failed
+		failures = append(failures, g.res.errs...)
+	}
+	sort.Slice(failures, func(a, b int) bool { return failures[a].Index < failures[b].Index })
+	for _, e := range failures {
+		if len(j.Errors) < MaxSyncErrors {
+			j.Errors = append(j.Errors, e)
+		}
+	}
+	return nil
+}
+
+// lookup reads the item with a match key (nil when the catalog has none).
+func (w *catalogWorker) lookup(key string) (*storage.CatalogItem, error) {
+	st, t := w.s.Store, w.ref.t
+	id, err := st.CatalogItemID(t, w.ref.id, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	item, err := st.CatalogItem(t, w.ref.id, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	return item, err
+}
+
+// applyGroup applies the entries idx (all for one item, in request order) of the running job
+// to item (nil: the catalog has no such item; full: it had no room to create it).
+func (w *catalogWorker) applyGroup(j *storage.SyncJob, item *storage.CatalogItem, full bool, pid string, vid *string,
+	idx []int, now time.Time) (res itemResult, err error) {
+	for _, i := range idx {
+		in := w.input[i]
+		fail := func(code, msg string) {
+			res.failed++
+			e := storage.SyncError{Index: i, ExternalProductID: pid, ExternalVariantID: vid, Code: code, Message: msg}
+			if item != nil {
+				id := item.ID
+				e.ItemID = &id
+			}
+			res.errs = append(res.errs, e)
+		}
+		switch {
+		case j.Type == storage.SyncAvailability && item == nil:
+			fail("item_not_found", fmt.Sprintf("no item with external_product_id %q%s in this catalog", pid, variantText(vid)))
+			continue
+		case j.Type == storage.SyncAvailability:
 			snap := now
 			if j.SnapshotAt != nil {
 				snap = *j.SnapshotAt
 				if item.LastAvailabilitySyncedAt != nil && item.LastAvailabilitySyncedAt.After(snap) {
 					fail("stale_snapshot", fmt.Sprintf("the item's availability is from %s, newer than snapshot_at %s",
-						item.LastAvailabilitySyncedAt.Format(time.RFC3339), snap.Format(time.RFC3339)), item)
+						item.LastAvailabilitySyncedAt.Format(time.RFC3339), snap.Format(time.RFC3339)))
 					continue
 				}
 			}
 			applyAvailability(item, in)
 			item.LastAvailabilitySyncedAt = &snap
-		} else {
-			if item == nil {
-				if state.Items >= MaxCatalogItems {
-					fail("catalog_full", fmt.Sprintf("the catalog already holds %d items, the most one catalog may hold", MaxCatalogItems), nil)
-					continue
-				}
-				id, err := st.NextID("catitem")
-				if err != nil {
-					return err
-				}
-				item = &storage.CatalogItem{ID: id, CatalogID: w.ref.id, Workspace: t.Workspace, Source: cat.Source,
-					ExternalItemKey: storage.DisplayItemKey(pid, vid), ExternalProductID: pid, ExternalVariantID: vid,
-					CreatedAt: now}
-				state.Items++
-			}
+		case full || item == nil:
+			fail("catalog_full", fmt.Sprintf("the catalog already holds %d items, the most one catalog may hold", MaxCatalogItems))
+			continue
+		default:
 			applyProduct(item, in)
 			item.LastSyncedAt = &now
 		}
 		ok := storage.SyncCompleted
 		item.LastSyncStatus, item.LastSyncError, item.UpdatedAt = &ok, nil, now
-		if err := b.PutCatalogItem(t, item); err != nil {
-			return err
-		}
-		seen[key] = item
-		j.Accepted++
+		res.accepted++
+		res.item = item
 	}
-	return nil
+	if res.item != nil {
+		if res.data, err = storage.EncodeRecord(res.item); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }
 
 func variantText(vid *string) string {
@@ -376,27 +526,49 @@ func variantText(vid *string) string {
 	return fmt.Sprintf(" and external_variant_id %q", *vid)
 }
 
+// productStrings and productArrays are the product fields of an upsert entry.
+var (
+	productStrings = []struct {
+		name string
+		f    func(*storage.CatalogItem) **string
+	}{
+		{"sku", func(it *storage.CatalogItem) **string { return &it.SKU }},
+		{"title", func(it *storage.CatalogItem) **string { return &it.Title }},
+		{"status", func(it *storage.CatalogItem) **string { return &it.Status }},
+		{"product_type", func(it *storage.CatalogItem) **string { return &it.ProductType }},
+		{"price", func(it *storage.CatalogItem) **string { return &it.Price }},
+		{"regular_price", func(it *storage.CatalogItem) **string { return &it.RegularPrice }},
+		{"sale_price", func(it *storage.CatalogItem) **string { return &it.SalePrice }},
+		{"currency", func(it *storage.CatalogItem) **string { return &it.Currency }},
+		{"image", func(it *storage.CatalogItem) **string { return &it.Image }},
+		{"url", func(it *storage.CatalogItem) **string { return &it.URL }},
+		{"description", func(it *storage.CatalogItem) **string { return &it.Description }},
+		{"short_description", func(it *storage.CatalogItem) **string { return &it.ShortDescription }},
+		{"stock_status", func(it *storage.CatalogItem) **string { return &it.StockStatus }},
+	}
+	productArrays = []struct {
+		name string
+		f    func(*storage.CatalogItem) *json.RawMessage
+	}{
+		{"gallery", func(it *storage.CatalogItem) *json.RawMessage { return &it.Gallery }},
+		{"categories", func(it *storage.CatalogItem) *json.RawMessage { return &it.Categories }},
+		{"payload", func(it *storage.CatalogItem) *json.RawMessage { return &it.Payload }},
+		{"raw_payload", func(it *storage.CatalogItem) *json.RawMessage { return &it.RawPayload }},
+		{"availability", func(it *storage.CatalogItem) *json.RawMessage { return &it.Availability }},
+	}
+)
+
 // applyProduct sets the product fields given in an upsert entry (null clears one; absent keeps
 // it).
 func applyProduct(it *storage.CatalogItem, in map[string]json.RawMessage) {
-	strs := map[string]**string{
-		"sku": &it.SKU, "title": &it.Title, "status": &it.Status, "product_type": &it.ProductType,
-		"price": &it.Price, "regular_price": &it.RegularPrice, "sale_price": &it.SalePrice,
-		"currency": &it.Currency, "image": &it.Image, "url": &it.URL, "description": &it.Description,
-		"short_description": &it.ShortDescription, "stock_status": &it.StockStatus,
-	}
-	for k, dst := range strs {
-		if v, ok := in[k]; ok {
-			*dst = rawStringPtr(v)
+	for _, f := range productStrings {
+		if v, ok := in[f.name]; ok {
+			*f.f(it) = rawStringPtr(v)
 		}
 	}
-	raws := map[string]*json.RawMessage{
-		"gallery": &it.Gallery, "categories": &it.Categories, "payload": &it.Payload,
-		"raw_payload": &it.RawPayload, "availability": &it.Availability,
-	}
-	for k, dst := range raws {
-		if v, ok := in[k]; ok {
-			*dst = rawOrNil(v)
+	for _, f := range productArrays {
+		if v, ok := in[f.name]; ok {
+			*f.f(it) = rawOrNil(v)
 		}
 	}
 	if v, ok := in["stock_quantity"]; ok {
@@ -457,15 +629,25 @@ func (w *catalogWorker) deleteItem(id int64) (*storage.CatalogItem, error) {
 
 func rawIsNull(v json.RawMessage) bool { return len(v) == 0 || string(v) == "null" }
 
+// inputJSON decodes job inputs (written by CatalogInput, so valid JSON).
+var inputJSON = sonic.Config{CopyString: true}.Froze()
+
 func rawString(v json.RawMessage) string {
-	var s string
-	_ = json.Unmarshal(v, &s)
-	return s
+	if p := rawStringPtr(v); p != nil {
+		return *p
+	}
+	return ""
 }
 
+// rawStringPtr decodes a JSON string (nil for null); strings without escapes, the common case,
+// are taken as they are.
 func rawStringPtr(v json.RawMessage) *string {
 	if rawIsNull(v) {
 		return nil
+	}
+	if n := len(v); n >= 2 && v[0] == '"' && v[n-1] == '"' && bytes.IndexByte(v, '\\') < 0 {
+		s := string(v[1 : n-1])
+		return &s
 	}
 	var s string
 	if json.Unmarshal(v, &s) != nil {

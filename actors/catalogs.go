@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -17,19 +16,19 @@ import (
 type (
 	// CreateCatalog → *CatalogCreated. Catalog carries the request's fields; when it has an
 	// external id and a catalog with the same source and external id exists, that catalog is
-	// updated (only the fields Given lists change) instead. Input is the JSON array of the
-	// initial items (possibly empty), Total their count.
+	// updated (only the fields Given lists change) instead. InputFile names the stored JSON
+	// array of the initial items ("" for none: storage.WriteSyncInput), Total their count.
 	CreateCatalog struct {
-		Catalog *storage.Catalog
-		Given   map[string]bool // name, source_url, metadata, template_key
-		Input   []byte
-		Total   int
+		Catalog   *storage.Catalog
+		Given     map[string]bool // name, source_url, metadata, template_key
+		InputFile string
+		Total     int
 	}
 	// QueueSync → *storage.SyncJob: a bulk upsert or availability job of an active catalog.
 	QueueSync struct {
 		Catalog    int64
 		Type       string
-		Input      []byte
+		InputFile  string
 		Total      int
 		SnapshotAt *time.Time
 	}
@@ -95,12 +94,13 @@ func (w *workspace) createCatalog(m *CreateCatalog) (*CatalogCreated, error) {
 	if err != nil {
 		return nil, err
 	}
+	j.InputFile = m.InputFile
 	b := st.NewBatch()
 	if err := b.PutCatalog(c); err != nil {
 		b.Close()
 		return nil, err
 	}
-	if err := b.QueueSyncJob(j, m.Input); err != nil {
+	if err := b.QueueSyncJob(j); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -141,8 +141,9 @@ func (w *workspace) queueSync(m *QueueSync) (*storage.SyncJob, error) {
 	if err != nil {
 		return nil, err
 	}
+	j.InputFile = m.InputFile
 	b := w.s.Store.NewBatch()
-	if err := b.QueueSyncJob(j, m.Input); err != nil {
+	if err := b.QueueSyncJob(j); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -169,7 +170,7 @@ func (w *workspace) archiveCatalog(m *ArchiveCatalog) (*storage.Catalog, error) 
 		b.Close()
 		return nil, err
 	}
-	if err := b.QueueSyncJob(j, []byte("[]")); err != nil {
+	if err := b.QueueSyncJob(j); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -204,4 +205,4 @@ func (s *System) DeleteCatalogItem(t storage.Tenant, catalog, item int64) (*stor
 }
 
 // CatalogInput is the JSON form of a job's accepted items.
-func CatalogInput(items []map[string]any) ([]byte, error) { return json.Marshal(items) }
+func CatalogInput(items []map[string]any) ([]byte, error) { return inputJSON.Marshal(items) }

@@ -195,7 +195,7 @@ func (s *Service) CreateCatalog(r *Request) (*Result, error) {
 		}
 		c.Metadata = data
 	}
-	input, err := actors.CatalogInput(items)
+	input, err := s.syncInput(items)
 	if err != nil {
 		return nil, err
 	}
@@ -203,8 +203,9 @@ func (s *Service) CreateCatalog(r *Request) (*Result, error) {
 	for _, k := range []string{"source_url", "metadata", "template_key"} {
 		given[k] = r.Has(k)
 	}
-	res, err := s.Actors.CreateCatalog(r.Auth.Tenant, &actors.CreateCatalog{Catalog: c, Given: given, Input: input, Total: len(items)})
+	res, err := s.Actors.CreateCatalog(r.Auth.Tenant, &actors.CreateCatalog{Catalog: c, Given: given, InputFile: input, Total: len(items)})
 	if err != nil {
+		s.Store.RemoveSyncInput(input)
 		return nil, err
 	}
 	cj, err := s.catalogJSON(res.Catalog)
@@ -280,17 +281,34 @@ func (s *Service) queueSync(r *Request, typ string, items []map[string]any, snap
 	if err != nil {
 		return nil, err
 	}
-	input, err := actors.CatalogInput(items)
+	input, err := s.syncInput(items)
 	if err != nil {
 		return nil, err
 	}
-	j, err := s.Actors.QueueSync(r.Auth.Tenant, &actors.QueueSync{Catalog: c.ID, Type: typ, Input: input,
+	j, err := s.Actors.QueueSync(r.Auth.Tenant, &actors.QueueSync{Catalog: c.ID, Type: typ, InputFile: input,
 		Total: len(items), SnapshotAt: snapshot})
 	if err != nil {
+		s.Store.RemoveSyncInput(input)
 		return nil, notFoundAs(err, "catalog")
 	}
 	return &Result{Status: 202, Data: map[string]any{"summary": syncSummary(j), "sync_job": syncJobWire(j)},
 		Meta: map[string]any{"catalog_id": c.ID}}, nil
+}
+
+// syncInput stores a job's accepted items durably and returns the file's name ("" for none).
+func (s *Service) syncInput(items []map[string]any) (string, error) {
+	if len(items) == 0 {
+		return "", nil
+	}
+	data, err := actors.CatalogInput(items)
+	if err != nil {
+		return "", err
+	}
+	name := actors.RandomString(20)
+	if err := s.Store.WriteSyncInput(name, data); err != nil {
+		return "", err
+	}
+	return name, nil
 }
 
 func (s *Service) BulkUpsertItems(r *Request) (*Result, error) {

@@ -357,7 +357,7 @@ func TestShopifyShopRedact(t *testing.T) {
 	str := func(s string) *string { return &s }
 	mk := func(name, source string, ext, url *string) int64 {
 		c, err := h.svc.Actors.CreateCatalog(tn, &actors.CreateCatalog{Catalog: &storage.Catalog{Name: name, Source: source,
-			ExternalID: ext, SourceURL: url}, Input: []byte("[]")})
+			ExternalID: ext, SourceURL: url}})
 		require.NoError(t, err)
 		return c.Catalog.ID
 	}

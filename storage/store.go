@@ -14,6 +14,7 @@ import (
 
 	"github.com/bytedance/sonic"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 )
 
 // ErrNotFound is returned when a record does not exist.
@@ -63,13 +64,19 @@ func Open(dir string, o Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("storage: create data dir: %w", err)
 	}
-	cache := pebble.NewCache(o.CacheBytes)
+	// Pebble counts its memtables against the block cache: without room for them, the cache
+	// would cache nothing.
+	cache := pebble.NewCache(o.CacheBytes + 2*o.MemTableBytes)
 	defer cache.Unref()
-	db, err := pebble.Open(filepath.Join(dir, "state"), &pebble.Options{
+	opts := &pebble.Options{
 		Cache:        cache,
 		MemTableSize: uint64(o.MemTableBytes),
 		Logger:       quietLogger{},
-	})
+	}
+	// Bloom filters (all levels): point reads of keys that do not exist (a new catalog item's
+	// match entry, a fresh idempotency key) skip the sstables that cannot hold them.
+	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	db, err := pebble.Open(filepath.Join(dir, "state"), opts)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open pebble: %w", err)
 	}
@@ -176,6 +183,23 @@ func (b *Batch) Commit() error {
 		b.s.books.begin(k)
 	}
 	err := b.b.Commit(pebble.Sync)
+	_ = b.b.Close()
+	for _, k := range b.touched {
+		b.s.books.end(k)
+	}
+	return err
+}
+
+// CommitNoSync applies the batch without waiting for the WAL to reach the disk: a process
+// crash (kill -9) keeps it (the write is in the OS), only an OS crash or power loss can lose
+// it, and then it is lost whole, with every later batch (the WAL is a sequence). For steps
+// whose progress is recorded in the same batch (catalog sync steps), ending with a synced
+// commit.
+func (b *Batch) CommitNoSync() error {
+	for _, k := range b.touched {
+		b.s.books.begin(k)
+	}
+	err := b.b.Commit(pebble.NoSync)
 	_ = b.b.Close()
 	for _, k := range b.touched {
 		b.s.books.end(k)

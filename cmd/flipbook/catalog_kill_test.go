@@ -398,7 +398,16 @@ func TestCatalogSyncKill(t *testing.T) {
 		for _, id := range append([]int64{createJob}, jobs...) {
 			_, err := st.SyncInput(tn, id)
 			require.ErrorIs(t, err, storage.ErrNotFound, "job %d's input is removed when it ends", id)
+			j, err := st.SyncJob(tn, catalog, id)
+			require.NoError(t, err)
+			if j.InputFile != "" {
+				_, err = st.ReadSyncInput(j.InputFile)
+				require.ErrorIs(t, err, storage.ErrNotFound, "job %d's input file is removed when it ends", id)
+			}
 		}
+		files, err := st.SyncInputFiles()
+		require.NoError(t, err)
+		require.Empty(t, files, "no input file is left behind")
 	}()
 
 	// Life 4: delete the catalog; the kill comes while its items are being purged.

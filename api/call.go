@@ -37,6 +37,36 @@ type CallerOptions struct {
 	// AdminToken authenticates AuthAdmin operations; "" refuses them all.
 	AdminToken string
 	Logger     *slog.Logger
+	// Tokens verifies OAuth access tokens (nil: only API keys are accepted).
+	Tokens TokenVerifier
+	// RESTResource and MCPResource are the resource URLs an access token must be issued for
+	// (RFC 8707) to call the REST API and the MCP endpoint.
+	RESTResource, MCPResource string
+}
+
+// TokenVerifier checks OAuth access tokens (package oauth).
+type TokenVerifier interface {
+	// IsToken reports whether a bearer credential has the form of an access token.
+	IsToken(credential string) bool
+	// Verify checks an access token: ErrInvalidToken-like errors mean 401.
+	Verify(ctx context.Context, credential string) (*TokenGrant, error)
+}
+
+// TokenGrant is what a valid access token grants: the key that approved it and the scopes and
+// resources it was issued for.
+type TokenGrant struct {
+	ClientID  string
+	KeyID     int64
+	Scopes    []string
+	Audience  []string
+	ExpiresAt time.Time
+}
+
+// TokenInfo is the OAuth side of a principal authenticated by an access token.
+type TokenInfo struct {
+	ClientID  string
+	Audience  []string
+	ExpiresAt time.Time
 }
 
 // Caller runs operations: Call is the one path every transport takes.
@@ -47,11 +77,13 @@ type Caller struct {
 	adminHash           []byte
 	auth                authCache
 	inflight            inflight
+	tokens              TokenVerifier
+	restRes, mcpRes     string
 }
 
 // NewCaller returns a Caller that authenticates against st.
 func NewCaller(st *storage.Store, o CallerOptions) *Caller {
-	c := &Caller{store: st, log: o.Logger,
+	c := &Caller{store: st, log: o.Logger, tokens: o.Tokens, restRes: o.RESTResource, mcpRes: o.MCPResource,
 		limWS: NewLimiter(o.RateWorkspace), limEP: NewLimiter(o.RateEndpoint), limIP: NewLimiter(o.RateUnauthenticated)}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -241,10 +273,16 @@ func valuesFingerprint(op *Operation, values map[string]any) []byte {
 // Authenticate resolves an API key to its caller (for transports that check credentials
 // before they know the operation, as MCP does for the whole endpoint).
 func (c *Caller) Authenticate(credential, ip string) (*Principal, *Error) {
-	return c.authenticate(AuthKey, credential, ip, time.Now())
+	return c.authenticateFor(AuthKey, credential, ip, time.Now(), c.mcpRes)
 }
 
 func (c *Caller) authenticate(auth Auth, tok, ip string, now time.Time) (*Principal, *Error) {
+	return c.authenticateFor(auth, tok, ip, now, c.restRes)
+}
+
+// authenticateFor resolves a credential for a call to resource (an access token must have been
+// issued for it).
+func (c *Caller) authenticateFor(auth Auth, tok, ip string, now time.Time, resource string) (*Principal, *Error) {
 	switch auth {
 	case AuthNone:
 		return nil, nil
@@ -259,8 +297,11 @@ func (c *Caller) authenticate(auth Auth, tok, ip string, now time.Time) (*Princi
 		return nil, c.unauthenticated(ip, now, "missing API key: send Authorization: Bearer <key>")
 	}
 	p, epoch := c.auth.get(tok)
-	if p != nil {
-		return p, nil
+	if p != nil && (p.Token == nil || now.Before(p.Token.ExpiresAt)) {
+		return p, c.checkAudience(p, ip, now, resource)
+	}
+	if c.tokens != nil && c.tokens.IsToken(tok) {
+		return c.authenticateToken(tok, ip, now, resource, epoch)
 	}
 	key, err := c.store.KeyByHash(storage.HashSecret(tok))
 	if errors.Is(err, storage.ErrNotFound) {
@@ -281,6 +322,46 @@ func (c *Caller) authenticate(auth Auth, tok, ip string, now time.Time) (*Princi
 	p = &Principal{Key: key, Workspace: ws, Tenant: key.Tenant()}
 	c.auth.put(tok, p, epoch)
 	return p, nil
+}
+
+// authenticateToken resolves an OAuth access token: a principal like its key's, with the
+// token's scopes.
+func (c *Caller) authenticateToken(tok, ip string, now time.Time, resource string, epoch uint64) (*Principal, *Error) {
+	g, err := c.tokens.Verify(context.Background(), tok)
+	if err != nil {
+		e := c.unauthenticated(ip, now, "the access token is invalid, expired or revoked")
+		e.OAuthError = "invalid_token"
+		return nil, e
+	}
+	key, err := c.store.KeyByID(g.KeyID)
+	if err != nil {
+		e := c.unauthenticated(ip, now, "the API key that approved this access token was revoked")
+		e.OAuthError = "invalid_token"
+		return nil, e
+	}
+	ws, err := c.store.Workspace(key.Workspace)
+	if err != nil {
+		e := c.unauthenticated(ip, now, "the access token's workspace no longer exists")
+		e.OAuthError = "invalid_token"
+		return nil, e
+	}
+	k := *key
+	k.Scopes = g.Scopes
+	k.Hash = nil
+	p := &Principal{Key: &k, Workspace: ws, Tenant: key.Tenant(),
+		Token: &TokenInfo{ClientID: g.ClientID, Audience: g.Audience, ExpiresAt: g.ExpiresAt}}
+	c.auth.put(tok, p, epoch)
+	return p, c.checkAudience(p, ip, now, resource)
+}
+
+// checkAudience refuses an access token used for a resource it was not issued for (RFC 8707).
+func (c *Caller) checkAudience(p *Principal, ip string, now time.Time, resource string) *Error {
+	if p.Token == nil || resource == "" || Contains(p.Token.Audience, resource) {
+		return nil
+	}
+	e := c.unauthenticated(ip, now, "the access token was not issued for "+resource)
+	e.OAuthError = "invalid_token"
+	return e
 }
 
 // InvalidateAuth forgets every cached credential: every change to keys or workspaces calls it

@@ -48,6 +48,9 @@ type Error struct {
 	RetryAfter int
 	// Rate is the rate-limit state reported with the answer (a 429 carries the limit hit).
 	Rate *Decision
+	// OAuthError is the RFC 6750 error code of a refused access token ("invalid_token"), for
+	// the WWW-Authenticate header.
+	OAuthError string
 }
 
 func (e *Error) Error() string { return e.Type + ": " + e.Message }

@@ -173,9 +173,10 @@ const DefaultMaxJSONBody = 1 << 20
 
 // Principal is the authenticated caller.
 type Principal struct {
-	Key       *storage.APIKey
+	Key       *storage.APIKey // for an OAuth access token: its key, with the token's scopes
 	Workspace *storage.Workspace
 	Tenant    storage.Tenant
+	Token     *TokenInfo // set when the credential is an OAuth access token
 }
 
 // Request is the transport-neutral input of a handler: validated, typed parameters.

@@ -252,6 +252,11 @@ func (s *Service) writeError(ctx *fasthttp.RequestCtx, e *Error) {
 	if e.RetryAfter > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
+	if s.oauth != nil && bytes.HasPrefix(ctx.Path(), []byte(APIBase)) {
+		if h := wwwAuthenticate(e, s.oauth.ResourceMetadataURL(s.restResource())); h != "" {
+			ctx.Response.Header.Set("WWW-Authenticate", h)
+		}
+	}
 	ctx.SetStatusCode(e.Status)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(e.Envelope(string(ctx.Response.Header.Peek("X-Request-Id")), false))
@@ -272,4 +277,20 @@ func (s *Service) readerOperations() []*Operation {
 			},
 			MaxBody: 16 << 10, Handler: s.viewerAccess},
 	}
+}
+
+// wwwAuthenticate is the challenge of a refused call (RFC 6750, RFC 9728): every 401 names the
+// resource's metadata document, a token's refusal says invalid_token, and a missing scope says
+// which scope to ask for.
+func wwwAuthenticate(e *Error, metadata string) string {
+	switch {
+	case e.Status == 401 && e.OAuthError != "":
+		return `Bearer error="` + e.OAuthError + `", error_description="` + strings.ReplaceAll(e.Message, `"`, "'") +
+			`", resource_metadata="` + metadata + `"`
+	case e.Status == 401:
+		return `Bearer resource_metadata="` + metadata + `"`
+	case e.Status == 403 && e.Type == TypeMissingScope:
+		return `Bearer error="insufficient_scope", scope="` + e.Required + `", resource_metadata="` + metadata + `"`
+	}
+	return ""
 }

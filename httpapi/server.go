@@ -19,6 +19,7 @@ import (
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"flipbook/actors"
 	"flipbook/actors/convert"
@@ -26,6 +27,7 @@ import (
 	"flipbook/api"
 	"flipbook/ingest"
 	"flipbook/mcp"
+	"flipbook/oauth"
 	"flipbook/storage"
 )
 
@@ -120,6 +122,7 @@ type Service struct {
 	srv     *fasthttp.Server
 
 	caller     *api.Caller
+	oauth      *oauth.Server
 	limCollect *api.Limiter
 	readers    readerTokens
 	events     ingest.Log
@@ -182,11 +185,20 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		cfg: cfg, log: cfg.Logger, Store: st, Actors: sys,
-		caller: api.NewCaller(st, api.CallerOptions{RateWorkspace: cfg.RateWorkspace, RateEndpoint: cfg.RateEndpoint,
-			RateUnauthenticated: cfg.RateUnauthenticated, AdminToken: cfg.AdminToken, Logger: cfg.Logger}),
 		limCollect: api.NewLimiter(cfg.RateCollect),
 		reqPrefix:  actors.RandomString(8) + "-", stop: make(chan struct{}),
 	}
+	// The OAuth authorization server (package oauth): access tokens are accepted wherever keys
+	// are, for the resource they were issued for.
+	if s.oauth, err = oauth.New(st, oauth.Options{Issuer: cfg.PublicURL, Resources: []string{s.mcpResource(), s.restResource()},
+		Scopes: api.Scopes, AllowPrivate: cfg.AllowPrivateTargets, Logger: cfg.Logger,
+		OnRevoke: func() { s.caller.InvalidateAuth() }}); err != nil {
+		s.shutdownState()
+		return nil, fmt.Errorf("oauth: %w", err)
+	}
+	s.caller = api.NewCaller(st, api.CallerOptions{RateWorkspace: cfg.RateWorkspace, RateEndpoint: cfg.RateEndpoint,
+		RateUnauthenticated: cfg.RateUnauthenticated, AdminToken: cfg.AdminToken, Logger: cfg.Logger,
+		Tokens: s.oauth, RESTResource: s.restResource(), MCPResource: s.mcpResource()})
 	if s.cursors.key, err = s.secret("cursor_secret"); err != nil {
 		s.shutdownState()
 		return nil, err
@@ -231,7 +243,8 @@ func New(cfg Config) (*Service, error) {
 	s.ops = s.operations()
 	s.mcp = mcp.New(s.caller, s.ops, mcp.Options{Name: "flipbook", Version: Version,
 		ExportDir: filepath.Join(cfg.DataDir, "exports"), MaxBody: int64(cfg.MaxBodyBytes),
-		AllowedOrigins: cfg.MCPAllowedOrigins, PageSize: cfg.MCPPageSize, SDKOnly: cfg.MCPSDKOnly, PublicHost: publicHost(cfg.PublicURL), Logger: cfg.Logger})
+		AllowedOrigins: cfg.MCPAllowedOrigins, PageSize: cfg.MCPPageSize, SDKOnly: cfg.MCPSDKOnly, PublicHost: publicHost(cfg.PublicURL), Logger: cfg.Logger,
+		ResourceMetadata: s.oauth.ResourceMetadataURL(s.mcpResource())})
 	s.router = s.buildRouter()
 	s.srv = &fasthttp.Server{
 		Handler:            s.router.Handler,
@@ -419,6 +432,12 @@ func (s *Service) buildRouter() *router.Router {
 	r.GET("/view/{book}/pages", s.viewPages)
 	r.GET("/viewer/assets/{name}", s.viewerAsset)
 	r.GET("/template-thumbnails/{name}", s.serveTemplateThumb)
+	// OAuth: the authorization server and the metadata documents (net/http handlers).
+	oh := fasthttpadaptor.NewFastHTTPHandler(s.oauth.Handler())
+	for _, m := range []string{"GET", "POST"} {
+		r.Handle(m, "/oauth/{path:*}", oh)
+		r.Handle(m, "/.well-known/{path:*}", oh)
+	}
 	r.GET("/files/{book}/{name}", s.serveFile)
 	r.HEAD("/files/{book}/{name}", s.serveFile)
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
@@ -468,6 +487,10 @@ func publicHost(u string) string {
 
 // bookURLs are the public addresses of a book.
 func (s *Service) previewURL(rid string) string { return s.cfg.PublicURL + "/view/" + rid }
+
+// restResource and mcpResource are the protected resources' URLs (RFC 8707, RFC 9728).
+func (s *Service) restResource() string { return s.cfg.PublicURL + APIBase }
+func (s *Service) mcpResource() string  { return s.cfg.PublicURL + mcp.Path }
 func (s *Service) fileURL(rid, name string) string {
 	return s.cfg.PublicURL + "/files/" + rid + "/" + name
 }

@@ -51,7 +51,10 @@ type Options struct {
 	SDKOnly bool
 	// PublicHost is the service's own host (host[:port]) as browsers see it, accepted as Origin.
 	PublicHost string
-	Logger     *slog.Logger
+	// ResourceMetadata is the endpoint's OAuth protected-resource metadata URL (RFC 9728),
+	// named in the WWW-Authenticate header of every 401.
+	ResourceMetadata string
+	Logger           *slog.Logger
 }
 
 // Server is the MCP endpoint.
@@ -152,7 +155,14 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, reqID string, writeError func(*
 	p, aerr := s.caller.Authenticate(tok, ctx.RemoteIP().String())
 	if aerr != nil {
 		if aerr.Status == 401 {
-			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="flipbook"`)
+			h := `Bearer realm="flipbook"`
+			if aerr.OAuthError != "" {
+				h += `, error="` + aerr.OAuthError + `"`
+			}
+			if s.opts.ResourceMetadata != "" {
+				h += `, resource_metadata="` + s.opts.ResourceMetadata + `"`
+			}
+			ctx.Response.Header.Set("WWW-Authenticate", h)
 		}
 		writeError(ctx, aerr)
 		return

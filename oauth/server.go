@@ -1,0 +1,216 @@
+// Package oauth is the service's OAuth 2.1 authorization server and the protected-resource
+// metadata of its two resources, the REST API and the MCP endpoint (docs/OAUTH.md). The
+// protocol rules (authorization code with PKCE, refresh rotation with reuse detection, client
+// credentials, revocation) are github.com/ory/fosite's; this package stores fosite's records in
+// Pebble, loads clients (registered, or Client ID Metadata Documents fetched through the
+// outbound guard), serves the consent page (the person approves with an API key of the
+// workspace: the token holds at most that key's scopes and dies with it) and verifies access
+// tokens for package api.
+package oauth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/compose"
+	foauth2 "github.com/ory/fosite/handler/oauth2"
+
+	"flipbook/storage"
+)
+
+// Options configure the authorization server.
+type Options struct {
+	Issuer    string   // the service's public URL (no trailing slash)
+	Resources []string // the protected resources: the MCP endpoint's URL and the REST base URL
+	Scopes    []string // every scope (spec §5.5)
+	// AllowPrivate lets metadata documents be fetched from private addresses (tests, local use).
+	AllowPrivate bool
+	AccessTTL    time.Duration // default 1 hour
+	RefreshTTL   time.Duration // default 30 days
+	Logger       *slog.Logger
+	// OnRevoke is called after tokens were revoked (the API forgets cached credentials).
+	OnRevoke func()
+}
+
+// Server is the authorization server.
+type Server struct {
+	o        Options
+	st       *storage.Store
+	store    *Store
+	provider fosite.OAuth2Provider
+	strategy *foauth2.HMACSHAStrategy
+	cfg      *fosite.Config
+	csrfKey  []byte
+}
+
+var scopeList []string
+
+func allScopes() []string { return scopeList }
+
+// New starts the authorization server on st.
+func New(st *storage.Store, o Options) (*Server, error) {
+	if o.AccessTTL == 0 {
+		o.AccessTTL = time.Hour
+	}
+	if o.RefreshTTL == 0 {
+		o.RefreshTTL = 30 * 24 * time.Hour
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	scopeList = append(slices.Clone(o.Scopes), "*")
+	secret, err := metaSecret(st, "oauth_hmac_secret")
+	if err != nil {
+		return nil, err
+	}
+	csrf, err := metaSecret(st, "oauth_csrf_key")
+	if err != nil {
+		return nil, err
+	}
+	cfg := &fosite.Config{
+		AccessTokenLifespan:            o.AccessTTL,
+		RefreshTokenLifespan:           o.RefreshTTL,
+		AuthorizeCodeLifespan:          10 * time.Minute,
+		GlobalSecret:                   secret,
+		EnforcePKCE:                    true,
+		EnforcePKCEForPublicClients:    true,
+		EnablePKCEPlainChallengeMethod: false,
+		ScopeStrategy:                  fosite.ExactScopeStrategy,
+		AudienceMatchingStrategy:       fosite.DefaultAudienceMatchingStrategy,
+		RefreshTokenScopes:             []string{},
+		TokenURL:                       o.Issuer + "/oauth/token",
+		AccessTokenIssuer:              o.Issuer,
+		SendDebugMessagesToClients:     true,
+	}
+	store := &Store{st: st, clients: newClients(st, o.AllowPrivate, o.Resources), onRevoke: o.OnRevoke}
+	strategy := compose.NewOAuth2HMACStrategy(cfg)
+	provider := compose.Compose(cfg, store, &compose.CommonStrategy{CoreStrategy: strategy},
+		compose.OAuth2AuthorizeExplicitFactory,
+		compose.OAuth2ClientCredentialsGrantFactory,
+		compose.OAuth2RefreshTokenGrantFactory,
+		compose.OAuth2TokenRevocationFactory,
+		compose.OAuth2PKCEFactory,
+	)
+	return &Server{o: o, st: st, store: store, provider: provider, strategy: strategy, cfg: cfg, csrfKey: csrf}, nil
+}
+
+// metaSecret is a 32-byte secret of the installation, made on first use.
+func metaSecret(st *storage.Store, name string) ([]byte, error) {
+	v, err := st.Meta(name)
+	if err == nil && len(v) == 32 {
+		return v, nil
+	}
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, err
+	}
+	v = make([]byte, 32)
+	if _, err := rand.Read(v); err != nil {
+		return nil, err
+	}
+	return v, st.SetMeta(name, v)
+}
+
+// Handler serves the authorization server's routes and the metadata documents.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.serveASMetadata)
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server/{rest...}", s.serveASMetadata)
+	mux.HandleFunc("GET /.well-known/openid-configuration", s.serveASMetadata)
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource", s.servePRM)
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/{rest...}", s.servePRM)
+	mux.HandleFunc("GET /oauth/authorize", s.serveAuthorize)
+	mux.HandleFunc("POST /oauth/authorize", s.serveAuthorize)
+	mux.HandleFunc("POST /oauth/token", s.serveToken)
+	mux.HandleFunc("POST /oauth/revoke", s.serveRevoke)
+	mux.HandleFunc("POST /oauth/register", s.serveRegister)
+	return mux
+}
+
+// ResourceMetadataURL is the protected-resource metadata document of a resource (RFC 9728
+// §3.1: the well-known path inserted before the resource's path).
+func (s *Server) ResourceMetadataURL(resource string) string {
+	path := strings.TrimPrefix(resource, s.o.Issuer)
+	return s.o.Issuer + "/.well-known/oauth-protected-resource" + path
+}
+
+// normResource is a resource URL as compared: no trailing slash.
+func normResource(r string) string { return strings.TrimRight(r, "/") }
+
+// resourceOf checks requested resource indicators (RFC 8707): each must be one of ours.
+func (s *Server) resourceOf(values []string) ([]string, error) {
+	var out []string
+	for _, v := range values {
+		v = normResource(v)
+		if !slices.Contains(s.o.Resources, v) {
+			return nil, &fosite.RFC6749Error{ErrorField: "invalid_target", CodeField: http.StatusBadRequest,
+				DescriptionField: "The requested resource is invalid, unknown, or malformed.",
+				HintField:        "resource must be one of: " + strings.Join(s.o.Resources, ", ")}
+		}
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 { // no indicator: the token is good for both of the service's resources
+		out = slices.Clone(s.o.Resources)
+	}
+	return out, nil
+}
+
+func keyHashPrefix(h []byte) string {
+	if len(h) > 8 {
+		h = h[:8]
+	}
+	return hex.EncodeToString(h)
+}
+
+// checkKey reports whether the key a grant was approved with still exists unrotated.
+func (s *Server) checkKey(sess *Session) error {
+	if sess == nil || sess.KeyID == 0 {
+		return fosite.ErrInvalidGrant.WithHint("The grant has no API key.")
+	}
+	k, err := s.st.KeyByID(sess.KeyID)
+	if err != nil || keyHashPrefix(k.Hash) != sess.KeyHash {
+		return fosite.ErrInvalidGrant.WithHint("The API key that approved this grant was revoked or rotated.")
+	}
+	return nil
+}
+
+// grantScopes are the scopes a key may grant from those requested: all requested must be the
+// key's (a key with * has every scope); none requested grants the key's own.
+func grantScopes(keyScopes, requested []string) ([]string, []string) {
+	if len(requested) == 0 {
+		return slices.Clone(keyScopes), nil
+	}
+	var missing []string
+	for _, sc := range requested {
+		if !slices.Contains(keyScopes, "*") && !slices.Contains(keyScopes, sc) {
+			missing = append(missing, sc)
+		}
+	}
+	return requested, missing
+}
+
+func randomToken(prefix string, n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// hashedSecret is how a client secret is compared (fosite's hasher: bcrypt).
+func (s *Server) hashSecret(ctx context.Context, secret string) ([]byte, error) {
+	return s.cfg.GetSecretsHasher(ctx).Hash(ctx, []byte(secret))
+}
+
+func sha(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}

@@ -72,6 +72,9 @@ type Config struct {
 	// AllowPrivateTargets lets the service fetch URLs that resolve to private, loopback or
 	// link-local addresses (template images; later webhooks). Off by default (SSRF).
 	AllowPrivateTargets bool
+	// OAuthAccessTTL and OAuthRefreshTTL are the lifetimes of OAuth access and refresh tokens
+	// (0: 1 hour and 30 days).
+	OAuthAccessTTL, OAuthRefreshTTL time.Duration
 	// MCPAllowedOrigins are browser origins (scheme://host[:port]) allowed to call the MCP
 	// endpoint besides the service's own; requests with another Origin get 403.
 	MCPAllowedOrigins []string
@@ -192,6 +195,7 @@ func New(cfg Config) (*Service, error) {
 	// are, for the resource they were issued for.
 	if s.oauth, err = oauth.New(st, oauth.Options{Issuer: cfg.PublicURL, Resources: []string{s.mcpResource(), s.restResource()},
 		Scopes: api.Scopes, AllowPrivate: cfg.AllowPrivateTargets, Logger: cfg.Logger,
+		AccessTTL: cfg.OAuthAccessTTL, RefreshTTL: cfg.OAuthRefreshTTL,
 		OnRevoke: func() { s.caller.InvalidateAuth() }}); err != nil {
 		s.shutdownState()
 		return nil, fmt.Errorf("oauth: %w", err)

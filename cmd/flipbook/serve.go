@@ -73,6 +73,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	private := str("allow-private-targets", "false", "allow http and private, loopback and link-local addresses for outbound requests (webhook targets, template images): local use and tests only")
 	whSchedule := str("webhook-retry-schedule", "", "delays before each delivery attempt, comma-separated (default 0s,10s,1m,5m,30m,2h,6h,12h)")
 	whTimeout := str("webhook-timeout", actors.DefaultWebhookTimeout.String(), "how long a webhook receiver has to answer")
+	oauthTTL := str("oauth-access-ttl", "1h", "how long an OAuth access token lives")
+	oauthRefresh := str("oauth-refresh-ttl", "720h", "how long an OAuth refresh token lives")
 	whDisable := str("webhook-disable-after", actors.DefaultWebhookDisableAfter.String(), "a subscription whose deliveries fail this long without a success is deactivated")
 	geoHdr := str("trust-geo-headers", "false", "take readers' locations from an edge's visitor-location headers (Cloudflare, CloudFront)")
 	mcpOrigins := str("mcp-allowed-origins", "", "comma-separated browser origins (https://app.example) allowed to call the MCP endpoint besides the service's own")
@@ -115,6 +117,14 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if wh.DisableAfter, err = time.ParseDuration(*whDisable); err != nil || wh.DisableAfter <= 0 {
 		return nil, fmt.Errorf("--webhook-disable-after: %q is not a positive duration", *whDisable)
 	}
+	accessTTL, err := time.ParseDuration(*oauthTTL)
+	if err != nil || accessTTL <= 0 {
+		return nil, fmt.Errorf("--oauth-access-ttl: %q is not a positive duration", *oauthTTL)
+	}
+	refreshTTL, err := time.ParseDuration(*oauthRefresh)
+	if err != nil || refreshTTL <= 0 {
+		return nil, fmt.Errorf("--oauth-refresh-ttl: %q is not a positive duration", *oauthRefresh)
+	}
 	shutdown, err := time.ParseDuration(*grace)
 	if err != nil {
 		return nil, fmt.Errorf("--shutdown-timeout: %w", err)
@@ -123,6 +133,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		Addr: *addr, DataDir: *data, PublicURL: *public, AdminToken: *token,
 		RateWorkspace: *rws, RateEndpoint: *rep, RateUnauthenticated: *run,
 		MaxBodyBytes: *maxBody, BookIdle: bookIdle, AllowPrivateTargets: allowPrivate,
+		OAuthAccessTTL: accessTTL, OAuthRefreshTTL: refreshTTL,
 		MaxUploadBytes: *maxUpload, ConversionWorkers: *workers, PageLongEdge: *longEdge,
 		RateCollect: *rcol, IngestBacklog: *backlog, AnalyticsMemory: *amem, KafkaBrokers: splitList(*kafka), KafkaTopic: *topic,
 		TrustGeoHeaders: trustGeo, MCPAllowedOrigins: splitList(*mcpOrigins), MCPPageSize: *mcpPage,

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"net/url"
 	"os"
 	"runtime"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"flipbook/analytics"
 	"flipbook/api"
 	"flipbook/ingest"
+	"flipbook/oauth"
 	"flipbook/storage"
 )
 
@@ -82,6 +84,21 @@ func (s *Service) adminOperations() []*Operation {
 		{ID: "admin.revoke_key", Method: "DELETE", Path: "/keys/{id}", Auth: AuthAdmin, Write: true,
 			Summary: "Revoke a key.",
 			Params:  []Param{idParam}, Handler: s.adminRevokeKey},
+		{ID: "admin.list_oauth_clients", Method: "GET", Path: "/workspaces/{id}/oauth/clients", Auth: AuthAdmin,
+			Summary: "The OAuth clients holding grants in the workspace, and the client-credentials clients registered with its keys.",
+			Params:  []Param{idParam}, Handler: s.adminOAuthClients},
+		{ID: "admin.list_oauth_grants", Method: "GET", Path: "/workspaces/{id}/oauth/grants", Auth: AuthAdmin,
+			Summary: "The workspace's OAuth grants, newest first.",
+			Params:  []Param{idParam}, Handler: s.adminOAuthGrants},
+		{ID: "admin.revoke_oauth_client", Method: "DELETE", Path: "/workspaces/{id}/oauth/clients/{client}", Auth: AuthAdmin, Write: true,
+			Summary: "End every grant of a client in the workspace (and delete a client-credentials client registered with its key); its tokens are refused from the next request.",
+			Params: []Param{idParam, api.Str("client", InPath, 4096).Req().
+				Describe("the client id, percent-encoded (a metadata-document client's id is a URL: https%3A%2F%2F…)")},
+			Handler: s.adminRevokeOAuthClient},
+		{ID: "admin.revoke_oauth_grant", Method: "DELETE", Path: "/workspaces/{id}/oauth/grants/{grant}", Auth: AuthAdmin, Write: true,
+			Summary: "End one of the workspace's OAuth grants; its tokens are refused from the next request.",
+			Params:  []Param{idParam, api.Str("grant", InPath, 128).Req()},
+			Handler: s.adminRevokeOAuthGrant},
 		{ID: "admin.ingest_status", Method: "GET", Path: "/ingest", Auth: AuthAdmin,
 			Summary: "Reader-event intake: per log partition, where the log ends and what DuckDB holds (the lag), and the consumer's counters.",
 			Handler: s.adminIngest},
@@ -161,6 +178,136 @@ func (s *Service) adminRevokeKey(r *Request) (*Result, error) {
 		return nil, adminNotFound(err, "key")
 	}
 	return &Result{Data: map[string]any{"id": k.ID, "revoked": true}}, nil
+}
+
+// adminWorkspaceID is the {id} of an admin call on a workspace, which must exist.
+func (s *Service) adminWorkspaceID(r *Request) (int64, error) {
+	id, _ := r.Int("id")
+	if _, err := s.Store.Workspace(id); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return 0, errNotFound("workspace")
+		}
+		return 0, err
+	}
+	return id, nil
+}
+
+// oauthClientJSON is a client in GET /admin/v1/workspaces/{id}/oauth/clients.
+type oauthClientJSON struct {
+	ClientID   string   `json:"client_id"`
+	Name       string   `json:"client_name"`
+	URI        string   `json:"client_uri,omitempty"`
+	Source     string   `json:"source"` // dcr, cimd, key; "" when the client's record is gone
+	GrantTypes []string `json:"grant_types"`
+	AuthMethod string   `json:"token_endpoint_auth_method"`
+	CreatedAt  *string  `json:"created_at"`
+	// Registered: a client-credentials client registered with a key of this workspace (key_id,
+	// mode and scopes are its); revoking it deletes it.
+	Registered   bool     `json:"registered"`
+	KeyID        *int64   `json:"key_id"`
+	Mode         string   `json:"mode,omitempty"`
+	Scopes       []string `json:"scopes,omitempty"`
+	Grants       int      `json:"grants"`
+	ActiveGrants int      `json:"active_grants"`
+}
+
+// oauthGrantJSON is a grant in GET /admin/v1/workspaces/{id}/oauth/grants.
+type oauthGrantJSON struct {
+	ID         string   `json:"id"`
+	ClientID   string   `json:"client_id"`
+	ClientName string   `json:"client_name"`
+	KeyID      int64    `json:"key_id"`
+	Mode       string   `json:"mode"`
+	Scopes     []string `json:"scopes"`
+	Resources  []string `json:"resources"`
+	CreatedAt  *string  `json:"created_at"`
+	Active     bool     `json:"active"`     // an unexpired, unrevoked token whose key is still valid
+	ExpiresAt  *string  `json:"expires_at"` // the latest expiry of its live tokens (null: none)
+}
+
+func orEmptyList(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+func (s *Service) adminOAuthClients(r *Request) (*Result, error) {
+	ws, err := s.adminWorkspaceID(r)
+	if err != nil {
+		return nil, err
+	}
+	list, err := s.oauth.WorkspaceClients(ws)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]oauthClientJSON, 0, len(list))
+	for _, c := range list {
+		j := oauthClientJSON{ClientID: c.ID, Name: c.Name, URI: c.URI, Source: c.Source,
+			GrantTypes: orEmptyList(c.GrantTypes), AuthMethod: c.AuthMethod, CreatedAt: fmtTime(c.CreatedAt),
+			Registered: c.Registered, Mode: c.Mode, Scopes: c.Scopes, Grants: c.Grants, ActiveGrants: c.ActiveGrants}
+		if c.Registered {
+			j.KeyID = &c.KeyID
+		}
+		out = append(out, j)
+	}
+	return &Result{Data: out}, nil
+}
+
+func (s *Service) adminOAuthGrants(r *Request) (*Result, error) {
+	ws, err := s.adminWorkspaceID(r)
+	if err != nil {
+		return nil, err
+	}
+	list, err := s.oauth.WorkspaceGrants(ws)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]oauthGrantJSON, 0, len(list))
+	for _, g := range list {
+		out = append(out, oauthGrantJSON{ID: g.ID, ClientID: g.ClientID, ClientName: g.ClientName, KeyID: g.KeyID,
+			Mode: g.Mode, Scopes: orEmptyList(g.Scopes), Resources: orEmptyList(g.Audience),
+			CreatedAt: fmtTime(g.CreatedAt), Active: g.Active, ExpiresAt: fmtTime(g.ExpiresAt)})
+	}
+	return &Result{Data: out}, nil
+}
+
+// adminRevokeOAuthClient is DELETE /admin/v1/workspaces/{id}/oauth/clients/{client}: the
+// router matches the path as sent, so a client id that is a URL comes percent-encoded in one
+// segment and is decoded here. Revocation empties the credential cache (oauth.Options.OnRevoke).
+func (s *Service) adminRevokeOAuthClient(r *Request) (*Result, error) {
+	ws, err := s.adminWorkspaceID(r)
+	if err != nil {
+		return nil, err
+	}
+	client, err := url.PathUnescape(r.Str("client"))
+	if err != nil {
+		return nil, errNotFound("OAuth client")
+	}
+	n, err := s.oauth.RevokeClient(ws, client)
+	if err != nil {
+		if errors.Is(err, oauth.ErrNotFound) {
+			return nil, errNotFound("OAuth client")
+		}
+		return nil, err
+	}
+	return &Result{Data: map[string]any{"client_id": client, "revoked": true, "grants": n}}, nil
+}
+
+// adminRevokeOAuthGrant is DELETE /admin/v1/workspaces/{id}/oauth/grants/{grant}.
+func (s *Service) adminRevokeOAuthGrant(r *Request) (*Result, error) {
+	ws, err := s.adminWorkspaceID(r)
+	if err != nil {
+		return nil, err
+	}
+	grant := r.Str("grant")
+	if err := s.oauth.RevokeGrantIn(ws, grant); err != nil {
+		if errors.Is(err, oauth.ErrNotFound) {
+			return nil, errNotFound("OAuth grant")
+		}
+		return nil, err
+	}
+	return &Result{Data: map[string]any{"id": grant, "revoked": true}}, nil
 }
 
 // ingestPartJSON is one log partition in GET /admin/v1/ingest.

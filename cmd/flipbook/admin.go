@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +25,12 @@ commands:
   keys create --workspace ID --scopes 'books:read,books:write' | '*' [--name NAME] [--mode live|test]
   keys rotate --id ID
   keys revoke --id ID
+  oauth-clients WORKSPACE                  the OAuth clients holding grants in the workspace
+                                           (and client-credentials clients registered with its keys)
+  oauth-grants WORKSPACE                   the workspace's OAuth grants, newest first
+  revoke-oauth-client WORKSPACE CLIENT_ID  end every grant of the client in the workspace (a
+                                           client-credentials client of the workspace is deleted)
+  revoke-oauth-grant WORKSPACE GRANT_ID    end one grant; its tokens are refused from the next request
 
 The token defaults to $FLIPBOOK_ADMIN_TOKEN, else the file <data>/admin-token.
 `
@@ -47,7 +55,30 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	rest := fs.Args()
-	if len(rest) < 2 {
+	// The OAuth commands take positional arguments: the workspace id, then a client or grant id.
+	oauthArgs := map[string]int{"oauth-clients": 1, "oauth-grants": 1, "revoke-oauth-client": 2, "revoke-oauth-grant": 2}
+	var method, path string
+	if n, ok := oauthArgs[adminFirstArg(rest)]; ok {
+		if len(rest) != n+1 {
+			fs.Usage()
+			return fmt.Errorf("admin %s takes %d argument(s)", rest[0], n)
+		}
+		ws, err := strconv.ParseInt(rest[1], 10, 64)
+		if err != nil || ws < 1 {
+			return fmt.Errorf("admin %s: the workspace is its numeric id, not %q", rest[0], rest[1])
+		}
+		base := fmt.Sprintf("/workspaces/%d/oauth", ws)
+		switch rest[0] {
+		case "oauth-clients":
+			method, path = "GET", base+"/clients"
+		case "oauth-grants":
+			method, path = "GET", base+"/grants"
+		case "revoke-oauth-client": // a client id may be a URL (metadata document): one escaped segment
+			method, path = "DELETE", base+"/clients/"+neturl.PathEscape(rest[2])
+		case "revoke-oauth-grant":
+			method, path = "DELETE", base+"/grants/"+neturl.PathEscape(rest[2])
+		}
+	} else if len(rest) < 2 {
 		fs.Usage()
 		return fmt.Errorf("missing admin command")
 	}
@@ -58,6 +89,25 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		*token = strings.TrimSpace(string(b))
 	}
+	var body any
+	if method == "" {
+		var err error
+		if method, path, body, err = adminCall(rest, stderr, fs.Usage); err != nil {
+			return err
+		}
+	}
+	return adminDo(ctx, method, strings.TrimRight(*url, "/")+httpapi.AdminBase+path, *token, body, stdout)
+}
+
+func adminFirstArg(l []string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	return l[0]
+}
+
+// adminCall is the admin API call of a two-word command (workspaces create, keys revoke, ...).
+func adminCall(rest []string, stderr io.Writer, usage func()) (method, path string, body any, err error) {
 	sub := flag.NewFlagSet(rest[0]+" "+rest[1], flag.ContinueOnError)
 	sub.SetOutput(stderr)
 	name := sub.String("name", "", "name")
@@ -67,10 +117,8 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 	scopes := sub.String("scopes", "", "comma-separated scopes, or *")
 	mode := sub.String("mode", "live", "live or test")
 	if err := sub.Parse(rest[2:]); err != nil {
-		return err
+		return "", "", nil, err
 	}
-	var method, path string
-	var body any
 	switch rest[0] + " " + rest[1] {
 	case "workspaces create":
 		method, path, body = "POST", "/workspaces", map[string]any{"name": *name, "plan": *plan}
@@ -90,19 +138,24 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 	case "keys revoke":
 		method, path = "DELETE", fmt.Sprintf("/keys/%d", *id)
 	default:
-		fs.Usage()
-		return fmt.Errorf("unknown admin command %q", rest[0]+" "+rest[1])
+		usage()
+		return "", "", nil, fmt.Errorf("unknown admin command %q", rest[0]+" "+rest[1])
 	}
+	return method, path, body, nil
+}
+
+// adminDo sends one admin API call and prints its JSON answer.
+func adminDo(ctx context.Context, method, url, token string, body any, stdout io.Writer) error {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(*url, "/")+httpapi.AdminBase+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+*token)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {

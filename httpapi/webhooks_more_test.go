@@ -1133,7 +1133,11 @@ func TestWebhookRestart(t *testing.T) {
 			}
 		}
 		for _, d := range whDeliveries(t, h, key, c.id) {
-			require.EqualValues(t, 3, d["attempts"], "two failures, then success, across the restart")
+			// Two failures, then success. An attempt in flight when the service stopped is not
+			// recorded (docs/WEBHOOKS.md) while the receiver counted its request as one of its two
+			// failures: such a delivery succeeds at its second recorded attempt.
+			n := d["attempts"].(float64)
+			require.True(t, n == 2 || n == 3, "two failures, then success, across the restart: %v attempts", n)
 		}
 		require.EqualValues(t, 12, whGet(t, h, key, c.id)["deliveries_count"])
 	}

@@ -132,7 +132,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /oauth/token", s.serveToken)
 	mux.HandleFunc("POST /oauth/revoke", s.serveRevoke)
 	mux.HandleFunc("POST /oauth/register", s.serveRegister)
-	return mux
+	// The fasthttp adaptor hands the pooled RequestCtx over as the request's context; it must
+	// not be watched by goroutines that outlive the handler (an outbound fetch's transport),
+	// so handlers get a context of their own (their outbound requests carry their own timeouts).
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.ServeHTTP(w, r.WithContext(context.Background()))
+	})
 }
 
 // ResourceMetadataURL is the protected-resource metadata document of a resource (RFC 9728

@@ -316,7 +316,14 @@ func testCollectKill(t *testing.T, backend string) {
 				t.Fatal(f)
 			}
 			_, accepted, _ := ledger.counts()
-			return accepted-before >= minBatches && walStamp(dir) != wal
+			if accepted-before < minBatches || walStamp(dir) == wal {
+				return false
+			}
+			// The consumer committed events since the child started (not only its own setup).
+			st := call(t, "GET", child.base+"/admin/v1/ingest", "adm_collect_kill", nil)
+			cons, _ := st.data()["consumer"].(map[string]any)
+			n, _ := cons["events"].(float64)
+			return st.status == 200 && n > 0
 		}, "%s: %d batches accepted and stored", phase, minBatches)
 		time.Sleep(time.Until(until))
 		if kill {

@@ -426,9 +426,13 @@ func (c *Caller) rateLimit(op *Operation, p *Principal, now time.Time) (*Decisio
 func Authorize(op *Operation, p *Principal) *Error {
 	for _, scope := range []string{op.Scope, op.AlsoScope} {
 		if scope != "" && !Contains(p.Key.Scopes, "*") && !Contains(p.Key.Scopes, scope) {
+			who := "API key"
+			if p.Token != nil {
+				who = "access token"
+			}
 			return &Error{Status: 403, Type: TypeMissingScope, Required: scope,
 				Scopes:  append([]string{}, p.Key.Scopes...),
-				Message: fmt.Sprintf("this API key lacks the %s scope; it has: %s", scope, ScopeList(p.Key.Scopes))}
+				Message: fmt.Sprintf("this %s lacks the %s scope; it has: %s", who, scope, ScopeList(p.Key.Scopes))}
 		}
 	}
 	if op.Plan != "" && !actors.PlanAtLeast(p.Workspace.Plan, op.Plan) {

@@ -181,8 +181,11 @@ func (s *System) StopWebhooks() {
 	close(s.wh.stop)
 	<-s.wh.done
 	s.wh.cancel()
-	s.wh.workers.Wait()
+	// The supervisor stops before the attempts are waited for: it alone starts attempts
+	// (workers.Add in pump), and an Add racing the Wait would misuse the WaitGroup (an attempt
+	// that ends sends whSent, whose pump may start the next one).
 	s.awaitStop(s.wh.sup)
+	s.wh.workers.Wait()
 }
 
 // whReader turns reader events into deliveries. It keeps its own position in the event log

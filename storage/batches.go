@@ -122,8 +122,12 @@ func (s *Store) ActiveUploads(t Tenant, limit int) ([]*Upload, error) {
 }
 
 // ConversionQueue lists the durable queue in order.
-func (s *Store) ConversionQueue() ([]QueueRef, error) {
-	p := []byte(convQueuePrefix)
+func (s *Store) ConversionQueue() ([]QueueRef, error) { return s.readQueue(convQueuePrefix) }
+
+// readQueue lists a durable queue of QueueRef entries (<prefix><seq> → <tenant><id>) in order:
+// the conversion and bulk settings queues.
+func (s *Store) readQueue(prefix string) ([]QueueRef, error) {
+	p := []byte(prefix)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
 	if err != nil {
 		return nil, err

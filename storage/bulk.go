@@ -181,27 +181,7 @@ func (s *Store) ActiveBulkCount(t Tenant, max int) (int, error) {
 }
 
 // BulkQueue lists the durable bulk queue in order.
-func (s *Store) BulkQueue() ([]QueueRef, error) {
-	p := []byte(bulkQueuePrefix)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	var out []QueueRef
-	for it.First(); it.Valid(); it.Next() {
-		k, v := it.Key()[len(p):], it.Value()
-		if len(k) != 8 || len(v) < tenantLen {
-			continue
-		}
-		t, ok := tenantFromBytes(v[:tenantLen])
-		if !ok {
-			continue
-		}
-		out = append(out, QueueRef{Seq: binary.BigEndian.Uint64(k), Tenant: t, ID: string(v[tenantLen:])})
-	}
-	return out, it.Error()
-}
+func (s *Store) BulkQueue() ([]QueueRef, error) { return s.readQueue(bulkQueuePrefix) }
 
 // BookAccessEntries lists up to limit addresses and domains of a book's access list, in order.
 func (s *Store) BookAccessEntries(t Tenant, rid string, limit int) ([]string, error) {

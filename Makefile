@@ -6,23 +6,37 @@ export GOFLAGS := -tags=pebblegozstd,duckdb_arrow -buildvcs=false
 BIN := bin/flipbook
 GOFILES = $(shell find . -name '*.go' -not -path './data/*' -not -path './bin/*')
 
-.PHONY: all build run test lint bench clean
+.PHONY: all build run test lint bench clean deps test-deps
 
 all: build
 
+# Says what it does on a first build (module downloads, then the packages it compiles).
 build:
-	$(GO) build -o $(BIN) ./cmd/flipbook
+	@GO=$(GO) scripts/gobuild.sh build $(BIN) ./cmd/flipbook
+
+# The Debian packages conversion needs (poppler-utils, LibreOffice, fonts): installed when missing
+# if this runs as root (or with password-less sudo), else the one apt-get line to run is printed.
+# The list is in scripts/deps.sh (also used by test-deps and .ci/run).
+deps:
+	@scripts/deps.sh run
+
+# deps plus what the tests need (Chromium for the browser tests).
+test-deps:
+	@scripts/deps.sh test
 
 # Starts the service on embedded defaults (127.0.0.1:8080, data in ./data). Extra flags: make run ARGS='--addr :9090'
-run: build
+run: deps build
 	./$(BIN) serve $(ARGS)
 
 lint:
+	@GO=$(GO) scripts/gobuild.sh fetch ./...
+	@echo "==> gofmt, go vet"
 	@bad=$$(gofmt -l $(GOFILES)); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
 	$(GO) vet ./...
 
 # Every test, with the race detector.
-test: lint
+test: test-deps lint
+	@echo "==> go test -race ./... (the first run compiles every package with the race detector: several minutes)"
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Benchmark scenarios (bench/): figures are ratios against a baseline measured in the same run.

@@ -12,22 +12,19 @@ const (
 type Plan struct {
 	Name           string `json:"name"`
 	Rank           int    `json:"-"`
-	PublishedBooks int    `json:"published_book_limit"`
-	Analytics      bool   `json:"analytics"`
-	Exports        bool   `json:"exports"`
-	LeadsExport    bool   `json:"leads_export"`
-	Webhooks       bool   `json:"webhooks"`
-	Catalogs       bool   `json:"catalogs"`
+	PublishedBooks int    `json:"published_book_limit"` // 0: unlimited (GET /me reports null)
 	TakeOverBrand  bool   `json:"take_over_branding"`
+	// Which operations a plan opens is the operation table's Plan of each operation (api);
+	// GET /me derives its feature flags from it.
 }
 
 // Plans are the plans in rank order. The published-book limits are this service's decision
 // (the spec does not give numbers): see docs/DECISIONS.md.
 var Plans = map[string]Plan{
-	PlanFree:       {Name: PlanFree, Rank: 0, PublishedBooks: 3, LeadsExport: true, Catalogs: true},
-	PlanPro:        {Name: PlanPro, Rank: 1, PublishedBooks: 50, LeadsExport: true, Catalogs: true, TakeOverBrand: true},
-	PlanCompany:    {Name: PlanCompany, Rank: 2, Analytics: true, Exports: true, LeadsExport: true, Webhooks: true, Catalogs: true, TakeOverBrand: true},
-	PlanEnterprise: {Name: PlanEnterprise, Rank: 3, Analytics: true, Exports: true, LeadsExport: true, Webhooks: true, Catalogs: true, TakeOverBrand: true},
+	PlanFree:       {Name: PlanFree, Rank: 0, PublishedBooks: 3},
+	PlanPro:        {Name: PlanPro, Rank: 1, PublishedBooks: 50, TakeOverBrand: true},
+	PlanCompany:    {Name: PlanCompany, Rank: 2, TakeOverBrand: true},
+	PlanEnterprise: {Name: PlanEnterprise, Rank: 3, TakeOverBrand: true},
 }
 
 // PlanNames in rank order.

@@ -126,12 +126,17 @@ var (
 		prop("created_at", dateTime), prop("updated_at", dateTime),
 	)
 
-	healthSchema = object(prop("status", str), prop("timestamp", str), prop("version", str))
+	healthSchema = object(prop("status", str), prop("timestamp", str), prop("version", str),
+		prop("details", object(prop("converters", arrayOf(object(prop("name", str), prop("kinds", arrayOf(str)),
+			prop("programs", arrayOf(str)), prop("packages", arrayOf(str)), prop("missing", arrayOf(str))))))))
 
-	meSchema = object(prop("workspace", workspaceSchema), prop("plan", anyObject),
+	meSchema = object(prop("workspace", workspaceSchema),
+		prop("plan", object(prop("name", str), prop("published_book_limit", intN), prop("analytics", boolean),
+			prop("exports", boolean), prop("leads_export", boolean), prop("webhooks", boolean), prop("catalogs", boolean),
+			prop("bulk_settings", boolean), prop("take_over_branding", boolean))),
 		prop("key", object(prop("id", integer), prop("name", str))), prop("scopes", arrayOf(str)),
 		prop("mode", enumOf("live", "test")),
-		prop("endpoints", object(prop("api", str), prop("mcp", str), prop("openapi", str))))
+		prop("endpoints", object(prop("api", str), prop("mcp", str), prop("openapi", str), prop("oauth", str))))
 
 	location = []kv{prop("country", strN), prop("region", strN), prop("city", strN), prop("latitude", numN), prop("longitude", numN)}
 

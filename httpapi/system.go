@@ -1,25 +1,129 @@
 package httpapi
 
 import (
+	"strings"
 	"time"
 
 	"flipbook/actors"
+	"flipbook/actors/convert"
 	"flipbook/mcp"
 )
 
+// healthJSON is GET /health: the spec's three strings, and details on what this server can do.
+// status is "degraded" (still 200) when a document converter cannot run: uploads of its kinds
+// answer 503 with the reason.
+type healthJSON struct {
+	Status    string        `json:"status"`
+	Timestamp string        `json:"timestamp"`
+	Version   string        `json:"version"`
+	Details   healthDetails `json:"details"`
+}
+
+type healthDetails struct {
+	Converters []convert.Converter `json:"converters"`
+}
+
 func (s *Service) Health(r *Request) (*Result, error) {
-	return &Result{Data: map[string]string{
-		"status": "ok", "timestamp": r.Now.Format(time.RFC3339), "version": Version,
-	}}, nil
+	h := healthJSON{Status: "ok", Timestamp: r.Now.Format(time.RFC3339), Version: Version,
+		Details: healthDetails{Converters: convert.Converters()}}
+	for _, c := range h.Details.Converters {
+		if !c.Usable() {
+			h.Status = "degraded"
+		}
+	}
+	return &Result{Data: h}, nil
+}
+
+// LogConverters says at start-up which document converters cannot run here, and why.
+func (s *Service) LogConverters() {
+	for _, c := range convert.Converters() {
+		if !c.Usable() {
+			s.log.Warn(c.Unusable()+"; uploads of these files will be refused with this reason",
+				"converter", c.Name, "missing", strings.Join(c.Missing, ","))
+		}
+	}
 }
 
 type meJSON struct {
 	Workspace workspaceJSON `json:"workspace"`
-	Plan      actors.Plan   `json:"plan"`
+	Plan      planJSON      `json:"plan"`
 	Key       keyInfoJSON   `json:"key"`
 	Scopes    []string      `json:"scopes"`
 	Mode      string        `json:"mode"`
 	Endpoints endpointsJSON `json:"endpoints"`
+}
+
+// planJSON is the workspace's plan as /me reports it. Each feature is true exactly when the
+// operations it stands for answer on this plan (derived from the operation table, so /me cannot
+// advertise what answers 403 or 404); published_book_limit is null when unlimited.
+type planJSON struct {
+	Name               string `json:"name"`
+	PublishedBookLimit *int   `json:"published_book_limit"`
+	Analytics          bool   `json:"analytics"`
+	Exports            bool   `json:"exports"`
+	LeadsExport        bool   `json:"leads_export"`
+	Webhooks           bool   `json:"webhooks"`
+	Catalogs           bool   `json:"catalogs"`
+	BulkSettings       bool   `json:"bulk_settings"`
+	TakeOverBranding   bool   `json:"take_over_branding"`
+}
+
+// planFeatures are the /me features and the operations each stands for: "exports" is every
+// CSV export except the leads export, which is its own feature (open on every plan).
+var planFeatures = []struct {
+	name  string
+	match func(id string) bool
+}{
+	{"analytics", prefix("analytics.")},
+	{"exports", func(id string) bool { return strings.HasPrefix(id, "exports.") && id != "exports.leads" }},
+	{"leads_export", func(id string) bool { return id == "exports.leads" }},
+	{"webhooks", prefix("webhooks.")}, {"catalogs", prefix("catalogs.")}, {"bulk_settings", prefix("bulk_settings.")},
+}
+
+func prefix(p string) func(string) bool {
+	return func(id string) bool { return strings.HasPrefix(id, p) }
+}
+
+// featureAnswers reports whether the table has operations the feature stands for and every one
+// of them is open to the plan.
+func featureAnswers(ops []*Operation, match func(string) bool, plan string) bool {
+	n := 0
+	for _, op := range ops {
+		if match(op.ID) {
+			if op.Plan != "" && !actors.PlanAtLeast(plan, op.Plan) {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
+}
+
+func (s *Service) planJSON(plan string) planJSON {
+	p := actors.Plans[plan]
+	out := planJSON{Name: p.Name, TakeOverBranding: p.TakeOverBrand && featureAnswers(s.ops, prefix("brand.toggle_take_over"), plan)}
+	if p.PublishedBooks > 0 {
+		n := p.PublishedBooks
+		out.PublishedBookLimit = &n
+	}
+	for _, f := range planFeatures {
+		v := featureAnswers(s.ops, f.match, plan)
+		switch f.name {
+		case "analytics":
+			out.Analytics = v
+		case "exports":
+			out.Exports = v
+		case "leads_export":
+			out.LeadsExport = v
+		case "webhooks":
+			out.Webhooks = v
+		case "catalogs":
+			out.Catalogs = v
+		case "bulk_settings":
+			out.BulkSettings = v
+		}
+	}
+	return out
 }
 
 // endpointsJSON tells a client where the service's faces are.
@@ -27,6 +131,8 @@ type endpointsJSON struct {
 	API     string `json:"api"`
 	MCP     string `json:"mcp"`
 	OpenAPI string `json:"openapi"`
+	// OAuth is the authorization server's metadata document (RFC 8414).
+	OAuth string `json:"oauth"`
 }
 
 type keyInfoJSON struct {
@@ -38,11 +144,12 @@ func (s *Service) Me(r *Request) (*Result, error) {
 	p := r.Auth
 	return &Result{Data: meJSON{
 		Workspace: wsJSON(p.Workspace),
-		Plan:      actors.Plans[p.Workspace.Plan],
+		Plan:      s.planJSON(p.Workspace.Plan),
 		Key:       keyInfoJSON{ID: p.Key.ID, Name: p.Key.Name},
 		Scopes:    p.Key.Scopes,
 		Mode:      p.Key.Mode.String(),
 		Endpoints: endpointsJSON{API: s.cfg.PublicURL + APIBase, MCP: s.cfg.PublicURL + mcp.Path,
-			OpenAPI: s.cfg.PublicURL + APIBase + "/openapi.json"},
+			OpenAPI: s.cfg.PublicURL + APIBase + "/openapi.json",
+			OAuth:   s.cfg.PublicURL + "/.well-known/oauth-authorization-server"},
 	}}, nil
 }

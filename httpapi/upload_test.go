@@ -591,8 +591,8 @@ func TestUploadOfficeDocuments(t *testing.T) {
 	}
 }
 
-// Without LibreOffice on the PATH an Office file fails with the documented reason; PDFs still
-// convert.
+// Without LibreOffice on the PATH an Office upload is refused at once with the reason (503,
+// nothing stored); PDFs still convert.
 func TestUploadOfficeWithoutLibreOffice(t *testing.T) {
 	hideSoffice(t, "")
 	_, err := exec.LookPath("soffice")
@@ -601,14 +601,16 @@ func TestUploadOfficeWithoutLibreOffice(t *testing.T) {
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	docx := zipBytes(t, "[Content_Types].xml", "word/document.xml")
-	batch, rid := h.uploadOK(t, key, "letter.docx", docx)
+	r := h.upload(t, key, "letter.docx", docx)
+	require.Equal(t, 503, r.Status, "%s", r.Body)
+	require.Equal(t, TypeUnavailable, r.errType())
+	require.Contains(t, r.JSON["error"].(map[string]any)["message"], "cannot convert Word, Excel and PowerPoint files: soffice is not installed")
+	require.Contains(t, r.JSON["error"].(map[string]any)["message"], "libreoffice-writer-nogui")
+	require.Empty(t, h.do(t, "GET", "/api/v1/books", key, nil).list(), "a refused upload stores no book")
 	pdfBatch, _ := h.uploadOK(t, key, "fine.pdf", samplePDF(t))
-	b := h.waitBatch(t, key, batch)
-	require.Equal(t, "failed", b["status"])
-	require.Equal(t, "docx", batchFile(b)["kind"])
-	require.Equal(t, "office conversion needs LibreOffice", batchFile(b)["error"])
-	require.Equal(t, "failed", h.bookData(t, key, rid)["page_images_status"])
 	require.Equal(t, "completed", h.waitBatch(t, key, pdfBatch)["status"])
+	health := h.do(t, "GET", "/api/v1/health", "", nil)
+	require.Equal(t, "degraded", health.JSON["status"], "%s", health.Body)
 }
 
 // hideSoffice makes PATH hold only poppler's tools, and soffice when fake is not empty (a shell

@@ -79,6 +79,11 @@ func (s *Service) acceptUpload(t storage.Tenant, field string, src io.Reader, si
 	if err != nil {
 		return nil, nil, err
 	}
+	// A converter whose programs are not installed fails the upload now, saying which (not a
+	// vague conversion failure later).
+	if err := convert.CanConvert(kind); err != nil {
+		return nil, nil, &Error{Status: 503, Type: TypeUnavailable, Message: err.Error()}
+	}
 	name := o.OriginalFilename
 	if name == "" {
 		name = truncateRunes(filepath.Base(filename), 255)

@@ -17,7 +17,7 @@ import (
 	"flipbook/httpapi"
 )
 
-const adminUsage = `usage: flipbook admin [--url URL] [--token TOKEN] [--data DIR] <command> [flags]
+const adminUsage = `usage: flipbook admin [--data DIR] [--addr HOST:PORT | --url URL] [--admin-token TOKEN] <command> [flags]
 
 commands:
   workspaces create --name NAME --plan free|pro|company|enterprise
@@ -32,25 +32,63 @@ commands:
                                            client-credentials client of the workspace is deleted)
   revoke-oauth-grant WORKSPACE GRANT_ID    end one grant; its tokens are refused from the next request
 
-The token defaults to $FLIPBOOK_ADMIN_TOKEN, else the file <data>/admin-token.
+The service is found the way serve is configured: --data (env FLIPBOOK_DATA, default ./data)
+holds admin-token and the address the running server listens on (written at start); --addr
+(env FLIPBOOK_ADDR) or --url (env FLIPBOOK_URL) name it instead. The token is --admin-token
+(env FLIPBOOK_ADMIN_TOKEN), else <data>/admin-token.
 `
+
+// adminTarget is where `flipbook admin` sends its calls, and where each part came from (for
+// error messages that say which flag to pass).
+type adminTarget struct {
+	url, urlFrom     string
+	token, tokenFrom string
+}
+
+// resolveAdminTarget finds the service and the admin token the way serve is configured:
+// flags, then FLIPBOOK_* variables, then the data directory (admin-token, and listen-addr,
+// which serve writes when it starts), then the defaults.
+func resolveAdminTarget(url, addr, token, data string) (adminTarget, error) {
+	t := adminTarget{token: token, tokenFrom: "--admin-token / FLIPBOOK_ADMIN_TOKEN"}
+	switch {
+	case url != "":
+		t.url, t.urlFrom = strings.TrimRight(url, "/"), "--url / FLIPBOOK_URL"
+	case addr != "":
+		t.url, t.urlFrom = "http://"+addr, "--addr / FLIPBOOK_ADDR"
+	default:
+		if b, err := os.ReadFile(listenAddrFile(data)); err == nil && strings.TrimSpace(string(b)) != "" {
+			t.url, t.urlFrom = "http://"+strings.TrimSpace(string(b)), listenAddrFile(data)
+		} else {
+			t.url, t.urlFrom = "http://"+httpapi.DefaultAddr, "the default address"
+		}
+	}
+	if t.token == "" {
+		path := adminTokenFile(data)
+		b, err := os.ReadFile(path)
+		if err != nil || strings.TrimSpace(string(b)) == "" {
+			return t, fmt.Errorf("no admin token: %s does not exist or is empty. Pass --data DIR with the data "+
+				"directory `flipbook serve` uses (its --data, env FLIPBOOK_DATA), or --admin-token TOKEN "+
+				"(env FLIPBOOK_ADMIN_TOKEN)", path)
+		}
+		t.token, t.tokenFrom = strings.TrimSpace(string(b)), path
+	}
+	return t, nil
+}
 
 // admin calls the admin API over HTTP and prints its JSON answer.
 func admin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, adminUsage) }
-	defURL := getenv("FLIPBOOK_URL")
-	if defURL == "" {
-		defURL = "http://" + httpapi.DefaultAddr
-	}
 	defData := getenv("FLIPBOOK_DATA")
 	if defData == "" {
 		defData = httpapi.DefaultDataDir
 	}
-	url := fs.String("url", defURL, "service base URL (env FLIPBOOK_URL)")
-	token := fs.String("token", getenv("FLIPBOOK_ADMIN_TOKEN"), "admin token (env FLIPBOOK_ADMIN_TOKEN)")
-	data := fs.String("data", defData, "data directory holding admin-token (env FLIPBOOK_DATA)")
+	url := fs.String("url", getenv("FLIPBOOK_URL"), "service base URL (env FLIPBOOK_URL)")
+	addr := fs.String("addr", getenv("FLIPBOOK_ADDR"), "address the service listens on, as serve's --addr (env FLIPBOOK_ADDR)")
+	token := fs.String("admin-token", getenv("FLIPBOOK_ADMIN_TOKEN"), "admin token (env FLIPBOOK_ADMIN_TOKEN)")
+	fs.StringVar(token, "token", *token, "same as --admin-token")
+	data := fs.String("data", defData, "data directory of the service, holding admin-token (env FLIPBOOK_DATA)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,21 +120,17 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 		fs.Usage()
 		return fmt.Errorf("missing admin command")
 	}
-	if *token == "" {
-		b, err := os.ReadFile(adminTokenFile(*data))
-		if err != nil {
-			return fmt.Errorf("no admin token: pass --token, set FLIPBOOK_ADMIN_TOKEN or run from the folder whose data dir holds admin-token (%w)", err)
-		}
-		*token = strings.TrimSpace(string(b))
+	target, err := resolveAdminTarget(*url, *addr, *token, *data)
+	if err != nil {
+		return err
 	}
 	var body any
 	if method == "" {
-		var err error
 		if method, path, body, err = adminCall(rest, stderr, fs.Usage); err != nil {
 			return err
 		}
 	}
-	return adminDo(ctx, method, strings.TrimRight(*url, "/")+httpapi.AdminBase+path, *token, body, stdout)
+	return adminDo(ctx, method, target, path, body, stdout)
 }
 
 func adminFirstArg(l []string) string {
@@ -145,21 +179,23 @@ func adminCall(rest []string, stderr io.Writer, usage func()) (method, path stri
 }
 
 // adminDo sends one admin API call and prints its JSON answer.
-func adminDo(ctx context.Context, method, url, token string, body any, stdout io.Writer) error {
+func adminDo(ctx context.Context, method string, t adminTarget, path string, body any, stdout io.Writer) error {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	req, err := http.NewRequestWithContext(ctx, method, t.url+httpapi.AdminBase+path, rd)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (the service's address is from %s)", err, t.urlFrom)
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+t.token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
-		return err
+		return fmt.Errorf("cannot reach the service at %s (address from %s): %w. Is `flipbook serve` running? "+
+			"Pass --addr HOST:PORT (serve's --addr, env FLIPBOOK_ADDR) or --data DIR (serve's --data, env FLIPBOOK_DATA)",
+			t.url, t.urlFrom, err)
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
@@ -171,7 +207,12 @@ func adminDo(ctx context.Context, method, url, token string, body any, stdout io
 		out = pretty.Bytes()
 	}
 	fmt.Fprintln(stdout, string(out))
-	if resp.StatusCode >= 300 {
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		return fmt.Errorf("the service at %s answered %s to the admin token from %s: it belongs to another data "+
+			"directory or server. Pass --data DIR with serve's --data (env FLIPBOOK_DATA), or --admin-token TOKEN",
+			t.url, resp.Status, t.tokenFrom)
+	case resp.StatusCode >= 300:
 		return fmt.Errorf("admin API answered %s", resp.Status)
 	}
 	return nil

@@ -144,6 +144,22 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 // adminTokenFile is where the generated admin token is kept.
 func adminTokenFile(dataDir string) string { return filepath.Join(dataDir, "admin-token") }
 
+// listenAddrFile is where serve writes the address it listens on, for `flipbook admin --data`.
+func listenAddrFile(dataDir string) string { return filepath.Join(dataDir, "listen-addr") }
+
+// dialAddr is an address a local client can connect to for a listener's address: an
+// unspecified host (":8080", "0.0.0.0", "::") becomes loopback.
+func dialAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
 // resolveAdminToken returns the configured token, else the stored one, else a new stored one.
 func resolveAdminToken(cfg *httpapi.Config) (created bool, err error) {
 	if cfg.AdminToken != "" {
@@ -202,6 +218,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ln.Close()
 		return err
 	}
+	svc.LogConverters()
+	// `flipbook admin --data DIR` finds this server's address here; removed at a clean stop.
+	addrFile := listenAddrFile(cfg.DataDir)
+	if err := os.WriteFile(addrFile, []byte(dialAddr(cfg.Addr)+"\n"), 0o644); err != nil {
+		cfg.Logger.Warn("cannot record the listen address for flipbook admin", "file", addrFile, "err", err)
+	}
+	defer os.Remove(addrFile)
 	first, err := svc.Bootstrap()
 	if err != nil {
 		ln.Close()

@@ -44,9 +44,12 @@
 
   // The book.
   var book = document.getElementById("book");
-  var pageFlip = null;
+  var info = document.getElementById("pageinfo");
+  var pageFlip = null, shown = [];
+  // The page numbers (1-based) page-flip shows at page index i: a two-page spread in landscape
+  // (after the cover), one page on the cover, the back cover and in portrait.
   function visiblePages(i) {
-    if (!pageFlip) return [1];
+    if (!pageFlip) return [i + 1];
     var landscape = pageFlip.getOrientation && pageFlip.getOrientation() === "landscape";
     return landscape && i > 0 ? [i + 1, i + 2].filter(function (n) { return n <= cfg.pages.length; }) : [i + 1];
   }
@@ -56,6 +59,25 @@
       if (img && !img.src) img.src = img.dataset.src;
     }
   }
+
+  // The page in the URL fragment, #page=N (docs/VIEWER.md): N clamped to the book's pages, or 0
+  // when the fragment is not of that form.
+  function fragmentNumber() {
+    var m = /^#page=(\d+)$/.exec(location.hash);
+    return m ? parseInt(m[1], 10) : -1;
+  }
+  function fragmentPage() {
+    var n = fragmentNumber();
+    return n < 0 ? 0 : Math.min(Math.max(n, 1), cfg.pages.length);
+  }
+  // writeFragment names the first page on show in the fragment, unless it already names one of
+  // them (a reader who opened #page=13 keeps it while pages 12-13 show). replaceState: turning
+  // pages adds no history entries and fires no hashchange.
+  function writeFragment(pages) {
+    if (pages.indexOf(fragmentNumber()) >= 0) return;
+    try { history.replaceState(history.state, "", "#page=" + pages[0]); } catch (e) {}
+  }
+
   function render() {
     cfg.pages.forEach(function (p, i) {
       var div = document.createElement("div");
@@ -74,22 +96,50 @@
       book.appendChild(div);
     });
     var first = cfg.pages[0] || { width: 600, height: 800 };
+    var opened = fragmentPage() || 1;
+    // size "stretch" without autoSize: the book fills #book, which the stylesheet sizes to the
+    // space under the header, and page-flip fits the pages into it (whole pages, centred).
     pageFlip = new St.PageFlip(book, {
-      width: first.width, height: first.height, size: "stretch", minWidth: 200, maxWidth: 1600,
-      minHeight: 260, maxHeight: 2200, maxShadowOpacity: 0.4, showCover: true, mobileScrollSupport: false,
+      width: first.width, height: first.height, size: "stretch", autoSize: false, minWidth: 100, maxWidth: 2000,
+      minHeight: 100, maxHeight: 3000, maxShadowOpacity: 0.4, showCover: true, mobileScrollSupport: false,
       usePortrait: true, flippingTime: cfg.settings.animation_type === "flip" ? 700 : 300,
-      useMouseEvents: true, disableFlipByClick: false
+      useMouseEvents: true, disableFlipByClick: false, swipeDistance: 30, startPage: opened - 1
     });
-    pageFlip.loadFromHTML(document.querySelectorAll(".page"));
-    function show(i) {
-      document.getElementById("pageinfo").textContent = (i + 1) + " / " + cfg.pages.length;
-      loadAround(i);
+    // Portrait (one page) when two pages side by side would be much smaller than one page on its
+    // own: page-flip turns portrait when the book is narrower than twice minWidth, so minWidth is
+    // set before page-flip's own resize handler runs (this one is added first).
+    var ratio = first.width / first.height;
+    function chooseOrientation() {
+      var w = book.clientWidth, h = book.clientHeight;
+      pageFlip.getSettings().minWidth = w / 2 < 0.7 * Math.min(w, h * ratio) ? w + 1 : 1;
     }
-    pageFlip.on("flip", function (e) { endSegment(); show(e.data); startSegment(visiblePages(e.data)); });
-    show(0);
-    startSegment([1]);
-    emit({ type: "session_started", page_number: 1 });
+    chooseOrientation();
+    window.addEventListener("resize", chooseOrientation);
+    pageFlip.loadFromHTML(document.querySelectorAll(".page"));
+    // show records what is on show: counter, fragment, images, and the reader's time. page-flip
+    // also reports the pages on show again (on resize, say): that is not a new view.
+    function show(i) {
+      var pages = visiblePages(i);
+      if (pages.join() === shown.join()) return;
+      var opening = !shown.length;
+      endSegment();
+      shown = pages;
+      startSegment(pages);
+      info.textContent = (pages.length > 1 ? pages[0] + "\u2013" + pages[pages.length - 1] : pages[0]) + " / " + cfg.pages.length;
+      loadAround(i);
+      if (!opening || fragmentPage()) writeFragment(pages); // a book opened without a fragment keeps its plain URL
+    }
+    pageFlip.on("flip", function (e) { show(e.data); });
+    show(pageFlip.getCurrentPageIndex());
+    emit({ type: "session_started", page_number: opened });
     flush(false);
+    // A reader who edits the fragment goes to that page.
+    window.addEventListener("hashchange", function () {
+      var n = fragmentPage();
+      if (!n) return;
+      if (shown.indexOf(n) >= 0) { writeFragment(shown); return; }
+      pageFlip.turnToPage(n - 1);
+    });
     document.getElementById("prev").onclick = function () { pageFlip.flipPrev(); };
     document.getElementById("next").onclick = function () { pageFlip.flipNext(); };
     document.addEventListener("keydown", function (e) {
@@ -98,7 +148,7 @@
       if (e.key === "Home") pageFlip.turnToPage(0);
       if (e.key === "End") pageFlip.turnToPage(cfg.pages.length - 1);
     });
-    window.flipbook = { pageFlip: pageFlip, flush: flush, queue: queue };
+    window.flipbook = { pageFlip: pageFlip, flush: flush, queue: queue, session: session };
   }
 
   // Tools from the book's settings.

@@ -36,8 +36,8 @@ func (b *book) Receive(c *actor.Context) {
 	case actor.Started:
 		b.s.books.Add(1)
 		b.last = time.Now()
-		pid, engine := c.PID(), c.Engine()
-		b.idle = time.AfterFunc(b.s.opts.BookIdle, func() { engine.Send(pid, idleTick{}) })
+		pid := c.PID()
+		b.idle = time.AfterFunc(b.s.opts.BookIdle, func() { b.s.tell(pid, idleTick{}) })
 	case actor.Stopped:
 		b.s.books.Add(-1)
 		if b.idle != nil {
@@ -48,7 +48,7 @@ func (b *book) Receive(c *actor.Context) {
 			b.idle.Reset(b.s.opts.BookIdle - since)
 			return
 		}
-		c.Send(c.Parent(), &bookIdle{rid: b.rid, pid: c.PID(), processed: b.processed})
+		b.s.tellFrom(c.Parent(), &bookIdle{rid: b.rid, pid: c.PID(), processed: b.processed}, c.PID())
 		b.idle.Reset(b.s.opts.BookIdle) // ask again later if the parent had sent more
 	case *routed:
 		b.processed++

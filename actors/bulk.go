@@ -143,7 +143,7 @@ func (v *bulkSup) Receive(c *actor.Context) {
 		for _, j := range v.running {
 			j.stop()
 			for _, w := range j.waiters {
-				c.Engine().Send(w, ErrStopping)
+				v.s.tell(w, ErrStopping)
 			}
 		}
 	case *CreateBulk:
@@ -287,11 +287,11 @@ func (v *bulkSup) pump(c *actor.Context) {
 		ctx, stop := context.WithCancel(context.Background())
 		j := &bulkJob{ref: ref, stop: stop}
 		v.running[ref.ID] = j
-		pid, engine := c.PID(), c.Engine()
+		pid := c.PID()
 		v.s.bulk.workers.Add(1)
 		go func() {
 			defer v.s.bulk.workers.Done()
-			engine.Send(pid, v.s.runBulk(ctx, j, b, items))
+			v.s.tell(pid, v.s.runBulk(ctx, j, b, items))
 		}()
 	}
 }
@@ -348,7 +348,7 @@ func (v *bulkSup) done(c *actor.Context, m *bulkDone) {
 	answer := func(x any) {
 		if j != nil {
 			for _, w := range j.waiters {
-				c.Engine().Send(w, x)
+				v.s.tell(w, x)
 			}
 		}
 	}
@@ -629,7 +629,7 @@ func (s *System) SetBulkHook(h func(batch string, index int)) {
 
 // startBulk spawns the bulk supervisor, which recovers its queue.
 func (s *System) startBulk() {
-	s.bulk.pid = s.Engine.Spawn(newBulkSup(s), "bulk", actor.WithID("main"), actor.WithMiddleware(s.recoverMW))
+	s.bulk.pid = s.Engine.Spawn(newBulkSup(s), "bulk", actor.WithID("main"), s.middleware("bulk"))
 }
 
 // stopBulk stops the supervisor and waits for its runners (their items in flight finish; the

@@ -64,7 +64,7 @@ func (m *DeleteCatalogItem) catalogRef() catalogRef {
 
 // syncQueued tells the supervisor of a new job.
 func (s *System) syncQueued(ref storage.SyncRef) {
-	s.Engine.Send(s.catalogSync, &syncQueued{ref: ref})
+	s.tell(s.catalogSync, &syncQueued{ref: ref})
 }
 
 type catalogSup struct {
@@ -127,11 +127,11 @@ func (v *catalogSup) route(c *actor.Context, m catalogMsg) {
 	if !ok {
 		id := strconv.FormatInt(ref.t.Workspace, 10) + "-" + ref.t.Mode.String() + "-" + strconv.FormatInt(ref.id, 10) + "-" + RandomString(6)
 		ch = &child{pid: c.SpawnChild(newCatalogWorker(v.s, ref), "catalog", actor.WithID(id),
-			actor.WithInboxSize(defaultInboxSize), actor.WithMiddleware(v.s.recoverMW))}
+			actor.WithInboxSize(defaultInboxSize), v.s.middleware("catalog"))}
 		v.children[ref] = ch
 	}
 	ch.sent++
-	c.Engine().SendWithSender(ch.pid, &routedCatalog{msg: m}, c.Sender())
+	v.s.tellFrom(ch.pid, &routedCatalog{msg: m}, c.Sender())
 }
 
 // catalogWorker runs the jobs of one catalog and owns its items and sync state.
@@ -187,11 +187,11 @@ func (w *catalogWorker) kick(c *actor.Context) {
 		return
 	}
 	if w.job == nil && len(w.queue) == 0 {
-		c.Send(c.Parent(), &catalogIdle{ref: w.ref, pid: c.PID(), processed: w.processed})
+		w.s.tellFrom(c.Parent(), &catalogIdle{ref: w.ref, pid: c.PID(), processed: w.processed}, c.PID())
 		return
 	}
 	w.stepping = true
-	c.Send(c.PID(), &syncStep{})
+	w.s.tellFrom(c.PID(), &syncStep{}, c.PID())
 }
 
 // step runs one chunk of the current job, starting the next job first when none is running.

@@ -61,7 +61,7 @@ func (k *clock) wake(e *actor.Engine) {
 	}
 	for _, d := range due {
 		if ws := k.s.workspace(d.Tenant); ws != nil {
-			e.Send(ws, &dueBook{due: d})
+			k.s.tell(ws, &dueBook{due: d})
 		}
 	}
 	if len(due) > 0 {
@@ -89,12 +89,12 @@ func (k *clock) arm(e *actor.Engine, at time.Time) {
 		k.timer.Stop()
 	}
 	pid := k.pid
-	k.timer = time.AfterFunc(d, func() { e.Send(pid, clockWake{}) })
+	k.timer = time.AfterFunc(d, func() { k.s.tell(pid, clockWake{}) })
 }
 
 // scheduleTransition tells the clock about a book's next timed transition, if any.
 func (s *System) scheduleTransition(b *storage.Book) {
 	if at, ok := storage.NextTransition(b); ok {
-		s.Engine.Send(s.clock, &scheduleAt{at: at})
+		s.tell(s.clock, &scheduleAt{at: at})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -76,6 +77,7 @@ func (v *conversion) reset() {
 }
 
 func (v *conversion) Receive(c *actor.Context) {
+	defer v.publish()
 	switch m := c.Message().(type) {
 	case actor.Initialized:
 	case actor.Started:
@@ -108,6 +110,30 @@ func (v *conversion) Receive(c *actor.Context) {
 	case *CancelUpload:
 		v.cancelUpload(c, m)
 	}
+}
+
+// convMetrics are the conversion figures metrics read (System.ConversionStats).
+type convMetrics struct {
+	queued, running atomic.Int64
+	pages           atomic.Uint64
+}
+
+// publish records the queue's length and the running batches after each message.
+func (v *conversion) publish() {
+	v.s.convM.queued.Store(int64(len(v.queue)))
+	v.s.convM.running.Store(int64(len(v.running)))
+}
+
+// ConversionStats are the conversion supervisor's figures.
+type ConversionStats struct {
+	Queued  int64  // batches waiting for a worker
+	Running int64  // batches being converted
+	Pages   uint64 // pages rendered since start (failed and cancelled conversions included)
+}
+
+// ConversionStats reports the queue, the running batches and the pages rendered.
+func (s *System) ConversionStats() ConversionStats {
+	return ConversionStats{Queued: s.convM.queued.Load(), Running: s.convM.running.Load(), Pages: s.convM.pages.Load()}
 }
 
 // recover reloads the durable queue: interrupted batches first, then queued ones in order;
@@ -175,12 +201,12 @@ func (v *conversion) pump(c *actor.Context) {
 		ctx, cancel := context.WithCancel(context.Background())
 		j := &convJob{ref: ref, cancel: cancel}
 		v.running[ref.ID] = j
-		pid, engine := c.PID(), c.Engine()
+		pid := c.PID()
 		v.s.workers.Add(1)
 		go func() {
 			defer v.s.workers.Done()
 			files, cancelled := v.s.convertUpload(ctx, u)
-			engine.Send(pid, &jobFinished{ref: ref, files: files, cancelled: cancelled})
+			v.s.tell(pid, &jobFinished{ref: ref, files: files, cancelled: cancelled})
 		}()
 	}
 }
@@ -278,7 +304,7 @@ func (v *conversion) cancelUpload(c *actor.Context, m *CancelUpload) {
 // actors), then reports cleanupDone.
 func (v *conversion) startCleanup(c *actor.Context, u *storage.Upload) {
 	v.known[u.ID] = true
-	pid, engine := c.PID(), c.Engine()
+	pid := c.PID()
 	ref := storage.QueueRef{Seq: u.Seq, Tenant: u.Tenant(), ID: u.ID}
 	v.s.workers.Add(1)
 	go func() {
@@ -293,7 +319,7 @@ func (v *conversion) startCleanup(c *actor.Context, u *storage.Upload) {
 		if err := v.s.Store.RemoveBatchFiles(u.ID); err != nil {
 			v.s.opts.Logger.Error("conversion: remove batch files", "batch", u.ID, "err", err)
 		}
-		engine.Send(pid, &cleanupDone{ref: ref})
+		v.s.tell(pid, &cleanupDone{ref: ref})
 	}()
 }
 
@@ -308,9 +334,9 @@ func (v *conversion) cleaned(c *actor.Context, ref storage.QueueRef) {
 	}
 	for _, w := range v.waiting[ref.ID] {
 		if u != nil {
-			c.Engine().Send(w, u)
+			v.s.tell(w, u)
 		} else {
-			c.Engine().Send(w, err)
+			v.s.tell(w, err)
 		}
 	}
 	delete(v.waiting, ref.ID)
@@ -375,17 +401,26 @@ func (s *System) convertFile(ctx context.Context, u *storage.Upload, i int) (rea
 		fetch, done = s.opts.ImageFetcher()
 		defer done()
 	}
+	var rendered atomic.Int64 // pages reported by the renderers as they finish (OnPages)
 	res, err := convert.Convert(ctx, UploadPath(s.Store, u.ID, i), f.Kind, work, convert.Options{
 		LongEdge: s.conv.LongEdge, AutoLinks: u.AutoLinks, Slots: s.renderSlots, Chunk: s.conv.Chunk,
 		Fetch: fetch,
+		OnPages: func(n int) {
+			rendered.Add(int64(n))
+			s.convM.pages.Add(uint64(n))
+		},
 	})
+	if err == nil && int64(len(res.Pages)) > rendered.Load() {
+		// A catalog render reports no progress: its pages count when it is done.
+		s.convM.pages.Add(uint64(int64(len(res.Pages)) - rendered.Load()))
+	}
 	if err != nil {
 		if convert.IsFailure(err) {
 			return err.Error(), 0, nil
 		}
 		return "", 0, err
 	}
-	rendered := time.Now()
+	renderedAt := time.Now()
 	out, err := s.storePages(ctx, f.BookID, res.Pages)
 	if err != nil {
 		return "", 0, err
@@ -413,7 +448,7 @@ func (s *System) convertFile(ctx context.Context, u *storage.Upload, i int) (rea
 		return "", 0, err
 	}
 	s.opts.Logger.Info("converted", "batch", u.ID, "book", f.BookID, "kind", f.Kind, "pages", len(out),
-		"convert", rendered.Sub(start).Round(time.Millisecond), "store", stored.Sub(rendered).Round(time.Millisecond),
+		"convert", renderedAt.Sub(start).Round(time.Millisecond), "store", stored.Sub(renderedAt).Round(time.Millisecond),
 		"total", time.Since(start).Round(time.Millisecond))
 	return "", len(out), nil
 }

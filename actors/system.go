@@ -72,6 +72,8 @@ type System struct {
 	slugMu sync.Mutex // claims of global tracked-link slugs
 	askID  atomic.Uint64
 	books  atomic.Int64 // live book actors, for tests and metrics
+	mail   mailboxes    // mailbox depth of every live actor (mailbox.go)
+	convM  convMetrics  // conversion queue and pages (conversion.go)
 
 	wh   whState   // webhook delivery (webhooks.go, webhook_reader.go, webhook_sup.go)
 	bulk bulkState // bulk settings batches (bulk.go)
@@ -98,8 +100,8 @@ func Start(store *storage.Store, o Options) (*System, error) {
 	s := &System{Engine: e, Store: store, opts: o, workspaces: map[storage.Tenant]*actor.PID{}}
 	s.quota.locks = map[storage.Tenant]*sync.Mutex{}
 	s.accounts = e.Spawn(newAccounts(s), "accounts", actor.WithID("main"),
-		actor.WithInboxSize(accountsInboxSize), actor.WithMiddleware(s.recoverMW))
-	s.clock = e.Spawn(newClock(s), "clock", actor.WithID("main"), actor.WithMiddleware(s.recoverMW))
+		actor.WithInboxSize(accountsInboxSize), s.middleware("accounts"))
+	s.clock = e.Spawn(newClock(s), "clock", actor.WithID("main"), s.middleware("clock"))
 	s.conv = o.Conversion
 	if s.conv.Workers <= 0 {
 		s.conv.Workers = runtime.NumCPU()
@@ -108,10 +110,10 @@ func Start(store *storage.Store, o Options) (*System, error) {
 		s.conv.LongEdge = convert.DefaultLongEdge
 	}
 	s.renderSlots = make(chan struct{}, s.conv.Workers)
-	s.conversion = e.Spawn(newConversion(s), "conversion", actor.WithID("main"), actor.WithMiddleware(s.recoverMW))
+	s.conversion = e.Spawn(newConversion(s), "conversion", actor.WithID("main"), s.middleware("conversion"))
 	s.startBulk()
 	s.catalogSync = e.Spawn(newCatalogSup(s), "catalogsync", actor.WithID("main"),
-		actor.WithInboxSize(defaultInboxSize), actor.WithMiddleware(s.recoverMW))
+		actor.WithInboxSize(defaultInboxSize), s.middleware("catalogsync"))
 	return s, nil
 }
 
@@ -177,7 +179,7 @@ func (s *System) workspace(t storage.Tenant) *actor.PID {
 	}
 	id := strconv.FormatInt(t.Workspace, 10) + "-" + t.Mode.String()
 	pid := s.Engine.Spawn(newWorkspace(s, t), "ws", actor.WithID(id),
-		actor.WithInboxSize(workspaceInboxSize), actor.WithMiddleware(s.recoverMW))
+		actor.WithInboxSize(workspaceInboxSize), s.middleware("ws"))
 	s.workspaces[t] = pid
 	return pid
 }
@@ -201,7 +203,7 @@ func (s *System) ask(pid *actor.PID, msg any) (any, error) {
 	}
 	s.Engine.SpawnProc(p)
 	defer s.Engine.Registry.Remove(p.pid)
-	s.Engine.SendWithSender(pid, msg, p.pid)
+	s.tellFrom(pid, msg, p.pid)
 	t := time.NewTimer(s.opts.AskTimeout)
 	defer t.Stop()
 	select {

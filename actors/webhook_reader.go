@@ -165,7 +165,7 @@ func (s *System) StartWebhooks(log ingest.Log, trim ingest.Trimmer, o WebhookOpt
 		return err
 	}
 	s.wh.sup = s.Engine.Spawn(newWebhookSup(s), "webhooks", actor.WithID("main"), actor.WithInboxSize(4096),
-		actor.WithMiddleware(s.recoverMW))
+		s.middleware("webhooks"))
 	s.wh.started = true
 	go r.run()
 	return nil
@@ -443,7 +443,7 @@ func (r *whReader) store(p int, recs []ingest.Record) error {
 	s.whCount(func(st *WebhookStats) { st.EventsRead += int64(len(recs)); st.Created += int64(created) })
 	r.report(s.wh.ctx, p)
 	if len(lanes) > 0 {
-		s.Engine.Send(s.wh.sup, &whQueued{lanes: lanes})
+		s.tell(s.wh.sup, &whQueued{lanes: lanes})
 	}
 	return nil
 }
@@ -553,6 +553,6 @@ func (r *whReader) test(req *whTestReq) {
 		req.reply <- whTestRes{err: err}
 		return
 	}
-	s.Engine.Send(s.wh.sup, &whQueued{lanes: map[storage.WebhookLane][]byte{lane: key}})
+	s.tell(s.wh.sup, &whQueued{lanes: map[storage.WebhookLane][]byte{lane: key}})
 	req.reply <- whTestRes{d: d}
 }

@@ -387,7 +387,7 @@ func (w *webhookSup) failed(c *actor.Context, m *whDone, sub *whSub, now time.Ti
 	if reason != "" && !sub.deactivating {
 		sub.deactivating = true
 		if ws := w.s.workspace(m.lane.Tenant); ws != nil {
-			c.Engine().Send(ws, &deactivateWebhook{ID: m.lane.Sub, Reason: reason})
+			w.s.tell(ws, &deactivateWebhook{ID: m.lane.Sub, Reason: reason})
 		}
 	}
 }
@@ -402,15 +402,15 @@ func (w *webhookSup) arm(at time.Time) {
 	if w.timer != nil {
 		w.timer.Stop()
 	}
-	pid, e := w.pid, w.s.Engine
-	w.timer = time.AfterFunc(d, func() { e.Send(pid, whWake{}) })
+	pid, s := w.pid, w.s
+	w.timer = time.AfterFunc(d, func() { s.tell(pid, whWake{}) })
 }
 
 // attempt sends one delivery and records the outcome (a goroutine).
 func (s *System) attempt(sup *actor.PID, lane storage.WebhookLane, e storage.QueueEntry, sub *storage.WebhookSubscription, secret []byte) {
 	defer s.wh.workers.Done()
 	res := &whDone{lane: lane, id: e.ID}
-	defer func() { s.Engine.Send(sup, res) }()
+	defer func() { s.tell(sup, res) }()
 	d, err := s.Store.WebhookDelivery(lane.Tenant, lane.Sub, e.ID)
 	if err != nil || d.Status == storage.DeliverySucceeded || d.Status == storage.DeliveryFailed {
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {
@@ -431,7 +431,7 @@ func (s *System) attempt(sup *actor.PID, lane storage.WebhookLane, e storage.Que
 	}
 	start := time.Now()
 	status, body, retryAfter, sendErr := s.send(sub, secret, d)
-	s.Engine.Send(sup, &whSent{lane: lane, id: e.ID}) // the lane may start another attempt
+	s.tell(sup, &whSent{lane: lane, id: e.ID}) // the lane may start another attempt
 	res.sent = true
 	if sendErr != nil && s.wh.ctx.Err() != nil {
 		// Stopping cut the attempt short: it is not recorded and is made again after the
@@ -592,7 +592,7 @@ func retryAfter(resp *http.Response) time.Duration {
 // failLane fails every unfinished delivery of a deleted subscription (a goroutine).
 func (s *System) failLane(sup *actor.PID, lane storage.WebhookLane) {
 	defer s.wh.workers.Done()
-	defer s.Engine.Send(sup, &whFinished{lane: lane})
+	defer s.tell(sup, &whFinished{lane: lane})
 	for {
 		entries, err := s.Store.LaneAll(lane, 512)
 		if err != nil || len(entries) == 0 {

@@ -286,7 +286,7 @@ func (s *System) webhookChanged(t storage.Tenant, id int64, reactivated bool) {
 		s.wh.index.set(t, slices.DeleteFunc(all, func(w *storage.WebhookSubscription) bool { return !indexed(w, now) }))
 	}
 	if s.wh.sup != nil {
-		s.Engine.Send(s.wh.sup, &whSubChanged{t: t, id: id, reactivated: reactivated})
+		s.tell(s.wh.sup, &whSubChanged{t: t, id: id, reactivated: reactivated})
 	}
 }
 

@@ -126,11 +126,11 @@ func (w *workspace) route(c *actor.Context, m bookMsg) {
 	if !ok {
 		ch = &child{pid: c.SpawnChild(newBook(w.s, w.t, rid), "book",
 			actor.WithID(rid+"-"+RandomString(6)), actor.WithInboxSize(defaultInboxSize),
-			actor.WithMiddleware(w.s.recoverMW))}
+			w.s.middleware("book"))}
 		w.children[rid] = ch
 	}
 	ch.sent++
-	c.Engine().SendWithSender(ch.pid, &routed{msg: m}, c.Sender())
+	w.s.tellFrom(ch.pid, &routed{msg: m}, c.Sender())
 }
 
 func (w *workspace) createBook(b *storage.Book) (*storage.Book, error) {
@@ -216,7 +216,7 @@ func (w *workspace) createUpload(m *CreateUpload) (*storage.Upload, error) {
 	for _, b := range m.Books {
 		w.s.scheduleTransition(b)
 	}
-	w.s.Engine.Send(w.s.conversion, &batchQueued{ref: storage.QueueRef{Seq: u.Seq, Tenant: w.t, ID: u.ID}})
+	w.s.tell(w.s.conversion, &batchQueued{ref: storage.QueueRef{Seq: u.Seq, Tenant: w.t, ID: u.ID}})
 	return u, nil
 }
 

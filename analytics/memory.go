@@ -37,3 +37,19 @@ func (db *DB) Memory(ctx context.Context) (limit string, tags []MemoryTag, err e
 	}
 	return limit, tags, rows.Err()
 }
+
+// MemoryUsage is the sum of DuckDB's own accounting (duckdb_memory()): bytes in memory and bytes
+// spilled to temporary files. It waits at most until ctx ends to be let in (a reattach or the
+// commit of a move holds queries back), but the query itself is not given ctx: a DuckDB query
+// interrupted through its context can keep the instance referenced (docs/ARCHITECTURE.md,
+// "DuckDB contexts"), and this one only reads counters.
+func (d *DB) MemoryUsage(ctx context.Context) (mem, temp int64, err error) {
+	err = d.read(ctx, func() error {
+		return d.sql.QueryRowContext(context.Background(), `SELECT coalesce(sum(memory_usage_bytes), 0)::BIGINT,
+			coalesce(sum(temporary_storage_bytes), 0)::BIGINT FROM duckdb_memory()`).Scan(&mem, &temp)
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("analytics: duckdb_memory: %w", err)
+	}
+	return mem, temp, nil
+}

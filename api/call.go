@@ -100,7 +100,8 @@ type Input struct {
 	Op *Operation
 	// Credential is the bearer token (API key or admin token) as presented; Principal, when
 	// set, is a caller the transport already authenticated with Authenticate (Credential is
-	// then unused).
+	// then unused). Call sets Principal once it authenticated the credential (the transport's
+	// log line names the caller's workspace). Credential is never logged.
 	Credential string
 	Principal  *Principal
 	Args       Args
@@ -136,6 +137,7 @@ func (c *Caller) Call(ctx context.Context, in *Input) (*Result, error) {
 		if p, aerr = c.authenticate(op.Auth, in.Credential, in.IP, now); aerr != nil {
 			return nil, aerr
 		}
+		in.Principal = p
 	}
 	var rate *Decision
 	if op.Auth == AuthKey {
@@ -274,6 +276,14 @@ func valuesFingerprint(op *Operation, values map[string]any) []byte {
 // before they know the operation, as MCP does for the whole endpoint).
 func (c *Caller) Authenticate(credential, ip string) (*Principal, *Error) {
 	return c.authenticateFor(AuthKey, credential, ip, time.Now(), c.mcpRes)
+}
+
+// AuthenticateAdmin checks the admin token for routes outside the operation table (GET
+// /metrics, /debug/pprof/) exactly as for AuthAdmin operations: a failure is 401 and counts
+// against the per-IP limit of unauthenticated calls (429 once over it).
+func (c *Caller) AuthenticateAdmin(credential, ip string) *Error {
+	_, aerr := c.authenticate(AuthAdmin, credential, ip, time.Now())
+	return aerr
 }
 
 func (c *Caller) authenticate(auth Auth, tok, ip string, now time.Time) (*Principal, *Error) {

@@ -6,7 +6,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -128,6 +130,9 @@ func startService(dataDir string, mod func(*httpapi.Config)) (*httpapi.Service, 
 	cfg := httpapi.DefaultConfig()
 	cfg.DataDir = dataDir
 	cfg.RateWorkspace, cfg.RateEndpoint, cfg.RateUnauthenticated = 0, 0, 0
+	// Warnings and errors only: a request line each (info, docs/OPERATIONS.md) would put
+	// millions of lines on the terminal. The lines' cost is measured in OPERATIONS.md.
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -59,6 +59,7 @@ func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *Operation) {
 	}
 	in.Decode = func(a *api.Args) error { return readArgs(ctx, op, a) }
 	res, err := s.caller.Call(ctx, &in)
+	noteCaller(ctx, in.Principal)
 	if err != nil {
 		s.writeError(ctx, err.(*Error))
 		return

@@ -93,7 +93,10 @@ type Config struct {
 	// Conversion: batches converted at once (0 = number of cores), page image size.
 	ConversionWorkers int
 	PageLongEdge      int
-	Logger            *slog.Logger
+	// Logger receives the service's log, one line per HTTP request at info (docs/OPERATIONS.md).
+	Logger *slog.Logger
+	// PProf mounts net/http/pprof at /debug/pprof/ behind the admin token (off: 404).
+	PProf bool
 }
 
 // DefaultConfig returns the embedded defaults.
@@ -123,6 +126,11 @@ type Service struct {
 	openapi openAPIDoc
 	router  *router.Router
 	srv     *fasthttp.Server
+	// Observability (observe.go, metrics.go): the request routes' labels, the Prometheus
+	// registry, and the server of --metrics-addr (nil until ServeMetrics).
+	routes     *routes
+	metrics    *metrics
+	metricsSrv *fasthttp.Server
 
 	caller     *api.Caller
 	oauth      *oauth.Server
@@ -245,13 +253,16 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
 	s.ops = s.operations()
+	s.metrics = newMetrics(s)
+	s.routes = newRoutes(s.metrics)
 	s.mcp = mcp.New(s.caller, s.ops, mcp.Options{Name: "flipbook", Version: Version,
 		ExportDir: filepath.Join(cfg.DataDir, "exports"), MaxBody: int64(cfg.MaxBodyBytes),
 		AllowedOrigins: cfg.MCPAllowedOrigins, PageSize: cfg.MCPPageSize, SDKOnly: cfg.MCPSDKOnly, PublicHost: publicHost(cfg.PublicURL), Logger: cfg.Logger,
+		Observe:          s.observeMCP,
 		ResourceMetadata: s.oauth.ResourceMetadataURL(s.mcpResource())})
 	s.router = s.buildRouter()
 	s.srv = &fasthttp.Server{
-		Handler:            s.router.Handler,
+		Handler:            s.serveHTTP,
 		ErrorHandler:       s.transportError,
 		Name:               "flipbook",
 		MaxRequestBodySize: cfg.MaxBodyBytes,
@@ -267,11 +278,14 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// fasthttpLogger sends fasthttp's own messages (connection errors) to the service log.
+// fasthttpLogger sends fasthttp's own messages (connection errors) to the service log, without
+// the request bytes they quote (scrubTransport).
 type fasthttpLogger struct{ l *slog.Logger }
 
 func (f fasthttpLogger) Printf(format string, args ...any) {
-	f.l.Debug(fmt.Sprintf(format, args...), "component", "fasthttp")
+	if f.l.Enabled(context.Background(), slog.LevelDebug) {
+		f.l.Debug(scrubTransport(fmt.Sprintf(format, args...)), "component", "fasthttp")
+	}
 }
 
 // Operations is the operation table (for the MCP server and the OpenAPI document).
@@ -280,8 +294,9 @@ func (s *Service) Operations() []*Operation { return s.ops }
 // Config is the effective configuration.
 func (s *Service) Config() Config { return s.cfg }
 
-// Handler is the root HTTP handler (for tests and extra listeners).
-func (s *Service) Handler() fasthttp.RequestHandler { return s.router.Handler }
+// Handler is the root HTTP handler (for tests and extra listeners): the router, with request
+// logs and metrics.
+func (s *Service) Handler() fasthttp.RequestHandler { return s.serveHTTP }
 
 // Serve answers HTTP on ln until Shutdown. A Serve that starts after Shutdown began closes ln
 // and returns at once.
@@ -315,8 +330,12 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	for _, ln := range s.lns {
 		ln.Close()
 	}
+	msrv := s.metricsSrv
 	s.lnMu.Unlock()
 	err := s.srv.ShutdownWithContext(ctx)
+	if msrv != nil {
+		_ = msrv.ShutdownWithContext(ctx)
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.log.Warn("shutdown: in-flight requests did not finish in time")
 	}
@@ -345,6 +364,9 @@ func (s *Service) shutdownState() {
 			if err := s.events.Close(); err != nil {
 				s.log.Error("close event log", "err", err)
 			}
+		}
+		if s.metrics != nil {
+			s.metrics.duck.close() // a scrape's query of DuckDB's memory ends first
 		}
 		if s.Analytics != nil {
 			if err := s.Analytics.Close(); err != nil {
@@ -416,9 +438,17 @@ func (s *Service) buildRouter() *router.Router {
 	r := router.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
+	// Every route is registered with the labels of its requests' log line and metrics
+	// (observe.go): the operation id, or a fixed name for routes outside the table.
+	handle := func(method, path, label string, h fasthttp.RequestHandler) {
+		r.Handle(method, path, s.labeled(label, path, h))
+	}
 	for _, op := range s.ops {
 		op := op
-		r.Handle(op.Method, op.Base+op.Path, func(ctx *fasthttp.RequestCtx) { s.serveOp(ctx, op) })
+		handle(op.Method, op.Base+op.Path, op.ID, func(ctx *fasthttp.RequestCtx) { s.serveOp(ctx, op) })
+		if op.Tool != "" && !op.Internal {
+			s.routes.tools[op] = s.routes.get(op.Tool, mcp.Path)
+		}
 	}
 	serveMCP := func(ctx *fasthttp.RequestCtx) {
 		reqID := s.requestID(ctx)
@@ -426,52 +456,78 @@ func (s *Service) buildRouter() *router.Router {
 		s.mcp.Serve(ctx, reqID, s.writeError)
 	}
 	for _, m := range []string{"POST", "GET", "DELETE"} {
-		r.Handle(m, mcp.Path, serveMCP)
+		handle(m, mcp.Path, "mcp", serveMCP)
 	}
-	r.GET(APIBase+"/openapi.json", s.serveOpenAPI)
-	r.GET("/api/docs", s.serveAPIDocs)
-	r.GET("/api/docs/{name}", s.serveAPIDocs)
-	r.GET("/l/{slug}", s.followTrackedLink)
-	r.GET("/view/{book}", s.viewBook)
-	r.GET("/view/{book}/pages", s.viewPages)
-	r.GET("/viewer/assets/{name}", s.viewerAsset)
-	r.GET("/template-thumbnails/{name}", s.serveTemplateThumb)
+	handle("GET", APIBase+"/openapi.json", "openapi", s.serveOpenAPI)
+	handle("GET", "/api/docs", "api_docs", s.serveAPIDocs)
+	handle("GET", "/api/docs/{name}", "api_docs", s.serveAPIDocs)
+	handle("GET", "/l/{slug}", "tracked_link", s.followTrackedLink)
+	handle("GET", "/view/{book}", "viewer", s.viewBook)
+	handle("GET", "/view/{book}/pages", "viewer_pages", s.viewPages)
+	handle("GET", "/viewer/assets/{name}", "viewer_asset", s.viewerAsset)
+	handle("GET", "/template-thumbnails/{name}", "template_thumbnail", s.serveTemplateThumb)
 	// OAuth: the authorization server and the metadata documents (net/http handlers).
 	oh := fasthttpadaptor.NewFastHTTPHandler(s.oauth.Handler())
 	for _, m := range []string{"GET", "POST"} {
-		r.Handle(m, "/oauth/{path:*}", oh)
-		r.Handle(m, "/.well-known/{path:*}", oh)
+		handle(m, "/oauth/{path:*}", "oauth", oh)
+		handle(m, "/.well-known/{path:*}", "well_known", oh)
 	}
-	r.GET("/files/{book}/{name}", s.serveFile)
-	r.HEAD("/files/{book}/{name}", s.serveFile)
-	r.NotFound = func(ctx *fasthttp.RequestCtx) {
+	handle("GET", "/files/{book}/{name}", "files", s.serveFile)
+	handle("HEAD", "/files/{book}/{name}", "files", s.serveFile)
+	// Operations (docs/OPERATIONS.md): metrics and profiles, behind the admin token, and not
+	// routed at all (404) when the admin surface is off. Not operations of the table: they are
+	// neither in the OpenAPI document nor MCP tools.
+	if s.cfg.AdminToken != "" {
+		handle("GET", "/metrics", "metrics", s.serveMetrics)
+		if s.cfg.PProf {
+			pp := s.adminOnly(pprofHandler())
+			handle("GET", "/debug/pprof/{name:*}", "pprof", pp)
+			handle("POST", "/debug/pprof/{name:*}", "pprof", pp)
+		}
+	}
+	r.NotFound = s.labeled("not_found", "", func(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
 		s.writeError(ctx, &Error{Status: 404, Type: TypeNotFound,
 			Message: fmt.Sprintf("no route for %s %s", ctx.Method(), ctx.Path())})
-	}
-	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
+	})
+	r.MethodNotAllowed = s.labeled("method_not_allowed", "", func(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
 		s.writeError(ctx, &Error{Status: 405, Type: TypeMethodNotAllowed,
 			Message: fmt.Sprintf("%s is not allowed on %s", ctx.Method(), ctx.Path())})
-	}
+	})
 	r.PanicHandler = func(ctx *fasthttp.RequestCtx, v any) {
-		s.log.Error("panic in handler", "path", string(ctx.Path()), "panic", v)
+		s.log.Error("panic in handler", "request_id", s.requestID(ctx), "path", string(ctx.Path()), "panic", v)
 		s.writeError(ctx, errInternal())
 	}
 	return r
 }
 
 // transportError renders errors fasthttp meets before a handler runs (body over the server
-// limit, malformed requests) in the API's error envelope.
+// limit, malformed requests) in the API's error envelope. They get a request id and a log line
+// like routed requests (operation transport_error; fasthttp does not say when it began reading
+// the request, so the latency is only the answer's).
 func (s *Service) transportError(ctx *fasthttp.RequestCtx, err error) {
+	start := time.Now()
+	ri := &reqInfo{id: s.newRequestID(ctx), route: s.routes.badReq}
+	ctx.Response.Header.Set("X-Request-Id", ri.id)
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 		s.writeError(ctx, errTooLarge(s.cfg.MaxBodyBytes))
-		return
+	} else {
+		s.writeError(ctx, errBadRequest("malformed HTTP request: "+err.Error()))
 	}
-	s.writeError(ctx, errBadRequest("malformed HTTP request: "+err.Error()))
+	s.finish(ctx, ri, start)
 }
 
+// requestID is the request's id: the one serveHTTP gave it (newRequestID).
 func (s *Service) requestID(ctx *fasthttp.RequestCtx) string {
+	if ri := reqInfoOf(ctx); ri != nil && ri.id != "" {
+		return ri.id
+	}
+	return s.newRequestID(ctx)
+}
+
+// newRequestID is the client's X-Request-Id when it is a safe one, else a new id.
+func (s *Service) newRequestID(ctx *fasthttp.RequestCtx) string {
 	if v := ctx.Request.Header.Peek("X-Request-Id"); len(v) > 0 && len(v) <= 128 && storage.ValidName(string(v)) {
 		return string(v)
 	}

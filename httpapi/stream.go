@@ -87,6 +87,10 @@ type streamBody struct {
 	werr    error // the write error that ended the stream
 	renewed time.Time
 	closed  sync.Once
+	// The request's log line and metrics, recorded at Close with the bytes written (observe.go);
+	// nil when the request is not observed.
+	line    *reqLine
+	written int64
 }
 
 // renderStream sends a streamed result: status and headers now, the body once the handler
@@ -104,6 +108,9 @@ func (s *Service) renderStream(ctx *fasthttp.RequestCtx, op *Operation, res *Res
 	b := &streamBody{s: s, st: res.Stream, conn: ctx.Conn(), op: op.ID,
 		reqID: string(ctx.Response.Header.Peek("X-Request-Id"))}
 	s.streams.add(b)
+	if ri := reqInfoOf(ctx); ri != nil {
+		ri.stream = b
+	}
 	ctx.SetBodyStream(b, -1)
 }
 
@@ -118,6 +125,7 @@ func (b *streamBody) Read([]byte) (int, error) {
 
 func (b *streamBody) WriteTo(w io.Writer) (int64, error) {
 	n, err := b.st.WriteTo(&clientWriter{b: b, w: w})
+	b.written = n
 	switch {
 	case err == nil:
 	case b.aborted.Load():
@@ -135,6 +143,9 @@ func (b *streamBody) Close() error {
 	b.closed.Do(func() {
 		err = b.st.Close()
 		b.s.streams.remove(b)
+		if b.line != nil {
+			b.s.record(b.line, b.written)
+		}
 	})
 	return err
 }

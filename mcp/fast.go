@@ -71,6 +71,9 @@ func (s *Server) serveFast(ctx *fasthttp.RequestCtx, p *api.Principal, reqID str
 	if op == nil {
 		return false
 	}
+	if s.opts.Observe != nil {
+		s.opts.Observe(ctx, p, op)
+	}
 	version := string(h.Peek("MCP-Protocol-Version"))
 	modern := false
 	switch {

@@ -5,6 +5,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,6 +56,10 @@ type Options struct {
 	// named in the WWW-Authenticate header of every 401.
 	ResourceMetadata string
 	Logger           *slog.Logger
+	// Observe, when set, is told what the transport's request log and metrics need: the
+	// caller once authenticated (tool nil), then the tool once a tools/call names a known one
+	// (the fast path, or a tools/call going to the SDK).
+	Observe func(ctx *fasthttp.RequestCtx, p *api.Principal, tool *api.Operation)
 }
 
 // Server is the MCP endpoint.
@@ -167,6 +172,9 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, reqID string, writeError func(*
 		writeError(ctx, aerr)
 		return
 	}
+	if s.opts.Observe != nil {
+		s.opts.Observe(ctx, p, nil)
+	}
 	if string(ctx.Method()) == "GET" || string(ctx.Method()) == "DELETE" {
 		// No server-initiated stream and no sessions to end: say so the JSON-RPC way too.
 		ctx.Response.Header.Set("Allow", "POST")
@@ -176,7 +184,30 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, reqID string, writeError func(*
 	if (!s.opts.SDKOnly && s.serveFast(ctx, p, reqID)) || checkMessage(ctx) {
 		return
 	}
+	if s.opts.Observe != nil {
+		if op := s.calledTool(ctx.PostBody()); op != nil {
+			s.opts.Observe(ctx, p, op)
+		}
+	}
 	s.http(ctx)
+}
+
+// calledTool is the known tool a tools/call body names (nil for any other message), for
+// Observe of a message the SDK answers.
+func (s *Server) calledTool(body []byte) *api.Operation {
+	if !bytes.Contains(body, []byte(`"tools/call"`)) {
+		return nil
+	}
+	var m struct {
+		Method string `json:"method"`
+		Params *struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if fastJSON.Unmarshal(body, &m) != nil || m.Method != "tools/call" || m.Params == nil {
+		return nil
+	}
+	return s.tools[m.Params.Name]
 }
 
 // checkOrigin refuses browser requests from other sites (DNS rebinding, spec of Streamable

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -31,6 +30,7 @@ type serveFlags struct {
 	cfg        httpapi.Config
 	shutdown   time.Duration
 	cpuprofile string
+	observe    observeFlags // log, metrics listener, pprof (observe.go)
 }
 
 func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer) (*serveFlags, error) {
@@ -82,6 +82,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	idle := str("book-idle", actors.DefaultBookIdle.String(), "how long an idle book actor lives")
 	grace := str("shutdown-timeout", "30s", "how long shutdown waits for in-flight requests")
 	cpuprofile := str("cpuprofile", "", "write a CPU profile of the service to this file, from start to shutdown")
+	logLevel := str("log-level", "info", "log level: debug, info (one line per HTTP request), warn or error")
+	logFormat := str("log-format", "json", "log format: json (one object per line) or text")
+	metricsAddr := str("metrics-addr", "", "also serve GET /metrics without a token on this address, for a private network (default off; /metrics on the main address needs the admin token)")
+	pprofOn := boolVar(fs, getenv, "pprof", "mount net/http/pprof at /debug/pprof/ behind the admin token")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -129,7 +133,11 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if err != nil {
 		return nil, fmt.Errorf("--shutdown-timeout: %w", err)
 	}
-	return &serveFlags{shutdown: shutdown, cpuprofile: *cpuprofile, cfg: httpapi.Config{
+	obs, err := parseObserveFlags(*logLevel, *logFormat, *metricsAddr, pprofOn.s)
+	if err != nil {
+		return nil, err
+	}
+	return &serveFlags{shutdown: shutdown, cpuprofile: *cpuprofile, observe: obs, cfg: httpapi.Config{
 		Addr: *addr, DataDir: *data, PublicURL: *public, AdminToken: *token,
 		RateWorkspace: *rws, RateEndpoint: *rep, RateUnauthenticated: *run,
 		MaxBodyBytes: *maxBody, BookIdle: bookIdle, AllowPrivateTargets: allowPrivate,
@@ -137,7 +145,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		MaxUploadBytes: *maxUpload, ConversionWorkers: *workers, PageLongEdge: *longEdge,
 		RateCollect: *rcol, IngestBacklog: *backlog, AnalyticsMemory: *amem, KafkaBrokers: splitList(*kafka), KafkaTopic: *topic,
 		TrustGeoHeaders: trustGeo, MCPAllowedOrigins: splitList(*mcpOrigins), MCPPageSize: *mcpPage,
-		Webhooks: wh,
+		Webhooks: wh, PProf: obs.pprof,
 	}}, nil
 }
 
@@ -202,7 +210,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer pprof.StopCPUProfile()
 	}
 	cfg := f.cfg
-	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg.Logger = newLogger(stderr, f.observe)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
@@ -243,6 +251,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	if createdToken {
 		fmt.Fprintf(stdout, "Admin token written to %s (used by `flipbook admin`).\n", adminTokenFile(cfg.DataDir))
+	}
+	if err := serveMetricsListener(svc, f.observe, cfg.Logger, stdout); err != nil {
+		ln.Close()
+		_ = svc.Shutdown(context.Background())
+		return err
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- svc.Serve(ln) }()

@@ -1,0 +1,272 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"flipbook/api"
+)
+
+// Request observation (docs/OPERATIONS.md): every request the router answers goes through
+// serveHTTP, which gives it a request id, runs the router and then writes one log line and
+// records the request metrics. What only the handlers know reaches it through the request's
+// reqInfo (a user value): the route's labels (set by the wrapper every route is registered
+// with, so no handler has to remember), the MCP tool (mcp.Options.Observe) and the caller's
+// workspace (serveOp, the MCP hook). Nothing of the request's URL, query or headers is logged:
+// the route pattern stands for the path, and credentials travel in headers or the query.
+
+// reqInfoKey is the user value holding a request's *reqInfo.
+const reqInfoKey = "\x00flipbook.req"
+
+// reqInfo is what a request's log line and metrics need beyond the response. Pooled: a
+// handler copies out what must outlive the request (a streamed response's line, below).
+type reqInfo struct {
+	id        string
+	route     *routeInfo
+	workspace int64
+	stream    *streamBody
+}
+
+var reqInfoPool = sync.Pool{New: func() any { return new(reqInfo) }}
+
+func reqInfoOf(ctx *fasthttp.RequestCtx) *reqInfo {
+	ri, _ := ctx.UserValue(reqInfoKey).(*reqInfo)
+	return ri
+}
+
+// routeInfo is a route's labels and its metric handles. A route's series are made at its first
+// request, so a scrape shows only the operations that were called (each histogram is 15
+// series).
+type routeInfo struct {
+	op      string // the operation label: operation id, MCP tool, or a fixed route name
+	pattern string // the route pattern logged as route
+	m       *metrics
+	latency atomic.Pointer[observer]
+	codes   atomic.Pointer[map[int]prometheus.Counter] // by status, copied on write
+	mu      sync.Mutex
+}
+
+type observer struct{ prometheus.Observer }
+
+// observe records a request's duration in the route's operation's histogram.
+func (r *routeInfo) observe(d time.Duration) {
+	o := r.latency.Load()
+	if o == nil {
+		o = &observer{r.m.latency.WithLabelValues(r.op)} // the same series whoever makes it first
+		r.latency.Store(o)
+	}
+	o.Observe(d.Seconds())
+}
+
+// counter is the request counter of the route's operation for status.
+func (r *routeInfo) counter(status int) prometheus.Counter {
+	if m := r.codes.Load(); m != nil {
+		if c, ok := (*m)[status]; ok {
+			return c
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.codes.Load()
+	next := make(map[int]prometheus.Counter, 8)
+	if old != nil {
+		for k, v := range *old {
+			next[k] = v
+		}
+	}
+	c := r.m.requests.WithLabelValues(r.op, strconv.Itoa(status))
+	next[status] = c
+	r.codes.Store(&next)
+	return c
+}
+
+// routes makes the routeInfo of each (operation label, pattern) once.
+type routes struct {
+	m       *metrics
+	mu      sync.Mutex
+	byKey   map[[2]string]*routeInfo
+	tools   map[*api.Operation]*routeInfo // MCP tools
+	other   *routeInfo                    // no route matched nor said what it was (OPTIONS)
+	badReq  *routeInfo                    // requests fasthttp refused before routing
+	mcpBase *routeInfo
+}
+
+func newRoutes(m *metrics) *routes {
+	r := &routes{m: m, byKey: map[[2]string]*routeInfo{}, tools: map[*api.Operation]*routeInfo{}}
+	r.other = r.get("other", "")
+	r.badReq = r.get("transport_error", "")
+	return r
+}
+
+func (r *routes) get(op, pattern string) *routeInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := [2]string{op, pattern}
+	if ri, ok := r.byKey[k]; ok {
+		return ri
+	}
+	ri := &routeInfo{op: op, pattern: pattern, m: r.m}
+	r.byKey[k] = ri
+	return ri
+}
+
+// labeled wraps a route's handler so the request is labeled with op and the route's pattern.
+func (s *Service) labeled(op, pattern string, h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	ri := s.routes.get(op, pattern)
+	return func(ctx *fasthttp.RequestCtx) {
+		if x := reqInfoOf(ctx); x != nil {
+			x.route = ri
+		}
+		h(ctx)
+	}
+}
+
+// observeMCP is the MCP endpoint's hook (mcp.Options.Observe): the authenticated caller, and
+// the tool once the request names a known one.
+func (s *Service) observeMCP(ctx *fasthttp.RequestCtx, p *api.Principal, tool *api.Operation) {
+	ri := reqInfoOf(ctx)
+	if ri == nil {
+		return
+	}
+	if p != nil {
+		ri.workspace = p.Tenant.Workspace
+	}
+	if tool != nil {
+		if r := s.routes.tools[tool]; r != nil {
+			ri.route = r
+		}
+	}
+}
+
+// noteCaller records the authenticated caller of a REST call.
+func noteCaller(ctx *fasthttp.RequestCtx, p *api.Principal) {
+	if p == nil {
+		return
+	}
+	if ri := reqInfoOf(ctx); ri != nil {
+		ri.workspace = p.Tenant.Workspace
+	}
+}
+
+// serveHTTP is the server's handler: the router, observed.
+func (s *Service) serveHTTP(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	ri := reqInfoPool.Get().(*reqInfo)
+	ri.id = s.newRequestID(ctx)
+	ctx.SetUserValue(reqInfoKey, ri)
+	ctx.Response.Header.Set("X-Request-Id", ri.id)
+	s.router.Handler(ctx)
+	ctx.RemoveUserValue(reqInfoKey)
+	s.finish(ctx, ri, start)
+	*ri = reqInfo{}
+	reqInfoPool.Put(ri)
+}
+
+// reqLine is a finished request as its log line and metrics see it.
+type reqLine struct {
+	id        string
+	route     *routeInfo
+	workspace int64
+	method    string
+	start     time.Time
+	status    int
+}
+
+// finish records a request once its handler returned. A streamed response (the CSV exports)
+// is recorded when its body has been written (streamBody.Close), so its latency and bytes
+// cover the whole transfer.
+func (s *Service) finish(ctx *fasthttp.RequestCtx, ri *reqInfo, start time.Time) {
+	route := ri.route
+	if route == nil {
+		route = s.routes.other
+	}
+	l := reqLine{id: ri.id, route: route, workspace: ri.workspace, method: methodName(ctx.Method()),
+		start: start, status: ctx.Response.StatusCode()}
+	if ri.stream != nil {
+		ls := l // only a stream's line outlives the request
+		ri.stream.line = &ls
+		return
+	}
+	bytes := int64(0)
+	if ctx.Response.IsBodyStream() {
+		bytes = int64(max(ctx.Response.Header.ContentLength(), 0)) // a file: its size
+	} else {
+		bytes = int64(len(ctx.Response.Body()))
+	}
+	s.record(&l, bytes)
+}
+
+// record counts a finished request and writes its log line.
+func (s *Service) record(l *reqLine, bytes int64) {
+	d := time.Since(l.start)
+	l.route.observe(d)
+	l.route.counter(l.status).Inc()
+	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 9)
+	attrs = append(attrs, slog.String("request_id", l.id))
+	if l.workspace != 0 {
+		attrs = append(attrs, slog.Int64("workspace_id", l.workspace))
+	}
+	attrs = append(attrs,
+		slog.String("operation", l.route.op),
+		slog.String("method", l.method),
+		slog.String("route", l.route.pattern),
+		slog.Int("status", l.status),
+		slog.Float64("latency_ms", float64(d.Microseconds())/1000),
+		slog.Int64("bytes", bytes))
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+}
+
+// methodName is the request's method as a constant (no allocation, and nothing a client made
+// up reaches the log).
+func methodName(m []byte) string {
+	switch string(m) {
+	case "GET":
+		return "GET"
+	case "POST":
+		return "POST"
+	case "PUT":
+		return "PUT"
+	case "PATCH":
+		return "PATCH"
+	case "DELETE":
+		return "DELETE"
+	case "HEAD":
+		return "HEAD"
+	case "OPTIONS":
+		return "OPTIONS"
+	}
+	return "OTHER"
+}
+
+// quoted is a Go-quoted string (%q) in a message; hostPort a quoted ip:port.
+var (
+	quoted   = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+	hostPort = regexp.MustCompile(`^"(\[[0-9A-Fa-f:.]+\]|[0-9.]+):[0-9]+"$`)
+)
+
+// scrubTransport removes the request bytes fasthttp quotes in its errors (the first line with
+// its query, a header's value, a snippet of the headers after "contents:"): they can carry the
+// client's Authorization header or api_key into the log. Quoted addresses (ip:port) stay.
+func scrubTransport(msg string) string {
+	if i := strings.Index(msg, "contents:"); i >= 0 {
+		msg = msg[:i] + "contents: (not logged)"
+	}
+	return quoted.ReplaceAllStringFunc(msg, func(q string) string {
+		if hostPort.MatchString(q) {
+			return q
+		}
+		return `"(not logged)"`
+	})
+}

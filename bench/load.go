@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -130,9 +131,19 @@ func startService(dataDir string, mod func(*httpapi.Config)) (*httpapi.Service, 
 	cfg := httpapi.DefaultConfig()
 	cfg.DataDir = dataDir
 	cfg.RateWorkspace, cfg.RateEndpoint, cfg.RateUnauthenticated = 0, 0, 0
-	// Warnings and errors only: a request line each (info, docs/OPERATIONS.md) would put
-	// millions of lines on the terminal. The lines' cost is measured in OPERATIONS.md.
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// As served (docs/OPERATIONS.md): a JSON line per request at info, here into
+	// <data>/service.log, so the figures include the request log's cost; warnings and errors
+	// also reach the terminal.
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+		return nil, cfg, err
+	}
+	logFile, err := os.OpenFile(filepath.Join(dataDir, "service.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, cfg, err
+	}
+	cfg.Logger = slog.New(slog.NewMultiHandler(
+		slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}),
+		slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if mod != nil {
 		mod(&cfg)
 	}

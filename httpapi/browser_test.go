@@ -52,6 +52,34 @@ func artifactDir(t *testing.T) string {
 	return dir
 }
 
+// startBrowser starts headless Chromium (exe, from chromium(t)) with a w×h window and returns
+// its first tab, which ends after timeout. Call it after newHarness: the browser is closed first
+// at cleanup, so the service does not wait on its connections. Chromium's helpers may still
+// write to the profile after it exited (chromedp says so too): the directory is removed at the
+// end without failing the test.
+func startBrowser(t *testing.T, exe string, w, h int, timeout time.Duration) context.Context {
+	dir, err := os.MkdirTemp("", "flipbook-chromium-")
+	require.NoError(t, err)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(dir), chromedp.WindowSize(w, h))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, timeout)
+	t.Cleanup(func() {
+		cancelT()
+		cancel()
+		cancelA() // waits for the process
+		for i := 0; i < 50 && os.RemoveAll(dir) != nil; i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	require.NoError(t, chromedp.Run(ctx)) // starts the browser
+	return ctx
+}
+
 // TestViewerInBrowser opens a gated flipbook in headless Chromium, passes the email gate, turns
 // pages with the keyboard (the counter names both pages of a spread), and checks the reader
 // events the viewer posted.
@@ -64,17 +92,7 @@ func TestViewerInBrowser(t *testing.T) {
 	rid := r.data()["random_id"].(string)
 	require.Equal(t, 201, h.do(t, "POST", "/api/v1/subscribers", key, map[string]any{"book_id": rid, "email": "reader@example.com"}).Status)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelT()
+	ctx := startBrowser(t, exe, 1280, 900, 90*time.Second)
 
 	var info string
 	var shot []byte

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net"
 	"sync"
 	"time"
@@ -83,40 +82,26 @@ func (s *Service) adminOnly(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 // a listener meant for a private network, where Prometheus scrapes); anything else is 404.
 // Scrapes there are neither logged nor counted in the request metrics.
 func (s *Service) ServeMetrics(ln net.Listener) error {
-	s.lnMu.Lock()
-	if s.down {
-		s.lnMu.Unlock()
-		ln.Close()
-		return nil
-	}
-	if s.metricsSrv == nil {
-		s.metricsSrv = &fasthttp.Server{
-			Handler: func(ctx *fasthttp.RequestCtx) {
-				if string(ctx.Path()) == "/metrics" && (ctx.IsGet() || ctx.IsHead()) {
-					s.metrics.handler(ctx)
-					return
-				}
-				ctx.Error("404 page not found: this listener serves GET /metrics only", 404)
-			},
-			Name:            "flipbook-metrics",
-			ReadTimeout:     time.Minute,
-			WriteTimeout:    time.Minute,
-			IdleTimeout:     2 * time.Minute,
-			CloseOnShutdown: true,
-			Logger:          fasthttpLogger{s.log},
+	return s.serveOn(ln, func() *fasthttp.Server {
+		if s.metricsSrv == nil {
+			s.metricsSrv = &fasthttp.Server{
+				Handler: func(ctx *fasthttp.RequestCtx) {
+					if string(ctx.Path()) == "/metrics" && (ctx.IsGet() || ctx.IsHead()) {
+						s.metrics.handler(ctx)
+						return
+					}
+					ctx.Error("404 page not found: this listener serves GET /metrics only", 404)
+				},
+				Name:            "flipbook-metrics",
+				ReadTimeout:     time.Minute,
+				WriteTimeout:    time.Minute,
+				IdleTimeout:     2 * time.Minute,
+				CloseOnShutdown: true,
+				Logger:          fasthttpLogger{s.log},
+			}
 		}
-	}
-	srv := s.metricsSrv
-	s.lns = append(s.lns, ln)
-	s.lnMu.Unlock()
-	err := srv.Serve(ln)
-	s.lnMu.Lock()
-	down := s.down
-	s.lnMu.Unlock()
-	if down && errors.Is(err, net.ErrClosed) {
-		return nil
-	}
-	return err
+		return s.metricsSrv
+	})
 }
 
 var (

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -67,30 +66,9 @@ func (rt *redirectTarget) wait(t *testing.T, ctx context.Context, n int) url.Val
 	return nil
 }
 
-// browser starts headless Chromium (exe, from chromium(t)). Call it after newHarness: the
-// browser is closed first at cleanup, so the service does not wait on its connections.
+// browser starts headless Chromium for the consent page (startBrowser).
 func browser(t *testing.T, exe string) context.Context {
-	// Chromium's helpers may still write to the profile after it exited (chromedp says so too):
-	// the directory is removed at the end without failing the test.
-	dir, err := os.MkdirTemp("", "oauth-chromium-")
-	require.NoError(t, err)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(dir), chromedp.WindowSize(1024, 900))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 180*time.Second)
-	t.Cleanup(func() {
-		cancelT()
-		cancel()
-		cancelA() // waits for the process
-		for i := 0; i < 50 && os.RemoveAll(dir) != nil; i++ {
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
-	return ctx
+	return startBrowser(t, exe, 1024, 900, 180*time.Second)
 }
 
 // TestOAuthXConsentInBrowser goes through the consent page in headless Chromium as a person

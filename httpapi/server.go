@@ -301,15 +301,22 @@ func (s *Service) Handler() fasthttp.RequestHandler { return s.serveHTTP }
 // Serve answers HTTP on ln until Shutdown. A Serve that starts after Shutdown began closes ln
 // and returns at once.
 func (s *Service) Serve(ln net.Listener) error {
+	return s.serveOn(ln, func() *fasthttp.Server { return s.srv })
+}
+
+// serveOn answers on ln with the server that server returns (called with lnMu held) until
+// Shutdown closes ln; after Shutdown began it closes ln and returns at once.
+func (s *Service) serveOn(ln net.Listener, server func() *fasthttp.Server) error {
 	s.lnMu.Lock()
 	if s.down {
 		s.lnMu.Unlock()
 		ln.Close()
 		return nil
 	}
+	srv := server()
 	s.lns = append(s.lns, ln)
 	s.lnMu.Unlock()
-	err := s.srv.Serve(ln)
+	err := srv.Serve(ln)
 	s.lnMu.Lock()
 	down := s.down
 	s.lnMu.Unlock()

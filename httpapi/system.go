@@ -73,11 +73,15 @@ type planJSON struct {
 var planFeatures = []struct {
 	name  string
 	match func(id string) bool
+	field func(*planJSON) *bool
 }{
-	{"analytics", prefix("analytics.")},
-	{"exports", func(id string) bool { return strings.HasPrefix(id, "exports.") && id != "exports.leads" }},
-	{"leads_export", func(id string) bool { return id == "exports.leads" }},
-	{"webhooks", prefix("webhooks.")}, {"catalogs", prefix("catalogs.")}, {"bulk_settings", prefix("bulk_settings.")},
+	{"analytics", prefix("analytics."), func(p *planJSON) *bool { return &p.Analytics }},
+	{"exports", func(id string) bool { return strings.HasPrefix(id, "exports.") && id != "exports.leads" },
+		func(p *planJSON) *bool { return &p.Exports }},
+	{"leads_export", func(id string) bool { return id == "exports.leads" }, func(p *planJSON) *bool { return &p.LeadsExport }},
+	{"webhooks", prefix("webhooks."), func(p *planJSON) *bool { return &p.Webhooks }},
+	{"catalogs", prefix("catalogs."), func(p *planJSON) *bool { return &p.Catalogs }},
+	{"bulk_settings", prefix("bulk_settings."), func(p *planJSON) *bool { return &p.BulkSettings }},
 }
 
 func prefix(p string) func(string) bool {
@@ -107,21 +111,7 @@ func (s *Service) planJSON(plan string) planJSON {
 		out.PublishedBookLimit = &n
 	}
 	for _, f := range planFeatures {
-		v := featureAnswers(s.ops, f.match, plan)
-		switch f.name {
-		case "analytics":
-			out.Analytics = v
-		case "exports":
-			out.Exports = v
-		case "leads_export":
-			out.LeadsExport = v
-		case "webhooks":
-			out.Webhooks = v
-		case "catalogs":
-			out.Catalogs = v
-		case "bulk_settings":
-			out.BulkSettings = v
-		}
+		*f.field(&out) = featureAnswers(s.ops, f.match, plan)
 	}
 	return out
 }

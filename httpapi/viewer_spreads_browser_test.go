@@ -25,29 +25,9 @@ import (
 	"flipbook/ingest"
 )
 
-// viewerBrowser starts headless Chromium (exe, from chromium(t)) and returns its first tab.
-// Call it after newHarness: the browser is closed first at cleanup.
+// viewerBrowser starts headless Chromium at 1280x900 (startBrowser).
 func viewerBrowser(t *testing.T, exe string) context.Context {
-	dir, err := os.MkdirTemp("", "viewer-chromium-")
-	require.NoError(t, err)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(dir), chromedp.WindowSize(1280, 900))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 240*time.Second)
-	t.Cleanup(func() {
-		cancelT()
-		cancel()
-		cancelA() // waits for the process
-		for i := 0; i < 50 && os.RemoveAll(dir) != nil; i++ {
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
-	require.NoError(t, chromedp.Run(ctx)) // starts the browser
-	return ctx
+	return startBrowser(t, exe, 1280, 900, 240*time.Second)
 }
 
 // viewerTab opens a new tab of the browser with a viewport of w×h CSS pixels (mobile: a phone

@@ -141,9 +141,14 @@ func startService(dataDir string, mod func(*httpapi.Config)) (*httpapi.Service, 
 	if err != nil {
 		return nil, cfg, err
 	}
+	// Batched like serve's (httpapi.LogWriter); the file and its flusher live as long as the
+	// bench process.
+	logw := httpapi.NewLogWriter(logFile)
+	toTerminal := slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
 	cfg.Logger = slog.New(slog.NewMultiHandler(
-		slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}),
-		slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		slog.NewJSONHandler(logw.Direct(), &slog.HandlerOptions{Level: slog.LevelInfo}), toTerminal))
+	cfg.RequestLogger = slog.New(slog.NewMultiHandler(
+		slog.NewJSONHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}), toTerminal))
 	if mod != nil {
 		mod(&cfg)
 	}

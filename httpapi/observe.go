@@ -210,7 +210,8 @@ func (s *Service) record(l *reqLine, bytes int64) {
 	d := time.Since(l.start)
 	l.route.observe(d)
 	l.route.counter(l.status).Inc()
-	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
+	log := s.cfg.RequestLogger
+	if !log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 9)
@@ -225,7 +226,7 @@ func (s *Service) record(l *reqLine, bytes int64) {
 		slog.Int("status", l.status),
 		slog.Float64("latency_ms", float64(d.Microseconds())/1000),
 		slog.Int64("bytes", bytes))
-	s.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+	log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
 }
 
 // methodName is the request's method as a constant (no allocation, and nothing a client made

@@ -77,7 +77,9 @@ func TestServeObservability(t *testing.T) {
 	require.Equal(t, 401, call(t, "GET", s.base+"/debug/pprof/", key, nil).status)
 	require.Equal(t, 200, call(t, "GET", s.base+"/debug/pprof/", admin, nil).status)
 
-	// stderr is JSON, one object a line; the /me request has its line; no key anywhere.
+	// stderr is JSON, one object a line; the /me request has its line (request lines are
+	// batched: the stop writes what is pending); no key anywhere.
+	require.NoError(t, s.stop())
 	var me map[string]any
 	sc := bufio.NewScanner(strings.NewReader(s.stderr.String()))
 	for sc.Scan() {

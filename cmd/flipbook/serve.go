@@ -210,7 +210,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer pprof.StopCPUProfile()
 	}
 	cfg := f.cfg
-	cfg.Logger = newLogger(stderr, f.observe)
+	// Request lines are batched (at most httpapi.LogFlushEvery late); other lines go out at once.
+	logw := httpapi.NewLogWriter(stderr)
+	defer logw.Close()
+	cfg.Logger = newLogger(logw.Direct(), f.observe)
+	cfg.RequestLogger = newLogger(logw, f.observe)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err

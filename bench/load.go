@@ -147,8 +147,7 @@ func startService(dataDir string, mod func(*httpapi.Config)) (*httpapi.Service, 
 	toTerminal := slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
 	cfg.Logger = slog.New(slog.NewMultiHandler(
 		slog.NewJSONHandler(logw.Direct(), &slog.HandlerOptions{Level: slog.LevelInfo}), toTerminal))
-	cfg.RequestLogger = slog.New(slog.NewMultiHandler(
-		slog.NewJSONHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}), toTerminal))
+	cfg.RequestLog = &httpapi.RequestLog{W: logw}
 	if mod != nil {
 		mod(&cfg)
 	}

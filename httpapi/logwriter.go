@@ -9,7 +9,7 @@ import (
 
 // LogWriter puts the service's log lines on w (stderr) in batches: a write system call per
 // request line was a quarter of the CPU of a cached GET /books/{book} (docs/OPERATIONS.md).
-// Lines written through it (the request lines: Config.RequestLogger) wait at most
+// Lines written through it (the request lines: Config.RequestLog) wait at most
 // LogFlushEvery, or until logBatchBytes are pending; lines written through Direct (warnings,
 // errors, start-up messages: Config.Logger) flush what is pending and go out at once, so the
 // order of lines is kept and no line waits behind the batch. A kill -9 loses at most the last

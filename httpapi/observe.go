@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"regexp"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
@@ -210,7 +213,11 @@ func (s *Service) record(l *reqLine, bytes int64) {
 	d := time.Since(l.start)
 	l.route.observe(d)
 	l.route.counter(l.status).Inc()
-	log := s.cfg.RequestLogger
+	if rl := s.cfg.RequestLog; rl != nil {
+		rl.write(l, d, bytes)
+		return
+	}
+	log := s.log
 	if !log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
@@ -227,6 +234,117 @@ func (s *Service) record(l *reqLine, bytes int64) {
 		slog.Float64("latency_ms", float64(d.Microseconds())/1000),
 		slog.Int64("bytes", bytes))
 	log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+}
+
+// RequestLog writes request lines to W (serve: a LogWriter) in the layout of slog's JSON
+// handler, or of its text handler with Text, encoded by hand: through slog the line was most of
+// the observation's cost on a cached GET (docs/BENCHMARKS.md). One Write per line.
+type RequestLog struct {
+	W    io.Writer
+	Text bool
+}
+
+var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 320); return &b }}
+
+func (rl *RequestLog) write(l *reqLine, d time.Duration, bytes int64) {
+	bp := lineBufs.Get().(*[]byte)
+	b := (*bp)[:0]
+	now := time.Now()
+	field := func(b []byte, key string) []byte {
+		if rl.Text {
+			return append(append(append(b, ' '), key...), '=')
+		}
+		return append(append(append(b, ',', '"'), key...), '"', ':')
+	}
+	str := func(b []byte, key, v string) []byte {
+		b = field(b, key)
+		switch {
+		case !rl.Text:
+			return appendJSONQuoted(b, v)
+		case needsQuote(v):
+			return strconv.AppendQuote(b, v)
+		}
+		return append(b, v...)
+	}
+	if rl.Text {
+		b = append(b, "time="...)
+		b = now.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+		b = append(b, " level=INFO msg=request"...)
+	} else {
+		b = append(b, `{"time":"`...)
+		b = now.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `","level":"INFO","msg":"request"`...)
+	}
+	b = str(b, "request_id", l.id)
+	if l.workspace != 0 {
+		b = strconv.AppendInt(field(b, "workspace_id"), l.workspace, 10)
+	}
+	b = str(b, "operation", l.route.op)
+	b = str(b, "method", l.method)
+	b = str(b, "route", l.route.pattern)
+	b = strconv.AppendInt(field(b, "status"), int64(l.status), 10)
+	b = strconv.AppendFloat(field(b, "latency_ms"), float64(d.Microseconds())/1000, 'f', -1, 64)
+	b = strconv.AppendInt(field(b, "bytes"), bytes, 10)
+	if !rl.Text {
+		b = append(b, '}')
+	}
+	b = append(b, '\n')
+	_, _ = rl.W.Write(b)
+	*bp = b
+	lineBufs.Put(bp)
+}
+
+// needsQuote reports whether a text-format value needs quotes, as slog's text handler decides.
+func needsQuote(s string) bool {
+	if s == "" {
+		return true
+	}
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c <= ' ' || c == '"' || c == '=' || c == '\\' || c == 0x7f {
+				return true
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError || unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return true
+		}
+		i += n
+	}
+	return false
+}
+
+// appendJSONQuoted appends s as a JSON string, escaped as slog's JSON handler does for the
+// characters it must escape (quotes, backslashes, control characters).
+func appendJSONQuoted(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		case c >= utf8.RuneSelf:
+			if r, n := utf8.DecodeRuneInString(s[i:]); r == utf8.RuneError && n == 1 {
+				b = append(b, `\ufffd`...) // invalid UTF-8, as slog writes it
+			} else {
+				b = append(b, s[i:i+n]...)
+				i += n - 1
+			}
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }
 
 // methodName is the request's method as a constant (no allocation, and nothing a client made

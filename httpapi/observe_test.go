@@ -71,6 +71,7 @@ func (l *logSink) requestLines(tb testing.TB, id string) []map[string]any {
 func jsonLogs(c *Config) *logSink {
 	sink := &logSink{}
 	c.Logger = slog.New(slog.NewJSONHandler(sink, nil))
+	c.RequestLog = &RequestLog{W: sink} // as serve does: request lines encoded by hand
 	return sink
 }
 
@@ -482,4 +483,50 @@ func TestTransportErrorsLogged(t *testing.T) {
 	}, "the malformed request is logged")
 	require.Contains(t, sink.String(), `"component":"fasthttp"`, "fasthttp's message about it is there (debug)")
 	require.NotContains(t, sink.String(), secret)
+}
+
+// The hand-encoded request line is what slog's JSON and text handlers write for the same
+// fields (but the time), whatever the strings hold.
+func TestRequestLogEncoding(t *testing.T) {
+	for _, c := range []struct{ id, op, pattern string }{
+		{"abc-1", "books.get", "/api/v1/books/{book}"},
+		{"q\"uote\\back", "tool name", "/x=y\n\t\x01é"},
+		{"", "other", ""},
+		{"bad\xffutf8", "ok", "/ü/\xc3"},
+	} {
+		l := &reqLine{id: c.id, route: &routeInfo{op: c.op, pattern: c.pattern}, workspace: 42, method: "POST", status: 422}
+		for _, text := range []bool{false, true} {
+			var mine, ref bytes.Buffer
+			(&RequestLog{W: &mine, Text: text}).write(l, 1234567*time.Nanosecond, 99)
+			opts := &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+				if a.Key == slog.TimeKey {
+					return slog.Attr{}
+				}
+				return a
+			}}
+			var h slog.Handler = slog.NewJSONHandler(&ref, opts)
+			if text {
+				h = slog.NewTextHandler(&ref, opts)
+			}
+			slog.New(h).LogAttrs(context.Background(), slog.LevelInfo, "request",
+				slog.String("request_id", c.id), slog.Int64("workspace_id", 42), slog.String("operation", c.op),
+				slog.String("method", "POST"), slog.String("route", c.pattern), slog.Int("status", 422),
+				slog.Float64("latency_ms", 1.234), slog.Int64("bytes", 99))
+			got := mine.String()
+			require.True(t, strings.HasSuffix(got, "\n"))
+			require.Equal(t, 1, strings.Count(got, "\n"), "one line: %q", got)
+			// Drop the time field of the hand-encoded line, then compare.
+			if text {
+				require.True(t, strings.HasPrefix(got, "time="), got)
+				got = got[strings.IndexByte(got, ' ')+1:]
+			} else {
+				var m map[string]any
+				require.NoError(t, json.Unmarshal([]byte(got), &m), got)
+				_, err := time.Parse(time.RFC3339Nano, m["time"].(string))
+				require.NoError(t, err)
+				got = "{" + got[strings.Index(got, `"level"`):]
+			}
+			require.Equal(t, ref.String(), got, "text=%v", text)
+		}
+	}
 }

@@ -95,9 +95,10 @@ type Config struct {
 	PageLongEdge      int
 	// Logger receives the service's log, one line per HTTP request at info (docs/OPERATIONS.md).
 	Logger *slog.Logger
-	// RequestLogger receives the request lines (nil: Logger). serve gives it a LogWriter's
-	// batched side and Logger its Direct side.
-	RequestLogger *slog.Logger
+	// RequestLog, when set, receives the request lines, encoded by hand (RequestLog); nil
+	// sends them through Logger at info. serve points it at a LogWriter, Logger at its Direct
+	// side.
+	RequestLog *RequestLog
 	// PProf mounts net/http/pprof at /debug/pprof/ behind the admin token (off: 404).
 	PProf bool
 }
@@ -182,9 +183,6 @@ func New(cfg Config) (*Service, error) {
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.RequestLogger == nil {
-		cfg.RequestLogger = cfg.Logger
 	}
 	st, err := storage.Open(cfg.DataDir, storage.Options{})
 	if err != nil {

@@ -102,3 +102,6 @@ func serveMetricsListener(svc *httpapi.Service, o observeFlags, log *slog.Logger
 	fmt.Fprintf(stdout, "metrics (no token) on http://%s/metrics\n", ln.Addr())
 	return nil
 }
+
+// requestLines reports whether the level lets request lines (info) through.
+func (o observeFlags) requestLines() bool { return o.logLevel <= slog.LevelInfo }

@@ -214,7 +214,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	logw := httpapi.NewLogWriter(stderr)
 	defer logw.Close()
 	cfg.Logger = newLogger(logw.Direct(), f.observe)
-	cfg.RequestLogger = newLogger(logw, f.observe)
+	if f.observe.requestLines() {
+		cfg.RequestLog = &httpapi.RequestLog{W: logw, Text: f.observe.logFormat == "text"}
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ory/fosite"
@@ -27,6 +28,7 @@ const (
 	kindKGrant  = "kgrant"  // index: <key id>/<request id>
 	kindWGrant  = "wgrant"  // index: <workspace>/<request id>
 	kindWClient = "wclient" // index: <workspace>/<client id>
+	kindEnded   = "ended"   // grants an admin revoke ended (request id → when): no token is issued under them again
 )
 
 // Session is what a grant carries: whose key approved it (workspace, mode, key id and the
@@ -122,7 +124,13 @@ type Store struct {
 	// onRevoke is called after tokens were revoked or deleted (the API's credential cache
 	// forgets them).
 	onRevoke func()
+	// grantMu orders token creation against RevokeGrant: a refresh that read its refresh token
+	// before an admin revoke must not issue tokens (and recreate the grant) after it.
+	grantMu sync.Mutex
 }
+
+// errGrantEnded refuses tokens under a grant an admin revoke ended.
+var errGrantEnded = fosite.ErrInactiveToken.WithHint("The grant was revoked.")
 
 func (s *Store) fromStored(ctx context.Context, sr *storedRequest) (*fosite.Request, error) {
 	c, err := s.GetClient(ctx, sr.ClientID)
@@ -155,6 +163,17 @@ func (s *Store) get(ctx context.Context, kind, sig string) (*fosite.Request, *st
 func (s *Store) create(kind, sig string, r fosite.Requester, accessSig string) error {
 	sr := toStored(r)
 	sr.AccessSig = accessSig
+	if kind == kindAccess || kind == kindRefresh {
+		s.grantMu.Lock()
+		defer s.grantMu.Unlock()
+		var at time.Time
+		switch err := s.st.OAuthGet(kindEnded, sr.ID, &at); {
+		case err == nil:
+			return errGrantEnded
+		case !errors.Is(err, storage.ErrNotFound):
+			return err
+		}
+	}
 	b := s.st.NewOAuthBatch()
 	if err := b.Put(kind, sig, sr); err != nil {
 		b.Close()
@@ -335,8 +354,19 @@ func (s *Store) RevokeAccessToken(_ context.Context, requestID string) error {
 	return err
 }
 
-// RevokeGrant ends a whole grant: its refresh tokens are spent, its access tokens deleted.
+// RevokeGrant ends a whole grant: its refresh tokens are spent, its access tokens deleted, and
+// a marker refuses tokens under it from now on (a refresh in flight cannot revive it).
 func (s *Store) RevokeGrant(ctx context.Context, requestID string) error {
+	s.grantMu.Lock()
+	defer s.grantMu.Unlock()
+	mb := s.st.NewOAuthBatch()
+	if err := mb.Put(kindEnded, requestID, time.Now().UTC()); err != nil {
+		mb.Close()
+		return err
+	}
+	if err := mb.Commit(); err != nil {
+		return err
+	}
 	if err := s.RevokeRefreshToken(ctx, requestID); err != nil {
 		return err
 	}

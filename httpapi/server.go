@@ -409,7 +409,7 @@ func (s *Service) housekeeping() {
 	defer s.bg.Done()
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
-	idemEvery := 0
+	minutes := 0
 	for {
 		select {
 		case <-s.stop:
@@ -419,9 +419,16 @@ func (s *Service) housekeeping() {
 			if s.limCollect != nil {
 				s.limCollect.Sweep(now)
 			}
-			if idemEvery++; idemEvery%10 == 0 {
+			if minutes++; minutes%10 == 0 {
 				if _, err := s.Store.ExpireIdem(now); err != nil {
 					s.log.Error("expire idempotency entries", "err", err)
+				}
+			}
+			if minutes%60 == 0 { // hourly: OAuth grants nothing can use any more
+				if n, err := s.oauth.Purge(now); err != nil {
+					s.log.Error("purge expired OAuth grants", "err", err)
+				} else if n > 0 {
+					s.log.Info("purged expired OAuth grants", "count", n)
 				}
 			}
 		}

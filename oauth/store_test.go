@@ -87,3 +87,61 @@ func TestRevokedGrantStaysEnded(t *testing.T) {
 		require.ErrorIs(t, st.OAuthGet(kindGrant, id, &g), storage.ErrNotFound, "round %d", round)
 	}
 }
+
+func expiringRequest(id string, tt fosite.TokenType, exp time.Time) *fosite.Request {
+	r := testRequest(id)
+	r.Session.(*Session).ExpiresAt[tt] = exp
+	return r
+}
+
+// Purge removes grants whose every record expired (records, index entries, grant record and its
+// indexes) and keeps live ones, revoked grants whose refresh tokens could still be presented
+// (with their ended marker), and young markers.
+func TestPurgeExpiredGrants(t *testing.T) {
+	st, err := storage.Open(t.TempDir(), storage.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	s := &Store{st: st}
+	ctx := context.Background()
+	now := time.Now()
+	past, future := now.Add(-3*time.Hour), now.Add(time.Hour)
+
+	require.NoError(t, s.CreateAccessTokenSession(ctx, "at-old", expiringRequest("cc-old", fosite.AccessToken, past)))
+	require.NoError(t, s.CreateAccessTokenSession(ctx, "at-new", expiringRequest("cc-new", fosite.AccessToken, future)))
+	require.NoError(t, s.CreateRefreshTokenSession(ctx, "rt-rev", "", expiringRequest("revoked", fosite.RefreshToken, future)))
+	require.NoError(t, s.RevokeGrant(ctx, "revoked"))
+	require.NoError(t, s.CreateAuthorizeCodeSession(ctx, "code-old", expiringRequest("code-only", fosite.AuthorizeCode, past)))
+	old := st.NewOAuthBatch()
+	require.NoError(t, old.Put(kindEnded, "long-gone", now.Add(-40*24*time.Hour)))
+	require.NoError(t, old.Commit())
+
+	n, err := s.purge(now.Add(-time.Hour), now.Add(-30*24*time.Hour), time.Hour, 30*24*time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "cc-old and code-only")
+
+	var g grantRecord
+	var sr storedRequest
+	var at time.Time
+	require.ErrorIs(t, st.OAuthGet(kindGrant, "cc-old", &g), storage.ErrNotFound)
+	require.ErrorIs(t, st.OAuthGet(kindAccess, "at-old", &sr), storage.ErrNotFound)
+	require.ErrorIs(t, st.OAuthGet(kindCode, "code-old", &sr), storage.ErrNotFound)
+	for _, idx := range []struct{ kind, prefix string }{{kindReq, "cc-old/"}, {kindReq, "code-only/"},
+		{kindCGrant, "client-1/cc-old"}, {kindKGrant, "3/cc-old"}, {kindWGrant, "7/cc-old"}} {
+		found := false
+		require.NoError(t, st.OAuthList(idx.kind, idx.prefix, func(string, []byte) bool { found = true; return false }))
+		require.False(t, found, "%s/%s left", idx.kind, idx.prefix)
+	}
+	require.ErrorIs(t, st.OAuthGet(kindEnded, "long-gone", &at), storage.ErrNotFound)
+
+	require.NoError(t, st.OAuthGet(kindGrant, "cc-new", &g), "a live grant stays")
+	require.NoError(t, st.OAuthGet(kindAccess, "at-new", &sr))
+	require.NoError(t, st.OAuthGet(kindRefresh, "rt-rev", &sr), "a revoked grant's unexpired refresh token stays")
+	require.NoError(t, st.OAuthGet(kindEnded, "revoked", &at), "and its ended marker")
+	err = s.CreateAccessTokenSession(ctx, "at-late", testRequest("revoked"))
+	require.True(t, errors.Is(err, fosite.ErrInactiveToken), "%v", err)
+
+	// A second purge finds nothing more.
+	n, err = s.purge(now.Add(-time.Hour), now.Add(-30*24*time.Hour), time.Hour, 30*24*time.Hour)
+	require.NoError(t, err)
+	require.Zero(t, n)
+}

@@ -1,0 +1,152 @@
+package oauth
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/ory/fosite"
+
+	"flipbook/storage"
+)
+
+// Purge removes what is left of grants nothing can use any more, so OAuth records do not
+// pile up (a server-to-server client takes a new client-credentials token, a grant of its own,
+// every hour): a request id whose every record (access and refresh tokens, authorization
+// code, PKCE request) expired before now-PurgeGrace loses its records, their index entries,
+// its grant record and that record's indexes. A revoked grant's refresh tokens keep their
+// expiry, so its ended marker (RevokeGrant) stays as long as one of them could be presented;
+// markers older than the refresh-token lifetime go too. Runs from the service's housekeeping.
+func (s *Server) Purge(now time.Time) (grants int, err error) {
+	return s.store.purge(now.Add(-PurgeGrace), now.Add(-s.o.RefreshTTL-PurgeGrace), s.o.AccessTTL, s.o.RefreshTTL)
+}
+
+// PurgeGrace is how long after its last expiry a grant's records stay.
+const PurgeGrace = time.Hour
+
+// purgeBatch is the number of request ids removed per commit.
+const purgeBatch = 200
+
+type reqGroup struct {
+	id      string
+	entries [][2]string // kind, signature
+	live    bool
+}
+
+func (s *Store) purge(cutoff, endedBefore time.Time, accessTTL, refreshTTL time.Duration) (int, error) {
+	var dead []reqGroup
+	cur := reqGroup{}
+	var readErr error
+	flush := func() {
+		if cur.id != "" && !cur.live {
+			dead = append(dead, cur)
+		}
+	}
+	err := s.st.OAuthList(kindReq, "", func(key string, _ []byte) bool {
+		id, rest, _ := strings.Cut(key, "/")
+		if id != cur.id {
+			flush()
+			cur = reqGroup{id: id}
+		}
+		kind, sig, ok := strings.Cut(rest, "/")
+		if !ok {
+			return true
+		}
+		cur.entries = append(cur.entries, [2]string{kind, sig})
+		if !cur.live {
+			live, err := s.entryLive(kind, sig, cutoff, accessTTL, refreshTTL)
+			if err != nil {
+				readErr = err
+				return false
+			}
+			cur.live = live
+		}
+		return true
+	})
+	flush()
+	if err == nil {
+		err = readErr
+	}
+	if err != nil {
+		return 0, err
+	}
+	for i := 0; i < len(dead); i += purgeBatch {
+		if err := s.removeGroups(dead[i:min(i+purgeBatch, len(dead))]); err != nil {
+			return i, err
+		}
+	}
+	var ended []string
+	if err := s.st.OAuthList(kindEnded, "", func(id string, v []byte) bool {
+		var at time.Time
+		if json.Unmarshal(v, &at) == nil && at.Before(endedBefore) {
+			ended = append(ended, id)
+		}
+		return true
+	}); err != nil {
+		return len(dead), err
+	}
+	if len(ended) > 0 {
+		b := s.st.NewOAuthBatch()
+		for _, id := range ended {
+			b.Delete(kindEnded, id)
+		}
+		if err := b.Commit(); err != nil {
+			return len(dead), err
+		}
+	}
+	return len(dead), nil
+}
+
+// entryLive reports whether a record of a request id expires after cutoff (a record already
+// gone is not live).
+func (s *Store) entryLive(kind, sig string, cutoff time.Time, accessTTL, refreshTTL time.Duration) (bool, error) {
+	var sr storedRequest
+	if err := s.st.OAuthGet(kind, sig, &sr); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	tt, ttl := fosite.AuthorizeCode, accessTTL // codes and PKCE requests live minutes
+	switch kind {
+	case kindAccess:
+		tt = fosite.AccessToken
+	case kindRefresh:
+		tt, ttl = fosite.RefreshToken, refreshTTL
+	}
+	var exp time.Time
+	if sr.Session != nil {
+		exp = sr.Session.GetExpiresAt(tt)
+	}
+	if exp.IsZero() { // no recorded expiry: the lifespan from when it was requested
+		exp = sr.RequestedAt.Add(ttl)
+	}
+	return exp.After(cutoff), nil
+}
+
+// removeGroups deletes dead request ids' records in one commit, serialized against token
+// creation and RevokeGrant.
+func (s *Store) removeGroups(groups []reqGroup) error {
+	s.grantMu.Lock()
+	defer s.grantMu.Unlock()
+	b := s.st.NewOAuthBatch()
+	for _, g := range groups {
+		for _, e := range g.entries {
+			b.Delete(e[0], e[1])
+			b.Delete(kindReq, g.id+"/"+e[0]+"/"+e[1])
+		}
+		var gr grantRecord
+		switch err := s.st.OAuthGet(kindGrant, g.id, &gr); {
+		case err == nil:
+			b.Delete(kindCGrant, gr.ClientID+"/"+g.id)
+			b.Delete(kindKGrant, itoa(gr.KeyID)+"/"+g.id)
+			b.Delete(kindWGrant, itoa(gr.Workspace)+"/"+g.id)
+			b.Delete(kindGrant, g.id)
+		case !errors.Is(err, storage.ErrNotFound):
+			b.Close()
+			return err
+		}
+	}
+	return b.Commit()
+}

@@ -78,7 +78,10 @@ func (s *Service) collect(r *Request) (*Result, error) {
 	}
 	var who readerIdentity
 	if tok := r.Str("reader_token"); tok != "" {
-		c, ok := s.readers.verify(tok, b, r.Now)
+		c, ok, err := s.verifyReader(tok, b, r.Now)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			return nil, &Error{Status: 403, Type: TypeAccessDenied, Message: "the reader token is not valid for this flipbook"}
 		}

@@ -5,8 +5,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"flipbook/storage"
 )
 
 var contentTypes = map[string]string{
@@ -14,8 +17,73 @@ var contentTypes = map[string]string{
 	".pdf": "application/pdf",
 }
 
-// serveFile serves a book's stored file. Names are content hashes, so a URL's bytes never change:
-// the ETag is the name and the response is cacheable forever.
+// Cache lifetimes of served files. Names are content hashes, so a URL's bytes never change, but
+// whether it may be read does (unpublish, gate, download switched off): caches keep a book's
+// files an hour and then revalidate (the ETag makes that a 304).
+const (
+	cachePublicFile  = "public, max-age=3600"
+	cachePrivateFile = "private, max-age=3600"
+	cachePublicDoc   = "public, no-cache"
+	cachePrivateDoc  = "private, no-cache"
+	cacheBrandFile   = "public, max-age=31536000, immutable"
+)
+
+// fileAccess decides whether a book file may be served now, and how caches may keep it:
+//   - the thumbnail is served while the book exists (the API shows it for drafts too);
+//   - page images and other files only while the book is publicly reachable (published, not
+//     expired, billing not lapsed); a gated book's only with a reader token the access list
+//     still covers (header or ?token=), and then privately cached;
+//   - the source document only when downloads are on as well, and never kept by a cache without
+//     asking (no-cache), so switching downloads off takes effect at once.
+func (s *Service) fileAccess(ctx *fasthttp.RequestCtx, rid, name string, now time.Time) (cache string, err *Error) {
+	if storage.IsBrandFolder(rid) {
+		return cacheBrandFile, nil // brand logos are public (shown in every viewer of the tenant)
+	}
+	b, e := s.bookAnyStatus(rid)
+	if e != nil {
+		return "", errNotFound("file")
+	}
+	if name == b.Thumbnail {
+		return cachePublicFile, nil
+	}
+	if pb, e := s.publicBook(rid, now); e != nil || billingExpired(pb, now) {
+		return "", errNotFound("file")
+	}
+	doc := name == b.Document
+	if doc && !b.Settings.Downloadable {
+		return "", errNotFound("file")
+	}
+	if !b.Settings.EODEnabled {
+		if doc {
+			return cachePublicDoc, nil
+		}
+		return cachePublicFile, nil
+	}
+	if _, ok, e := s.verifyReader(readerToken(ctx), b, now); e != nil {
+		return "", errInternal()
+	} else if !ok {
+		return "", errGate
+	}
+	if doc {
+		return cachePrivateDoc, nil
+	}
+	return cachePrivateFile, nil
+}
+
+// bookAnyStatus reads a book by random id whatever its status.
+func (s *Service) bookAnyStatus(rid string) (*storage.Book, error) {
+	if !storage.ValidName(rid) {
+		return nil, storage.ErrNotFound
+	}
+	t, err := s.Store.BookTenant(rid)
+	if err != nil {
+		return nil, err
+	}
+	return s.Store.GetBook(t, rid)
+}
+
+// serveFile serves a stored file of a book or a tenant's brand, if fileAccess allows it now. The
+// ETag is the name (a content hash).
 func (s *Service) serveFile(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
 	rid, _ := ctx.UserValue("book").(string)
@@ -23,6 +91,12 @@ func (s *Service) serveFile(ctx *fasthttp.RequestCtx) {
 	path, ok := s.Store.Blobs.Path(rid, name)
 	if !ok {
 		s.writeError(ctx, errNotFound("file"))
+		return
+	}
+	cache, denied := s.fileAccess(ctx, rid, name, time.Now().UTC())
+	if denied != nil {
+		ctx.Response.Header.Set("Cache-Control", "no-store")
+		s.writeError(ctx, denied)
 		return
 	}
 	f, err := os.Open(path)
@@ -39,7 +113,7 @@ func (s *Service) serveFile(ctx *fasthttp.RequestCtx) {
 	etag := `"` + strings.TrimSuffix(name, filepath.Ext(name)) + `"`
 	h := &ctx.Response.Header
 	h.Set("ETag", etag)
-	h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	h.Set("Cache-Control", cache)
 	if ct, ok := contentTypes[filepath.Ext(name)]; ok {
 		h.SetContentType(ct)
 	} else {

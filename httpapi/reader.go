@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"flipbook/storage"
 )
 
@@ -62,6 +64,32 @@ func (rt *readerTokens) verify(tok string, b *storage.Book, now time.Time) (*rea
 		return nil, false
 	}
 	return &c, true
+}
+
+// verifyReader checks a reader token for a book at now: signed by this service, for this book,
+// not expired and, while the book is gated, for an address the access list still covers (a
+// removed subscriber's token stops working at once).
+func (s *Service) verifyReader(tok string, b *storage.Book, now time.Time) (*readerClaims, bool, error) {
+	c, ok := s.readers.verify(tok, b, now)
+	if !ok {
+		return nil, false, nil
+	}
+	if b.Settings.EODEnabled {
+		allowed, _, err := s.accessMatch(b, c.Email)
+		if err != nil || !allowed {
+			return nil, false, err
+		}
+	}
+	return c, true, nil
+}
+
+// readerToken is the reader token a public request carries: the X-Reader-Token header, or the
+// token query parameter (for links and images, which cannot send headers).
+func readerToken(ctx *fasthttp.RequestCtx) string {
+	if tok := ctx.Request.Header.Peek("X-Reader-Token"); len(tok) > 0 {
+		return string(tok)
+	}
+	return string(ctx.QueryArgs().Peek("token"))
 }
 
 // errBookGone is the public 404 for books that are not shown (unknown, draft, scheduled,

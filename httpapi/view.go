@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io/fs"
 	"mime"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -36,15 +37,16 @@ type viewerConfig struct {
 	TrackedLink string           `json:"tracked_link,omitempty"`
 }
 
-// viewerPages lists a book's page images (relative URLs, so the viewer works from any host).
-func (s *Service) viewerPages(b *storage.Book) ([]viewerPage, error) {
+// viewerPages lists a book's page images (relative URLs, so the viewer works from any host). A
+// gated book's URLs carry the reader's token: /files serves them only with it.
+func (s *Service) viewerPages(b *storage.Book, token string) ([]viewerPage, error) {
 	pages, err := s.Store.Pages(b.Tenant(), b.RandomID)
 	if err != nil && err != storage.ErrNotFound {
 		return nil, err
 	}
 	out := make([]viewerPage, len(pages))
 	for i, p := range pages {
-		out[i] = viewerPage{URL: "/files/" + b.RandomID + "/" + p.File, Width: p.Width, Height: p.Height}
+		out[i] = viewerPage{URL: bookFilePath(b, p.File, token), Width: p.Width, Height: p.Height}
 		if b.Extra.AutoLinksEnabled {
 			out[i].Links = p.Links
 		}
@@ -90,14 +92,12 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 	if tl := string(ctx.QueryArgs().Peek("tl")); tl != "" && validSlug(tl) && len(tl) <= 255 {
 		cfg.TrackedLink = tl
 	}
-	if !cfg.Gated { // a gated book's pages are listed only to a reader with a token
-		if cfg.Pages, err = s.viewerPages(b); err != nil {
+	if !cfg.Gated { // a gated book's pages and document are listed only to a reader with a token
+		if cfg.Pages, err = s.viewerPages(b, ""); err != nil {
 			s.writeError(ctx, errInternal())
 			return
 		}
-	}
-	if b.Document != "" && b.Settings.Downloadable {
-		cfg.DocumentURL = "/files/" + b.RandomID + "/" + b.Document
+		cfg.DocumentURL = documentPath(b, "")
 	}
 	conf, _ := json.Marshal(cfg)
 	brand := s.brandForViewer(b)
@@ -137,23 +137,50 @@ func (s *Service) viewPages(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, errBookGone)
 		return
 	}
+	tok := ""
 	if b.Settings.EODEnabled {
-		tok := string(ctx.Request.Header.Peek("X-Reader-Token"))
-		if tok == "" {
-			tok = string(ctx.QueryArgs().Peek("token"))
+		tok = readerToken(ctx)
+		_, ok, err := s.verifyReader(tok, b, now)
+		if err != nil {
+			s.writeError(ctx, errInternal())
+			return
 		}
-		if _, ok := s.readers.verify(tok, b, now); !ok {
-			s.writeError(ctx, &Error{Status: 403, Type: TypeAccessDenied, Message: "pass the email gate first"})
+		if !ok {
+			s.writeError(ctx, errGate)
 			return
 		}
 	}
-	pages, err := s.viewerPages(b)
+	pages, err := s.viewerPages(b, tok)
 	if err != nil {
 		s.writeError(ctx, errInternal())
 		return
 	}
+	data := map[string]any{"pages": pages}
+	if u := documentPath(b, tok); u != "" {
+		data["document_url"] = u
+	}
 	ctx.Response.Header.Set("Cache-Control", "no-store")
-	s.renderResult(ctx, &Result{Status: 200, Data: map[string]any{"pages": pages}})
+	s.renderResult(ctx, &Result{Status: 200, Data: data})
+}
+
+// errGate answers a gated book's content asked for without a valid reader token.
+var errGate = &Error{Status: 403, Type: TypeAccessDenied, Message: "pass the email gate first"}
+
+// bookFilePath is the viewer's address of a book file, with the reader token for a gated book.
+func bookFilePath(b *storage.Book, name, token string) string {
+	u := "/files/" + b.RandomID + "/" + name
+	if token != "" {
+		u += "?token=" + url.QueryEscape(token)
+	}
+	return u
+}
+
+// documentPath is the address of a book's source document, "" when readers may not download it.
+func documentPath(b *storage.Book, token string) string {
+	if b.Document == "" || !b.Settings.Downloadable {
+		return ""
+	}
+	return bookFilePath(b, b.Document, token)
 }
 
 func (s *Service) viewerNotFound(ctx *fasthttp.RequestCtx) {

@@ -156,10 +156,13 @@
     var fs = document.getElementById("fullscreen"); fs.hidden = false;
     fs.onclick = function () { document.fullscreenElement ? document.exitFullscreen() : document.documentElement.requestFullscreen(); };
   }
-  if (cfg.settings.downloadable && cfg.document_url) {
+  // The download button: a gated book's document address comes with its pages, after the gate.
+  function showDownload() {
+    if (!cfg.settings.downloadable || !cfg.document_url) return;
     var dl = document.getElementById("download"); dl.hidden = false; dl.href = cfg.document_url; dl.download = "";
     dl.addEventListener("click", function () { emit({ type: "document_downloaded" }); flush(false); });
   }
+  showDownload();
   if (cfg.settings.share_social_media && navigator.share) {
     var sh = document.getElementById("share"); sh.hidden = false;
     sh.onclick = function () { navigator.share({ title: document.title, url: location.href }).catch(function () {}); };
@@ -172,7 +175,7 @@
     if (cfg.pages.length || !cfg.gated) { render(); return; }
     fetch(cfg.pages_url, { headers: { "X-Reader-Token": token } })
       .then(function (r) { if (!r.ok) throw new Error("gate"); return r.json(); })
-      .then(function (b) { cfg.pages = b.data.pages; render(); })
+      .then(function (b) { cfg.pages = b.data.pages; cfg.document_url = b.data.document_url; showDownload(); render(); })
       .catch(function () { try { localStorage.removeItem(tokenKey); } catch (e) {} token = null; gate.hidden = false; });
   }
   if (cfg.gated && !token) {

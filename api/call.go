@@ -5,11 +5,15 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"math"
+	"mime/multipart"
 	"strconv"
 	"sync"
 	"time"
@@ -262,14 +266,50 @@ type envelope struct {
 }
 
 // valuesFingerprint identifies a call made with typed values (MCP): the operation and the
-// values as canonical JSON (encoding/json sorts map keys).
+// values as canonical JSON (encoding/json sorts map keys). A file is identified by its name
+// and the SHA-256 of its content, as REST fingerprints a multipart body (httpapi hashForm):
+// a FileHeader's exported fields are only name, headers and size, so two files of one size
+// would otherwise be "the same request".
 func valuesFingerprint(op *Operation, values map[string]any) []byte {
 	h := sha256.New()
 	h.Write([]byte(op.ID))
 	h.Write([]byte{0})
-	b, _ := json.Marshal(values)
+	canon, cloned := values, false
+	for k, v := range values {
+		fs, ok := v.([]*multipart.FileHeader)
+		if !ok {
+			continue
+		}
+		if !cloned { // the values are the call's: files are replaced in a copy
+			canon, cloned = maps.Clone(values), true
+		}
+		canon[k] = fileDigests(fs)
+	}
+	b, _ := json.Marshal(canon)
 	h.Write(b)
 	return h.Sum(nil)
+}
+
+// fileDigest is how a file enters a fingerprint.
+type fileDigest struct {
+	Filename string `json:"filename"`
+	Size     int64  `json:"size"`
+	SHA256   string `json:"sha256"`
+}
+
+// fileDigests identifies files by name, size and content hash. A file that cannot be read
+// hashes as empty with its size: its call fails in the handler, and failures are not stored.
+func fileDigests(fs []*multipart.FileHeader) []fileDigest {
+	out := make([]fileDigest, len(fs))
+	for i, fh := range fs {
+		sum := sha256.New()
+		if f, err := fh.Open(); err == nil {
+			_, _ = io.Copy(sum, f)
+			_ = f.Close()
+		}
+		out[i] = fileDigest{Filename: fh.Filename, Size: fh.Size, SHA256: hex.EncodeToString(sum.Sum(nil))}
+	}
+	return out
 }
 
 // Authenticate resolves an API key to its caller (for transports that check credentials

@@ -22,7 +22,8 @@ type Args struct {
 	BodyStrings bool
 	// Values, when not nil, holds every parameter by its name as a typed JSON value (MCP tool
 	// arguments); Path, Query and Body are then unused. A path or query parameter given as
-	// null or "" counts as absent, as an empty query value does in REST.
+	// null or "" counts as absent, as an empty query value does in REST. Errors then name
+	// each parameter by its argument name (Param.ArgName).
 	Values map[string]any
 	// Valid, when not nil, is the parameters already decoded and validated (FastBody).
 	Valid map[string]any
@@ -34,12 +35,26 @@ type Args struct {
 // Validate checks raw inputs against an operation's parameters and returns the typed values.
 // Every failure is collected (field → messages) before anything runs. The body's objects and
 // arrays are converted in place (they belong to this request).
+//
+// Fields are named as the caller named them: by the REST name, or for tool arguments (Values)
+// by the argument name (book_id, not book; spec §4.11), nested names included.
+//
+// A path value that is given but is not a valid id (not an integer, out of range, too long)
+// names nothing: the answer is 404, as for an id that does not exist (spec §7), not 422. It
+// wins over the other parameters' failures (what would they be validated for?). A missing
+// path argument of a tool is still 422 "is required".
 func Validate(params []Param, a *Args) (map[string]any, error) {
 	out := make(map[string]any, len(params))
 	v := Validation{}
 	elems := make([]pathElem, 0, 8)
+	tool := a.Values != nil
+	var notFound *Error
 	for i := range params {
 		p := &params[i]
+		name := p.Name
+		if tool {
+			name = p.ArgName()
+		}
 		var raw any
 		var present bool
 		fromString := false
@@ -63,17 +78,43 @@ func Validate(params []Param, a *Args) (map[string]any, error) {
 		}
 		if !present {
 			if p.Required {
-				v.Add(p.Name, "is required")
+				v.Add(name, "is required")
 			}
 			continue
 		}
-		field := &fieldPath{elems: append(elems[:0], pathElem{name: p.Name})}
-		if val, ok := checkValue(p, field, raw, fromString, v); ok {
+		field := &fieldPath{elems: append(elems[:0], pathElem{name: name})}
+		if p.In == InPath {
+			pv := Validation{}
+			if val, ok := checkValue(p, field, raw, fromString, pv); ok {
+				out[p.Name] = val
+			} else if notFound == nil {
+				notFound = ErrNotFound(pathNoun(p.Name))
+			}
+		} else if val, ok := checkValue(p, field, raw, fromString, v); ok {
 			out[p.Name] = val
 		}
 		elems = field.elems
 	}
+	if notFound != nil {
+		return nil, notFound
+	}
 	return out, v.Err()
+}
+
+// pathNouns name what a path value identifies, as the handlers' own 404s name it ("catalog
+// not found"), so a malformed id and an unknown one read the same.
+var pathNouns = map[string]string{
+	"book": "book", "batchId": "batch", "batch": "bulk settings batch", "catalog": "catalog",
+	"item": "catalog item", "syncJob": "sync job", "subscription": "webhook subscription",
+	"subscriber": "subscriber", "embedDomain": "embed domain", "client": "OAuth client", "grant": "OAuth grant",
+}
+
+// pathNoun is what the path parameter name identifies ("resource" when not known).
+func pathNoun(name string) string {
+	if n, ok := pathNouns[name]; ok {
+		return n
+	}
+	return "resource"
 }
 
 // fieldPath names the value being checked (events.3.type) as a stack of names and indexes

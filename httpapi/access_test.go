@@ -101,7 +101,7 @@ func TestSubscriberValidation(t *testing.T) {
 		{"page min", "GET", p + "?pagination[page]=0", nil, 422, "pagination[page]"},
 		{"list type enum", "GET", p + "?type=x", nil, 422, "type"},
 		{"filter max", "GET", p + "?filter=" + strings.Repeat("a", 256), nil, 422, "filter"},
-		{"delete id", "DELETE", p + "/abc", nil, 422, "subscriber"},
+		{"delete id", "DELETE", p + "/abc", nil, 404, ""},
 		{"per_page edge", "GET", p + "?pagination[per_page]=200", nil, 200, ""},
 	})
 }

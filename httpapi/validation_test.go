@@ -187,7 +187,7 @@ func TestValidationAdmin(t *testing.T) {
 		{"name max", "POST", "/workspaces", map[string]any{"name": long(256), "plan": "pro"}, 422, "name"},
 		{"plan enum", "POST", "/workspaces", map[string]any{"name": "a", "plan": "gold"}, 422, "plan"},
 		{"plan required", "PUT", "/workspaces/1", map[string]any{}, 422, "plan"},
-		{"id int", "PUT", "/workspaces/abc", map[string]any{"plan": "pro"}, 422, "id"},
+		{"id int", "PUT", "/workspaces/abc", map[string]any{"plan": "pro"}, 404, ""},
 		{"unknown workspace", "PUT", "/workspaces/999", map[string]any{"plan": "pro"}, 404, ""},
 		{"scopes required", "POST", "/workspaces/1/keys", map[string]any{"name": "k"}, 422, "scopes"},
 		{"scopes empty", "POST", "/workspaces/1/keys", map[string]any{"scopes": []any{}}, 422, "scopes"},

@@ -35,6 +35,15 @@ func toolOf(op *api.Operation) *sdk.Tool {
 			}
 		}
 	}
+	// A required file part is required as its first tool argument (files; pdfs is its alias,
+	// accepted by bind). Not "anyOf: [required files, required pdfs]": the Anthropic Messages
+	// API refuses a tool whose input_schema has anyOf, oneOf or allOf at the top level, and a
+	// client that passes the tool list through would fail every request.
+	for _, fp := range fileParams(op) {
+		if fp.required {
+			in.Required = append(in.Required, fp.args[0])
+		}
+	}
 	if op.Write {
 		in.Properties[IdempotencyKeyArg] = &jsonschema.Schema{Type: "string", MaxLength: ptr(api.MaxIdempotencyKey),
 			Description: "a fresh UUID per logical operation: a retry with the same key returns the first result instead of acting twice (24 hours)"}
@@ -189,7 +198,7 @@ func (s *Server) bind(op *api.Operation, args map[string]any, in *api.Input) ([]
 	for _, fp := range fileParams(op) {
 		b64, name, err := fileArg(args, fp.args)
 		if err != "" {
-			v.Add(fp.args[0], err)
+			v.Add(name, err)
 			continue
 		}
 		if b64 == nil {
@@ -215,21 +224,23 @@ func (s *Server) bind(op *api.Operation, args map[string]any, in *api.Input) ([]
 
 // fileParam maps a file part of the REST form to the tool arguments that carry it as base64.
 type fileParam struct {
-	param string   // the KFile parameter
-	args  []string // tool arguments, in order of preference
+	param    string   // the KFile parameter
+	args     []string // tool arguments, in order of preference
+	required bool     // the file part is required
 }
 
 func fileParams(op *api.Operation) []fileParam {
 	var out []fileParam
 	for i := range op.Params {
-		if op.Params[i].Kind != api.KFile {
+		p := &op.Params[i]
+		if p.Kind != api.KFile {
 			continue
 		}
-		switch op.Params[i].Name {
+		switch p.Name {
 		case "files":
-			out = append(out, fileParam{"files", []string{"files", "pdfs"}})
+			out = append(out, fileParam{"files", []string{"files", "pdfs"}, p.Required})
 		case "file":
-			out = append(out, fileParam{"file", []string{"logo_base64"}})
+			out = append(out, fileParam{"file", []string{"logo_base64"}, p.Required})
 		}
 	}
 	return out

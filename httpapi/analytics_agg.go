@@ -229,6 +229,19 @@ func (s *Service) ReaderJourney(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A viewer is one of the workspace's: an unknown id (or another workspace's) is a 404, a
+	// known one with no visits in range is itself with empty lists.
+	var viewer journeyViewerJSON
+	if id, ok := r.Int("viewer_id"); ok {
+		email, err := s.Store.ViewerEmail(r.Auth.Tenant, id)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, errNotFound("viewer")
+		}
+		if err != nil {
+			return nil, err
+		}
+		viewer = journeyViewerJSON{ID: itoa64(id), Email: email}
+	}
 	ctx, cancel := analyticsCtx()
 	defer cancel()
 	j, err := analytics.ReaderJourney(ctx, s.Analytics.Query(), f)
@@ -249,7 +262,7 @@ func (s *Service) ReaderJourney(r *Request) (*Result, error) {
 		}
 		return t
 	}
-	out := journeyJSON{Books: []journeyBookJSON{}, Timeline: []journeyVisitJSON{}}
+	out := journeyJSON{Viewer: viewer, Books: []journeyBookJSON{}, Timeline: []journeyVisitJSON{}}
 	if j.ViewerID != 0 {
 		out.Viewer = journeyViewerJSON{ID: itoa64(j.ViewerID), Email: j.ViewerEmail}
 	}

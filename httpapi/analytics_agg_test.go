@@ -460,10 +460,16 @@ func TestAnalyticsAggregates(t *testing.T) {
 		require.Equal(t, "1", j["aggregates"].(map[string]any)["total_visits"])
 		j = fx.get(t, "reader-journey?viewer_id="+itoa(fx.bob))["data"].(map[string]any)
 		require.Equal(t, "37.50", j["aggregates"].(map[string]any)["overall_engagement_score"])
-		j = fx.get(t, "reader-journey?viewer_id=999999")["data"].(map[string]any)
+		// A known reader with no visits in range is still named; an unknown viewer is a 404.
+		j = fx.get(t, "reader-journey?viewer_id="+itoa(fx.ann)+"&date=2001-01-01")["data"].(map[string]any)
+		require.Equal(t, map[string]any{"id": itoa(fx.ann), "email": "ann@example.com"}, j["viewer"])
 		require.Equal(t, map[string]any{"total_books": "0", "total_pages_viewed": "0", "total_duration_seconds": "0",
 			"overall_engagement_score": "0.00", "total_visits": "0"}, j["aggregates"])
 		require.Empty(t, j["books"])
+		require.Empty(t, j["timeline"])
+		r := fx.h.do(t, "GET", "/api/v1/analytics/reader-journey?viewer_id=999999", fx.key, nil)
+		require.Equal(t, 404, r.Status, "%s", r.Body)
+		require.Equal(t, TypeNotFound, r.errType())
 	})
 
 	t.Run("gates", func(t *testing.T) {
@@ -484,12 +490,12 @@ func TestAnalyticsAggregates(t *testing.T) {
 				require.Equal(t, 404, h.do(t, "GET", p, other, nil).Status, "another workspace's book: %s", op)
 			}
 		}
-		// Another workspace, and the test-mode sandbox of this one, see nothing of Ann's journey.
+		// To another workspace, and to the test-mode sandbox of this one, Ann does not exist.
 		sandbox := h.key(t, fx.ws, "test", "*")
 		for _, k := range []string{other, sandbox} {
 			j := h.do(t, "GET", "/api/v1/analytics/reader-journey?viewer_id="+itoa(fx.ann), k, nil)
-			require.Equal(t, 200, j.Status)
-			require.Empty(t, j.data()["books"])
+			require.Equal(t, 404, j.Status, "%s", j.Body)
+			require.NotContains(t, string(j.Body), "ann@example.com")
 		}
 		require.Equal(t, 404, h.do(t, "GET", "/api/v1/analytics/readers?book_id="+A, sandbox, nil).Status)
 

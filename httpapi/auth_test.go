@@ -28,6 +28,12 @@ func TestAuthentication(t *testing.T) {
 		r := h.do(t, "GET", "/api/v1/books", "", nil, "Authorization", "Basic "+key)
 		require.Equal(t, 401, r.Status)
 	})
+	t.Run("scheme in any case", func(t *testing.T) {
+		for _, scheme := range []string{"Bearer", "bearer", "BEARER", "bEaReR"} {
+			r := h.do(t, "GET", "/api/v1/books", "", nil, "Authorization", scheme+" "+key)
+			require.Equal(t, 200, r.Status, "%s: %s", scheme, r.Body)
+		}
+	})
 	t.Run("api_key query parameter", func(t *testing.T) {
 		r := h.do(t, "GET", "/api/v1/books?api_key="+key, "", nil)
 		require.Equal(t, 200, r.Status, "%s", r.Body)

@@ -215,9 +215,11 @@ func hashForm(h hash.Hash, form *multipart.Form) {
 	}
 }
 
+// bearer is the credential of an Authorization: Bearer header (the scheme is case-insensitive,
+// RFC 9110 §11.1).
 func bearer(ctx *fasthttp.RequestCtx) string {
 	h := ctx.Request.Header.Peek("Authorization")
-	if len(h) > 7 && (string(h[:7]) == "Bearer " || string(h[:7]) == "bearer ") {
+	if len(h) > 7 && bytes.EqualFold(h[:7], []byte("Bearer ")) {
 		return string(bytes.TrimSpace(h[7:]))
 	}
 	return ""

@@ -6,8 +6,11 @@ import (
 
 // Response schemas of the resources of spec §2, as the service renders them (JSON Schema
 // 2020-12: the MCP outputSchema and, unchanged, the OpenAPI 3.1 response schemas). Objects list
-// the fields every response carries as required; `make test` checks a real response of every
-// operation against them (httpapi/openapi_test.go), so they cannot drift from the handlers.
+// the fields every response carries as required, and the fields only some carry as optional;
+// `make test` checks a real response of every operation against them (httpapi/openapi_test.go),
+// and that test also fails on a property an object schema with properties does not declare,
+// so they cannot drift from the handlers either way. A schema without properties (anyObject)
+// is free-form and left out of that check: use it only for data that really is free-form.
 
 type kv struct {
 	name string
@@ -16,12 +19,42 @@ type kv struct {
 
 func prop(name string, s *jsonschema.Schema) kv { return kv{name, s} }
 
+// describe gives the property a description (on a copy: the shared schemas stay bare).
+func (p kv) describe(d string) kv {
+	c := *p.s
+	c.Description = d
+	return kv{p.name, &c}
+}
+
 // object is an object whose listed properties are all present (others may be added later).
 func object(props ...kv) *jsonschema.Schema {
 	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
 	for _, p := range props {
 		s.Properties[p.name] = p.s
 		s.Required = append(s.Required, p.name)
+	}
+	return s
+}
+
+// with is base (an object) plus the required props.
+func with(base *jsonschema.Schema, props ...kv) *jsonschema.Schema {
+	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{},
+		Required: append([]string(nil), base.Required...)}
+	for k, v := range base.Properties {
+		s.Properties[k] = v
+	}
+	for _, p := range props {
+		s.Properties[p.name] = p.s
+		s.Required = append(s.Required, p.name)
+	}
+	return s
+}
+
+// optional is base (an object) plus props that only some answers carry.
+func optional(base *jsonschema.Schema, props ...kv) *jsonschema.Schema {
+	s := with(base)
+	for _, p := range props {
+		s.Properties[p.name] = p.s
 	}
 	return s
 }
@@ -76,9 +109,16 @@ var (
 		prop("settings_revision", str),
 	)
 
-	cursorMetaSchema = object(prop("next_cursor", strN), prop("has_more", boolean))
-	pageMetaSchema   = anyObject
-	messageSchema    = object(prop("message", str))
+	// cursorMetaSchema is the meta of every cursor-paginated list (docs/API.md, Pagination):
+	// limit is the page size used (the default when the request gave none).
+	cursorMetaSchema = object(prop("next_cursor", strN), prop("has_more", boolean), prop("limit", integer))
+	// pageMetaSchema is the meta of the page-paginated subscribers list (spec §4.2).
+	pageMetaSchema = object(prop("total", integer), prop("per_page", integer), prop("current_page", integer),
+		prop("last_page", integer), prop("from", intN), prop("to", intN))
+	messageSchema = object(prop("message", str))
+	// createdMetaSchema is the meta of an add that may find the entry already there.
+	createdMetaSchema = object(prop("created", boolean))
+	totalMetaSchema   = object(prop("total", integer))
 
 	uploadSchema = object(prop("batch_id", str), prop("status", str), prop("book_ids", arrayOf(str)))
 
@@ -91,7 +131,7 @@ var (
 		prop("progress", progressSchema),
 		prop("files", arrayOf(object(prop("name", str), prop("kind", str), prop("size", integer),
 			prop("book_id", str), prop("status", str), prop("page_count", integer), prop("error", strN)))),
-		prop("books", nullable(arrayOf(bookSchema))),
+		prop("books", arrayOf(bookSchema)).describe("the Book objects the batch produced (those still existing); the same in every form of the batch"),
 		prop("created_at", dateTime), prop("started_at", dateTime), prop("finished_at", dateTime),
 		prop("cancelled_at", dateTime),
 	)
@@ -100,10 +140,13 @@ var (
 
 	subscriberSchema = object(prop("id", integer), prop("book_id", str), prop("email", str),
 		prop("type", enumOf("email", "domain")), prop("created_at", dateTime))
+	subscriberDeletedSchema = with(messageSchema, prop("id", integer))
 
 	// embedDomainSchema is spec §2.3.
 	embedDomainSchema = object(prop("id", str), prop("domain", str), prop("includes_subdomains", boolean),
 		prop("created_at", dateTime))
+	embedDomainDeletedSchema = with(messageSchema, prop("id", str))
+	embedDomainsMetaSchema   = object(prop("total", integer), prop("domains_enabled", boolean))
 
 	trackedLinkSchema = object(prop("id", integer), prop("book_id", str), prop("name", str), prop("slug", str),
 		prop("channel", strN), prop("kind", str), prop("metadata", orNull("object")), prop("url", str),
@@ -125,6 +168,7 @@ var (
 		prop("workspace", workspaceSchema),
 		prop("created_at", dateTime), prop("updated_at", dateTime),
 	)
+	brandMetaSchema = object(prop("plan", str), prop("take_over_branding_available", boolean))
 
 	healthSchema = object(prop("status", str), prop("timestamp", str), prop("version", str),
 		prop("details", object(prop("converters", arrayOf(object(prop("name", str), prop("kinds", arrayOf(str)),
@@ -147,14 +191,15 @@ var (
 		prop("impressions", integer), prop("reads", integer), prop("clicks", integer), prop("pages_viewed", integer),
 		prop("duration_seconds", integer), prop("engagement_score", str),
 		prop("tracked_link", nullable(object(prop("id", integer), prop("name", str), prop("slug", str)))),
-		prop("recorded_at", dateTime), prop("updated_at", dateTime)}, location...)...)
+		prop("session_id", str), prop("recorded_at", dateTime), prop("updated_at", dateTime)}, location...)...)
 
 	interactionEventSchema = object(append([]kv{
 		prop("id", integer), prop("book_id", str), prop("viewer_id", intN), prop("viewer_email", str),
 		prop("tracked_link_id", intN), prop("session_id", str), prop("event_type", str), prop("page_number", intN),
 		prop("active_ms", intN), prop("active_seconds", numN), prop("exit_reason", str), prop("source_type", str),
-		prop("source_host", strN), prop("metadata", orNull("array")), prop("occurred_at", dateTime),
-		prop("created_at", dateTime)}, location...)...)
+		prop("source_host", strN), prop("metadata", orNull("array")),
+		prop("url", str).describe("the URL a link_clicked or checkout_redirect_clicked event went to (empty for other events)"),
+		prop("occurred_at", dateTime), prop("created_at", dateTime)}, location...)...)
 
 	auditEventSchema = object(
 		prop("id", str), prop("source", str), prop("source_event_id", integer), prop("book_id", str),
@@ -163,8 +208,11 @@ var (
 		prop("metadata", &jsonschema.Schema{Types: []string{"null", "object", "string", "array"}}),
 		prop("occurred_at", dateTime))
 
+	// pageSummarySchema and readerPageSchema are spec §2.8's page summary and reader page
+	// summary; a reader page also names its reader (reader_id, as the readers operation does)
+	// and, for an anonymous reader, its session.
 	pageSummarySchema = object(
-		prop("book_id", str), prop("page_number", integer), prop("unique_readers", integer),
+		prop("id", integer).describe("the page number"), prop("book_id", str), prop("page_number", integer), prop("unique_readers", integer),
 		prop("total_active_ms", integer), prop("avg_active_ms_per_reader", integer),
 		prop("avg_active_ms_per_segment", integer), prop("median_active_ms_per_segment", integer),
 		prop("total_segments", integer), prop("total_active_seconds", number),
@@ -172,7 +220,9 @@ var (
 		prop("median_active_seconds_per_segment", number))
 
 	readerPageSchema = object(
-		prop("book_id", str), prop("page_number", integer), prop("total_active_ms", integer),
+		prop("id", integer).describe("stable: derived from the book, the reader and the page"), prop("book_id", str),
+		prop("reader_id", str), prop("viewer_id", intN), prop("session_id", strN).describe("anonymous readers only"),
+		prop("page_number", integer), prop("total_active_ms", integer),
 		prop("segments", integer), prop("avg_active_ms_per_segment", integer), prop("total_active_seconds", number),
 		prop("avg_active_seconds_per_segment", number), prop("viewer_email", str),
 		prop("first_viewed_at", strN), prop("last_viewed_at", strN))
@@ -189,7 +239,9 @@ var (
 	sessionPageSchema = object(
 		prop("id", integer), prop("view_event_id", integer), prop("book_id", str), prop("session_id", str),
 		prop("page_number", integer), prop("visit_order", integer), prop("segments", integer),
-		prop("total_active_ms", integer), prop("total_active_seconds", number))
+		prop("total_active_ms", integer), prop("total_active_seconds", number),
+		prop("avg_active_ms_per_segment", integer), prop("avg_active_seconds_per_segment", number),
+		prop("first_viewed_at", strN), prop("last_viewed_at", strN))
 
 	countStats = []kv{prop("count", integer), prop("unique_readers", integer)}
 
@@ -209,8 +261,10 @@ var (
 	journeySchema = object(
 		prop("viewer", object(prop("id", str), prop("email", str))),
 		prop("aggregates", object(prop("total_books", str), prop("total_pages_viewed", str),
-			prop("total_duration_seconds", str), prop("overall_engagement_score", str))),
+			prop("total_duration_seconds", str), prop("overall_engagement_score", str), prop("total_visits", str))),
 		prop("books", arrayOf(object(prop("book_id", str), prop("title", str), prop("visits", str),
 			prop("pages_viewed", str), prop("duration_seconds", str), prop("engagement_score", str), prop("last_visit", str)))),
-		prop("timeline", arrayOf(anyObject)))
+		prop("timeline", arrayOf(object(prop("view_event_id", str), prop("book_id", str), prop("title", str),
+			prop("session_id", str), prop("started_at", str), prop("ended_at", str), prop("pages_viewed", str),
+			prop("duration_seconds", str), prop("engagement_score", str)))))
 )

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"strconv"
+
 	"flipbook/actors"
 	"flipbook/analytics"
 	"flipbook/ingest"
@@ -25,6 +27,7 @@ const (
 	MaxTemplateItems      = 50       // content items of create-from-template
 	MaxLogoBytes          = 2048 << 10
 	DefaultAnalyticsLimit = 100
+	DefaultBookLimit      = 25 // GET /books without limit
 	MaxAnalyticsLimit     = 500
 )
 
@@ -132,7 +135,7 @@ func Table(b Backend, o TableOptions) []*Operation {
 				Str("filter[name]", InQuery, 255).Describe("case-insensitive substring of the name"),
 				Enum("sort", InQuery, BookSorts...),
 				Str("cursor", InQuery, 1024).Describe("meta.next_cursor of the previous page"),
-				Int("limit", InQuery, 1, 200).Describe("books per page (default 50)"),
+				Int("limit", InQuery, 1, 200).Describe("books per page (default " + strconv.Itoa(DefaultBookLimit) + ")"),
 			},
 			Response: arrayOf(bookSchema), ResponseMeta: cursorMetaSchema,
 			Handler: b.ListBooks},
@@ -175,8 +178,9 @@ func Table(b Backend, o TableOptions) []*Operation {
 			Handler: b.UpdateBook},
 		{ID: "books.delete", Method: "DELETE", Path: "/books/{book}", Scope: "books:write", Write: true, Destructive: true,
 			Summary: "Delete a flipbook and its files.",
-			Params:  []Param{Str("book", InPath, 64).Req()}, Response: messageSchema, ResponseMeta: anyObject,
-			Handler: b.DeleteBook},
+			Params:  []Param{Str("book", InPath, 64).Req()}, Response: messageSchema,
+			ResponseMeta: object(prop("book_id", str)),
+			Handler:      b.DeleteBook},
 		{ID: "books.create_konva", Method: "POST", Path: "/books/konva", Tool: "books_create_konva", Scope: "books:write", Write: true,
 			Status:  201,
 			Summary: "Create a flipbook from editor canvas content with page images.",
@@ -193,7 +197,8 @@ func Table(b Backend, o TableOptions) []*Operation {
 		{ID: "subscribers.list", Method: "GET", Path: "/subscribers", Tool: "subscribers_list", Scope: "subscribers:read", ReadOnly: true,
 			Summary: "List the workspace's access-list entries (page-based pagination).",
 			Params: []Param{
-				Int("pagination[per_page]", InQuery, 1, 200), Int("pagination[rowsPerPage]", InQuery, 1, 200),
+				Int("pagination[per_page]", InQuery, 1, 200).Describe("entries per page (default 25)"),
+				Int("pagination[rowsPerPage]", InQuery, 1, 200).Describe("alias of pagination[per_page]"),
 				{Name: "pagination[page]", In: InQuery, Kind: KInt, Min: F64(1)},
 				Str("filter", InQuery, 255).Describe("substring of the address, domain or book id"),
 				Enum("type", InQuery, "email", "domain"),
@@ -208,34 +213,35 @@ func Table(b Backend, o TableOptions) []*Operation {
 				Str("email", InBody, 255).Req().Describe("an address, or a domain for type domain"),
 				Enum("type", InBody, "email", "domain"),
 			},
-			Response: subscriberSchema,
-			Handler:  b.CreateSubscriber},
+			Response: subscriberSchema, ResponseMeta: createdMetaSchema,
+			Handler: b.CreateSubscriber},
 		{ID: "subscribers.delete", Method: "DELETE", Path: "/subscribers/{subscriber}", Scope: "subscribers:write", Write: true, Destructive: true,
 			Summary:  "Remove an access-list entry (removing the last turns the email gate off).",
 			Params:   []Param{{Name: "subscriber", In: InPath, Kind: KInt, Required: true, Min: F64(1)}},
-			Response: messageSchema, ResponseMeta: anyObject,
-			Handler: b.DeleteSubscriber},
+			Response: subscriberDeletedSchema,
+			Handler:  b.DeleteSubscriber},
 
 		// Embed domains (spec §4.3)
 		{ID: "embed_domains.list", Method: "GET", Path: "/books/{book}/embed-domains", Tool: "books_list_embed_domains", Scope: "books:read", ReadOnly: true,
 			Summary: "Sites allowed to embed a flipbook.",
-			Params:  []Param{Str("book", InPath, 64).Req()}, Response: arrayOf(embedDomainSchema), ResponseMeta: anyObject,
-			Handler: b.ListEmbedDomains},
+			Params:  []Param{Str("book", InPath, 64).Req()}, Response: arrayOf(embedDomainSchema),
+			ResponseMeta: embedDomainsMetaSchema,
+			Handler:      b.ListEmbedDomains},
 		{ID: "embed_domains.create", Method: "POST", Path: "/books/{book}/embed-domains", Tool: "books_create_embed_domain", Scope: "books:write", Write: true,
 			Summary:  "Allow a site (and its subdomains) to embed a flipbook; the first entry restricts embedding.",
 			Params:   []Param{Str("book", InPath, 64).Req(), Str("domain", InBody, 255).Req()},
-			Response: embedDomainSchema, ResponseMeta: anyObject,
+			Response: embedDomainSchema, ResponseMeta: createdMetaSchema,
 			Handler: b.CreateEmbedDomain},
 		{ID: "embed_domains.delete", Method: "DELETE", Path: "/books/{book}/embed-domains/{embedDomain}", Scope: "books:write", Write: true, Destructive: true,
 			Summary:  "Remove an embed domain (removing the last lifts the restriction).",
 			Params:   []Param{Str("book", InPath, 64).Req(), {Name: "embedDomain", In: InPath, Kind: KInt, Required: true, Min: F64(1)}},
-			Response: messageSchema, ResponseMeta: anyObject,
-			Handler: b.DeleteEmbedDomain},
+			Response: embedDomainDeletedSchema,
+			Handler:  b.DeleteEmbedDomain},
 
 		// Brand (spec §4.6)
 		{ID: "brand.get", Method: "GET", Path: "/brand", Tool: "brand_get", Scope: "brand:read", ReadOnly: true,
 			Summary: "The workspace's brand (null when it has none).", Response: object(prop("brand", nullable(brandSchema))),
-			ResponseMeta: anyObject, Handler: b.GetBrand},
+			ResponseMeta: brandMetaSchema, Handler: b.GetBrand},
 		{ID: "brand.create", Method: "POST", Path: "/brand", Tool: "brand_create", Scope: "brand:write", Write: true,
 			Multipart: true, MaxBody: MaxLogoBytes + 1<<20, Status: 201,
 			Summary: "Create the workspace's brand: company name, contact, colours, social accounts and a logo (multipart file part `file`).",
@@ -246,21 +252,22 @@ func Table(b Backend, o TableOptions) []*Operation {
 		{ID: "brand.update", Method: "PUT", Path: "/brand", Tool: "brand_update", Scope: "brand:write", Write: true,
 			Multipart: true, MaxBody: MaxLogoBytes + 1<<20,
 			Summary: "Update the brand: fields sent are set (an empty value clears one), others are kept.",
-			Params:  brandParams(true), Response: object(prop("brand", brandSchema)), ResponseMeta: anyObject,
+			Params:  brandParams(true), Response: object(prop("brand", brandSchema)), ResponseMeta: brandMetaSchema,
 			ToolParams: []Param{{Name: "logo_base64", In: InTool, Kind: KString, MaxLen: MaxLogoBytes*4/3 + 64,
 				Desc: "a new logo as base64; the REST form sends it as the file part `file`"}},
 			Handler: b.UpdateBrand},
 		{ID: "brand.toggle_take_over", Method: "POST", Path: "/toggle-take-over-branding", Tool: "brand_toggle_take_over_branding",
 			Scope: "brand:write", Write: true,
 			Summary:  "Flip take-over branding: public flipbook pages show the brand instead of the service's.",
-			Response: object(prop("brand", brandSchema)), ResponseMeta: anyObject,
-			Handler: b.ToggleTakeOverBranding},
+			Response: object(prop("brand", brandSchema)),
+			Handler:  b.ToggleTakeOverBranding},
 
 		// Tracked links (spec §4.9)
 		{ID: "tracked_links.list", Method: "GET", Path: "/books/{book}/tracked-links", Tool: "books_list_tracked_links", Scope: "tracked-links:read", ReadOnly: true,
 			Summary: "A flipbook's tracked links with their slugs and channels.",
 			Params:  []Param{Str("book", InPath, 64).Req()}, Response: arrayOf(trackedLinkSchema),
-			Handler: b.ListTrackedLinks},
+			ResponseMeta: totalMetaSchema,
+			Handler:      b.ListTrackedLinks},
 		{ID: "tracked_links.create", Method: "POST", Path: "/books/{book}/tracked-links", Tool: "tracked_links_create", Scope: "tracked-links:write", Write: true,
 			Status:  201,
 			Summary: "Create a tracked link; readers who open it are attributed to it.",
@@ -440,8 +447,10 @@ func pTrackedLinkID() Param { return Int("tracked_link_id", InQuery, 1, 1<<53) }
 func pViewerID() Param      { return Int("viewer_id", InQuery, 1, 1<<53) }
 func pSessionID() Param     { return Str("session_id", InQuery, 255) }
 func pPageNumber() Param    { return Int("page_number", InQuery, 1, 100000) }
-func pLimit() Param         { return Int("limit", InQuery, 1, MaxAnalyticsLimit) }
-func pCursor() Param        { return Str("cursor", InQuery, 512) }
+func pLimit() Param {
+	return Int("limit", InQuery, 1, MaxAnalyticsLimit).Describe("rows per page (default " + strconv.Itoa(DefaultAnalyticsLimit) + ")")
+}
+func pCursor() Param { return Str("cursor", InQuery, 512) }
 func pAnon() Param {
 	return Bool("include_anonymous", InQuery).Describe("also readers without an address (anonymous sessions); default false")
 }

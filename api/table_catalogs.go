@@ -1,5 +1,7 @@
 package api
 
+import "strconv"
+
 // Catalog limits (spec §4.8, §8; docs/CATALOGS.md).
 const (
 	DefaultCatalogLimit   = 25
@@ -58,6 +60,8 @@ var (
 		prop("type", enumOf("create", "update", "bulk_upsert", "availability")), prop("status", enumOf(syncStatuses...)),
 		prop("progress", object(prop("total", integer), prop("processed", integer), prop("accepted", integer), prop("failed", integer))),
 		prop("errors", arrayOf(syncErrorSchema)),
+		prop("reason", strN).describe("why the job ended as it did when that needs saying (a cancel: the catalog was deleted)"),
+		prop("snapshot_at", dateTime).describe("availability jobs: when the availability was read (the request's snapshot_at)"),
 		prop("started_at", dateTime), prop("finished_at", dateTime), prop("created_at", dateTime), prop("updated_at", dateTime),
 	)
 
@@ -71,6 +75,9 @@ var (
 		prop("thumbnails", object(prop("small", str), prop("large", str))))
 
 	renderSchema = object(prop("book", bookSchema), prop("batch_id", str), prop("template_id", str))
+
+	catalogIDMetaSchema    = object(prop("catalog_id", integer))
+	catalogItemsMetaSchema = with(cursorMetaSchema, prop("catalog_id", integer))
 )
 
 // productParams are the fields of one product entry (bulk upsert, catalog create).
@@ -112,7 +119,7 @@ func pCatalog() Param {
 }
 
 func limitParam() Param {
-	return Int("limit", InQuery, 1, MaxCatalogLimit).Describe("default 25")
+	return Int("limit", InQuery, 1, MaxCatalogLimit).Describe("per page (default " + strconv.Itoa(DefaultCatalogLimit) + ")")
 }
 
 // catalogOperations are the catalog and template operations of spec §4.8.
@@ -140,9 +147,10 @@ func catalogOperations(b Backend) []*Operation {
 				{Name: "items", In: InBody, Kind: KArray, MaxItems: MaxCatalogCreateItems, Items: products,
 					Desc: "initial products (as bulk upsert entries), imported by the catalog's first sync job"},
 			},
-			MaxBody:  8 << 20,
-			Response: object(prop("catalog", catalogSchema), prop("sync_job", syncJobSchema)), ResponseMeta: anyObject,
-			Handler: b.CreateCatalog},
+			MaxBody:      8 << 20,
+			Response:     object(prop("catalog", catalogSchema), prop("sync_job", syncJobSchema)),
+			ResponseMeta: object(prop("updated", boolean).describe("an existing catalog (same source and external_id) was updated")),
+			Handler:      b.CreateCatalog},
 		{ID: "catalogs.get", Method: "GET", Path: "/catalogs/{catalog}", Tool: "catalogs_get", Scope: "catalogs:read", ReadOnly: true,
 			Summary: "One catalog with its last sync.", Params: []Param{pCatalog()},
 			Response: object(prop("catalog", catalogSchema)), Handler: b.GetCatalog},
@@ -152,7 +160,7 @@ func catalogOperations(b Backend) []*Operation {
 		{ID: "catalogs.items", Method: "GET", Path: "/catalogs/{catalog}/items", Tool: "catalogs_list_items", Scope: "catalogs:read", ReadOnly: true,
 			Summary:  "A catalog's items, newest first.",
 			Params:   []Param{pCatalog(), limitParam(), Str("cursor", InQuery, 256).Describe("meta.next_cursor of the previous page")},
-			Response: arrayOf(catalogItemSchema), ResponseMeta: cursorMetaSchema, Handler: b.ListCatalogItems},
+			Response: arrayOf(catalogItemSchema), ResponseMeta: catalogItemsMetaSchema, Handler: b.ListCatalogItems},
 		{ID: "catalogs.availability", Method: "PATCH", Path: "/catalogs/{catalog}/items/availability",
 			Tool: "catalogs_update_item_availability", Scope: "catalogs:write", Write: true, Status: 202,
 			Summary: "Update the availability of up to 1,000 items (matched on external_product_id and external_variant_id); items not in the catalog are reported as errors of the sync job.",
@@ -162,19 +170,19 @@ func catalogOperations(b Backend) []*Operation {
 				Time("snapshot_at", InBody).Describe("when the availability was read; an item with newer availability is not overwritten"),
 			},
 			MaxBody:  4 << 20,
-			Response: object(prop("summary", syncSummarySchema), prop("sync_job", syncJobSchema)), ResponseMeta: anyObject,
+			Response: object(prop("summary", syncSummarySchema), prop("sync_job", syncJobSchema)), ResponseMeta: catalogIDMetaSchema,
 			Handler: b.UpdateItemAvailability},
 		{ID: "catalogs.delete_item", Method: "DELETE", Path: "/catalogs/{catalog}/items/{item}", Scope: "catalogs:write", Write: true,
 			Destructive: true, Summary: "Remove one item of a catalog.",
 			Params:   []Param{pCatalog(), {Name: "item", In: InPath, Kind: KInt, Required: true, Min: F64(1)}},
-			Response: messageSchema, ResponseMeta: anyObject, Handler: b.DeleteCatalogItem},
+			Response: messageSchema, ResponseMeta: with(catalogIDMetaSchema, prop("item_id", integer)), Handler: b.DeleteCatalogItem},
 		{ID: "catalogs.bulk_upsert", Method: "POST", Path: "/catalogs/{catalog}/items:bulk-upsert", Tool: "catalogs_bulk_upsert_items",
 			Scope: "catalogs:write", Write: true, Status: 202,
 			Summary: "Create or update 1-500 items (matched on external_product_id and external_variant_id; product data only) with a sync job.",
 			Params: []Param{pCatalog(),
 				{Name: "items", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: MaxUpsertItems, Items: products}},
 			MaxBody:  8 << 20,
-			Response: object(prop("summary", syncSummarySchema), prop("sync_job", syncJobSchema)), ResponseMeta: anyObject,
+			Response: object(prop("summary", syncSummarySchema), prop("sync_job", syncJobSchema)), ResponseMeta: catalogIDMetaSchema,
 			Handler: b.BulkUpsertItems},
 		{ID: "catalogs.render", Method: "POST", Path: "/catalogs/{catalog}/render", Tool: "catalogs_render",
 			Scope: "catalogs:read", AlsoScope: "books:write", Write: true, Status: 202, OpenWorld: true,
@@ -191,17 +199,18 @@ func catalogOperations(b Backend) []*Operation {
 				Int("template_id", InBody, 1, 0).Describe("a product template (GET /templates); default: the catalog's template_key, else the default product template"),
 				Str("title", InBody, 255).Null().Describe("the book's name (default: the cover title, else the catalog's name)"),
 			},
-			Response: renderSchema, Handler: b.RenderCatalog},
+			Response: renderSchema, ResponseMeta: with(catalogIDMetaSchema, prop("items", integer)), Handler: b.RenderCatalog},
 		{ID: "catalogs.sync_job", Method: "GET", Path: "/catalogs/{catalog}/sync-jobs/{syncJob}", Tool: "catalogs_get_sync_job",
 			Scope: "catalogs:read", ReadOnly: true, Summary: "A sync job with its progress and per-item errors.",
 			Params:   []Param{pCatalog(), {Name: "syncJob", In: InPath, Kind: KInt, Required: true, Min: F64(1)}},
 			Response: object(prop("sync_job", syncJobSchema)), Handler: b.GetSyncJob},
 		{ID: "templates.list", Method: "GET", Path: "/templates", Tool: "catalogs_list_templates", Scope: "catalogs:read", ReadOnly: true,
-			Summary:      "The page templates books and catalog renders are drawn with.",
-			Params:       []Param{Str("type", InQuery, 64).Describe("product or post")},
-			Response:     arrayOf(templateSchema),
-			ResponseMeta: object(prop("default_template_id", str), prop("default_template_source", str)),
-			Handler:      b.ListTemplates},
+			Summary:  "The page templates books and catalog renders are drawn with.",
+			Params:   []Param{Str("type", InQuery, 64).Describe("product or post")},
+			Response: arrayOf(templateSchema),
+			ResponseMeta: object(prop("default_template_id", str), prop("default_template_source", str),
+				prop("count", integer), prop("type", str).describe("the type asked for (empty: every type)")),
+			Handler: b.ListTemplates},
 	}
 }
 

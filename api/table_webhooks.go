@@ -1,6 +1,10 @@
 package api
 
-import "flipbook/actors"
+import (
+	"strconv"
+
+	"flipbook/actors"
+)
 
 // Webhook limits (docs/WEBHOOKS.md).
 const (
@@ -60,11 +64,16 @@ var (
 		prop("providers", arrayOf(labelValueSchema)),
 	)
 
-	sampleEventSchema = object(prop("id", str), prop("type", str), prop("created_at", dateTime),
-		prop("livemode", boolean), prop("data", anyObject))
+	sampleEventSchema = optional(object(prop("id", str), prop("type", str), prop("created_at", dateTime),
+		prop("livemode", boolean), prop("data", anyObject)),
+		prop("test", boolean).describe("true on a made-up example (a type the workspace has no event of yet); absent otherwise"))
+	sampleEventsMetaSchema = object(prop("event_types", arrayOf(str)),
+		prop("examples", arrayOf(str)).describe("the types answered with a made-up example"), prop("limit", integer))
 
 	dispatchSampleSchema = object(prop("event", str), prop("message", str), prop("payload", anyObject),
 		prop("target_url", str))
+	dispatchSampleMetaSchema = optional(object(prop("response_status", integer)),
+		prop("response_body", str).describe("the receiver's answer, when it sent one"))
 )
 
 func webhookParams(create bool) []Param {
@@ -121,7 +130,7 @@ func webhookOperations(b Backend) []*Operation {
 		{ID: "webhooks.list", Method: "GET", Path: "/webhook-subscriptions", Tool: "webhooks_list_subscriptions",
 			Scope: "webhooks:read", Plan: company, ReadOnly: true,
 			Summary:  "The workspace's webhook subscriptions, newest first.",
-			Response: arrayOf(webhookSubscriptionSchema), ResponseMeta: anyObject, Handler: b.ListWebhooks},
+			Response: arrayOf(webhookSubscriptionSchema), ResponseMeta: totalMetaSchema, Handler: b.ListWebhooks},
 		{ID: "webhooks.create", Method: "POST", Path: "/webhook-subscriptions", Tool: "webhooks_create_subscription",
 			Scope: "webhooks:write", Plan: company, Write: true, Status: 201, OpenWorld: true,
 			Summary: "Subscribe a URL to reader events (signed with the signing secret, retried with backoff).",
@@ -129,15 +138,16 @@ func webhookOperations(b Backend) []*Operation {
 		{ID: "webhooks.options", Method: "GET", Path: "/webhook-subscriptions/options", Tool: "webhooks_get_subscription_options",
 			Scope: "webhooks:read", Plan: company, ReadOnly: true,
 			Summary:  "What a subscription can be configured with: the workspace's books and tracked links, the event types and the providers.",
-			Response: webhookOptionsSchema, ResponseMeta: anyObject, Handler: b.WebhookOptions},
+			Response: webhookOptionsSchema, ResponseMeta: object(prop("books_truncated", boolean), prop("max_books", integer)),
+			Handler: b.WebhookOptions},
 		{ID: "webhooks.sample_events", Method: "GET", Path: "/webhook-subscriptions/sample-events", Tool: "webhooks_list_sample_events",
 			Scope: "webhooks:read", Plan: company, ReadOnly: true,
 			Summary: "Recent payloads of the workspace's reader events, as deliveries carry them (to configure a receiver before subscribing).",
 			Params: []Param{
 				Str("event_types", InQuery, 512).Describe("comma-separated event types (default: all nine)"),
-				Int("limit", InQuery, 1, MaxSamplesLimit).Describe("payloads per event type (default 10)"),
+				Int("limit", InQuery, 1, MaxSamplesLimit).Describe("payloads per event type (default " + strconv.Itoa(DefaultSamplesLimit) + ")"),
 			},
-			Response: arrayOf(sampleEventSchema), ResponseMeta: anyObject, Handler: b.WebhookSampleEvents},
+			Response: arrayOf(sampleEventSchema), ResponseMeta: sampleEventsMetaSchema, Handler: b.WebhookSampleEvents},
 		{ID: "webhooks.update", Method: "PUT", Path: "/webhook-subscriptions/{subscription}", Tool: "webhooks_update_subscription",
 			Scope: "webhooks:write", Plan: company, Write: true, OpenWorld: true,
 			Summary:  "Change a subscription: only the fields given change; filters replaces the whole filter set.",
@@ -146,12 +156,13 @@ func webhookOperations(b Backend) []*Operation {
 		{ID: "webhooks.delete", Method: "DELETE", Path: "/webhook-subscriptions/{subscription}",
 			Scope: "webhooks:write", Plan: company, Write: true, Destructive: true,
 			Summary: "Remove a subscription; its delivery history is kept and unfinished deliveries fail.",
-			Params:  []Param{pSubscription()}, Response: messageSchema, ResponseMeta: anyObject, Handler: b.DeleteWebhook},
+			Params:  []Param{pSubscription()}, Response: messageSchema, ResponseMeta: object(prop("id", integer)),
+			Handler: b.DeleteWebhook},
 		{ID: "webhooks.deliveries", Method: "GET", Path: "/webhook-subscriptions/{subscription}/deliveries",
 			Tool: "webhooks_list_subscription_deliveries", Scope: "webhooks:read", Plan: company, ReadOnly: true,
 			Summary: "A subscription's deliveries, newest first, with every attempt.",
 			Params: []Param{pSubscription(),
-				Int("limit", InQuery, 1, MaxDeliveriesLimit).Describe("default 25"),
+				Int("limit", InQuery, 1, MaxDeliveriesLimit).Describe("per page (default " + strconv.Itoa(DefaultDeliveriesLimit) + ")"),
 				Str("cursor", InQuery, 256).Describe("meta.next_cursor of the previous page"),
 				Enum("status", InQuery, "pending", "retrying", "succeeded", "failed"),
 			},
@@ -171,6 +182,6 @@ func webhookOperations(b Backend) []*Operation {
 					Desc: "the records sent as data (default: the workspace's newest book or subscriber)"},
 				Str("url", InBody, 2048).Req().WithFormat("uri"),
 			},
-			Response: dispatchSampleSchema, ResponseMeta: anyObject, Handler: b.DispatchSample},
+			Response: dispatchSampleSchema, ResponseMeta: dispatchSampleMetaSchema, Handler: b.DispatchSample},
 	}
 }

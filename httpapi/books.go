@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"flipbook/actors"
+	"flipbook/api"
 	"flipbook/storage"
 )
 
@@ -99,7 +100,7 @@ type listMeta struct {
 
 // Book list defaults.
 const (
-	DefaultBookLimit = 25
+	DefaultBookLimit = api.DefaultBookLimit
 	// NameScanBudget bounds the index entries one filter[name] page examines; the page may then
 	// hold fewer rows than limit, with has_more and a cursor to go on.
 	NameScanBudget = 5000

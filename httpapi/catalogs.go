@@ -30,11 +30,11 @@ type catalogJSON struct {
 	Metadata       json.RawMessage `json:"metadata"`
 	TemplateKey    *string         `json:"template_key"`
 	ItemsCount     int64           `json:"items_count"`
-	LastSyncedAt   *time.Time      `json:"last_synced_at"`
+	LastSyncedAt   *string         `json:"last_synced_at"`
 	LastSyncStatus *string         `json:"last_sync_status"`
 	LastSyncError  *string         `json:"last_sync_error"`
-	CreatedAt      time.Time       `json:"created_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
+	CreatedAt      *string         `json:"created_at"`
+	UpdatedAt      *string         `json:"updated_at"`
 }
 
 func (s *Service) catalogJSON(c *storage.Catalog) (catalogJSON, error) {
@@ -48,12 +48,72 @@ func (s *Service) catalogJSON(c *storage.Catalog) (catalogJSON, error) {
 	}
 	out := catalogJSON{ID: c.ID, WorkspaceID: c.Workspace, Name: c.Name, Source: c.Source, ExternalID: c.ExternalID,
 		SourceURL: c.SourceURL, Status: c.Status, Metadata: meta, TemplateKey: c.TemplateKey, ItemsCount: st.Items,
-		LastSyncedAt: st.LastSyncedAt, LastSyncStatus: st.LastSyncStatus, LastSyncError: st.LastSyncError,
-		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+		LastSyncedAt: fmtTimePtr(st.LastSyncedAt), LastSyncStatus: st.LastSyncStatus, LastSyncError: st.LastSyncError,
+		CreatedAt: fmtTime(c.CreatedAt), UpdatedAt: fmtTime(c.UpdatedAt)}
 	if c.Status == storage.CatalogArchived {
 		out.ItemsCount = 0
 	}
 	return out, nil
+}
+
+// catalogItemJSON is spec §2.5's catalog item: storage.CatalogItem with its times rendered as
+// every timestamp of the API is (TimeFormat).
+type catalogItemJSON struct {
+	ID                       int64           `json:"id"`
+	CatalogID                int64           `json:"catalog_id"`
+	Workspace                int64           `json:"workspace_id"`
+	Source                   string          `json:"source"`
+	ExternalItemKey          string          `json:"external_item_key"`
+	ExternalProductID        string          `json:"external_product_id"`
+	ExternalVariantID        *string         `json:"external_variant_id"`
+	SKU                      *string         `json:"sku"`
+	Title                    *string         `json:"title"`
+	Status                   *string         `json:"status"`
+	ProductType              *string         `json:"product_type"`
+	Price                    *string         `json:"price"`
+	RegularPrice             *string         `json:"regular_price"`
+	SalePrice                *string         `json:"sale_price"`
+	Currency                 *string         `json:"currency"`
+	Image                    *string         `json:"image"`
+	URL                      *string         `json:"url"`
+	Description              *string         `json:"description"`
+	ShortDescription         *string         `json:"short_description"`
+	StockStatus              *string         `json:"stock_status"`
+	Gallery                  json.RawMessage `json:"gallery"`
+	Categories               json.RawMessage `json:"categories"`
+	Payload                  json.RawMessage `json:"payload"`
+	RawPayload               json.RawMessage `json:"raw_payload"`
+	Availability             json.RawMessage `json:"availability"`
+	StockQuantity            *int64          `json:"stock_quantity"`
+	Available                *bool           `json:"available"`
+	LastSyncedAt             *string         `json:"last_synced_at"`
+	LastAvailabilitySyncedAt *string         `json:"last_availability_synced_at"`
+	LastSyncStatus           *string         `json:"last_sync_status"`
+	LastSyncError            *string         `json:"last_sync_error"`
+	CreatedAt                *string         `json:"created_at"`
+	UpdatedAt                *string         `json:"updated_at"`
+}
+
+// rawOrNull is a stored JSON value, null when there is none.
+func rawOrNull(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 {
+		return json.RawMessage("null")
+	}
+	return v
+}
+
+func catalogItemWire(it *storage.CatalogItem) catalogItemJSON {
+	return catalogItemJSON{ID: it.ID, CatalogID: it.CatalogID, Workspace: it.Workspace, Source: it.Source,
+		ExternalItemKey: it.ExternalItemKey, ExternalProductID: it.ExternalProductID, ExternalVariantID: it.ExternalVariantID,
+		SKU: it.SKU, Title: it.Title, Status: it.Status, ProductType: it.ProductType, Price: it.Price,
+		RegularPrice: it.RegularPrice, SalePrice: it.SalePrice, Currency: it.Currency, Image: it.Image, URL: it.URL,
+		Description: it.Description, ShortDescription: it.ShortDescription, StockStatus: it.StockStatus,
+		Gallery: rawOrNull(it.Gallery), Categories: rawOrNull(it.Categories), Payload: rawOrNull(it.Payload),
+		RawPayload: rawOrNull(it.RawPayload), Availability: rawOrNull(it.Availability),
+		StockQuantity: it.StockQuantity, Available: it.Available,
+		LastSyncedAt: fmtTimePtr(it.LastSyncedAt), LastAvailabilitySyncedAt: fmtTimePtr(it.LastAvailabilitySyncedAt),
+		LastSyncStatus: it.LastSyncStatus, LastSyncError: it.LastSyncError,
+		CreatedAt: fmtTime(it.CreatedAt), UpdatedAt: fmtTime(it.UpdatedAt)}
 }
 
 type syncProgressJSON struct {
@@ -71,18 +131,18 @@ type syncJobJSON struct {
 	Progress   syncProgressJSON    `json:"progress"`
 	Errors     []storage.SyncError `json:"errors"`
 	Reason     *string             `json:"reason"`
-	SnapshotAt *time.Time          `json:"snapshot_at"`
-	StartedAt  *time.Time          `json:"started_at"`
-	FinishedAt *time.Time          `json:"finished_at"`
-	CreatedAt  time.Time           `json:"created_at"`
-	UpdatedAt  time.Time           `json:"updated_at"`
+	SnapshotAt *string             `json:"snapshot_at"`
+	StartedAt  *string             `json:"started_at"`
+	FinishedAt *string             `json:"finished_at"`
+	CreatedAt  *string             `json:"created_at"`
+	UpdatedAt  *string             `json:"updated_at"`
 }
 
 func syncJobWire(j *storage.SyncJob) syncJobJSON {
 	out := syncJobJSON{ID: j.ID, CatalogID: j.CatalogID, Type: j.Type, Status: j.Status,
 		Progress: syncProgressJSON{Total: j.Total, Processed: j.Processed, Accepted: j.Accepted, Failed: j.Failed},
-		Errors:   orEmpty(j.Errors), SnapshotAt: j.SnapshotAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,
-		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
+		Errors:   orEmpty(j.Errors), SnapshotAt: fmtTimePtr(j.SnapshotAt), StartedAt: fmtTimePtr(j.StartedAt),
+		FinishedAt: fmtTimePtr(j.FinishedAt), CreatedAt: fmtTime(j.CreatedAt), UpdatedAt: fmtTime(j.UpdatedAt)}
 	if j.Reason != "" {
 		out.Reason = &j.Reason
 	}
@@ -143,7 +203,7 @@ func (s *Service) ListCatalogs(r *Request) (*Result, error) {
 		c := s.cursors.encode(binding, binary.BigEndian.AppendUint64(nil, uint64(list[len(list)-1].ID)))
 		next = &c
 	}
-	return &Result{Data: data, Meta: map[string]any{"next_cursor": next, "has_more": more}}, nil
+	return &Result{Data: data, Meta: listMeta{NextCursor: next, HasMore: more, Limit: limit}}, nil
 }
 
 // productEntries returns the validated entries of an items array (template and styling
@@ -273,7 +333,11 @@ func (s *Service) ListCatalogItems(r *Request) (*Result, error) {
 		cur := s.cursors.encode(binding, binary.BigEndian.AppendUint64(nil, uint64(list[len(list)-1].ID)))
 		next = &cur
 	}
-	return &Result{Data: list, Meta: map[string]any{"next_cursor": next, "has_more": more, "catalog_id": c.ID}}, nil
+	data := make([]catalogItemJSON, len(list))
+	for i, it := range list {
+		data[i] = catalogItemWire(it)
+	}
+	return &Result{Data: data, Meta: map[string]any{"next_cursor": next, "has_more": more, "limit": limit, "catalog_id": c.ID}}, nil
 }
 
 func (s *Service) queueSync(r *Request, typ string, items []map[string]any, snapshot *time.Time) (*Result, error) {

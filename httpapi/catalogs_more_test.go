@@ -621,7 +621,7 @@ func TestCatalogXSyncRules(t *testing.T) {
 		}
 		require.Equal(t, false, byKey["p1"]["available"])
 		require.EqualValues(t, 0, byKey["p1"]["stock_quantity"])
-		require.Equal(t, "2026-05-01T12:00:00Z", byKey["p1"]["last_availability_synced_at"])
+		require.Equal(t, "2026-05-01T12:00:00.000000Z", byKey["p1"]["last_availability_synced_at"])
 		require.Equal(t, true, byKey["p2"]["available"])
 		require.EqualValues(t, 4, byKey["p2"]["stock_quantity"])
 		g := h.do(t, "GET", "/api/v1/catalogs/"+itoa(f.id), key, nil).data()["catalog"].(map[string]any)

@@ -3,11 +3,13 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image/color"
 	"io"
 	"net/http"
 	"runtime"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -57,10 +60,139 @@ func (c *openAPIChecker) check(t *testing.T, want int, method, path, key string,
 		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
 	}
 	require.NoError(t, openapi3filter.ValidateResponse(context.Background(), in), "%s %s %d: %s", method, path, r.Status, r.Body)
+	if s := responseSchema(route.Operation, r.Status, r.Header.Get("Content-Type")); s != nil {
+		var v any
+		require.NoError(t, json.Unmarshal(r.Body, &v))
+		// assert: every drift of a run is listed, not only the first.
+		assert.Empty(t, undeclared(s, v, "$"), "%s %s %d: properties the document does not declare: %s", method, path, r.Status, r.Body)
+	}
 	if r.Status < 300 {
 		c.covered[route.Operation.OperationID] = true
 	}
 	return r
+}
+
+// responseSchema is the JSON schema op declares for status (nil when none, or not JSON).
+func responseSchema(op *openapi3.Operation, status int, ctype string) *openapi3.SchemaRef {
+	if !strings.HasPrefix(ctype, "application/json") {
+		return nil
+	}
+	ref := op.Responses.Status(status)
+	if ref == nil || ref.Value == nil {
+		return nil
+	}
+	mt := ref.Value.Content.Get("application/json")
+	if mt == nil {
+		return nil
+	}
+	return mt.Schema
+}
+
+// undeclared lists the properties of v (at path) that its schema does not declare: kin-openapi
+// accepts them (an object schema is open unless it says additionalProperties: false, and ours
+// stay open so that fields can be added), but a field the handlers send and the document
+// leaves out is drift. An object schema is checked when it declares properties and does not
+// mark itself open (additionalProperties true or a schema: a map); a schema without
+// properties ({type: object}) is free-form. anyOf/oneOf: v fits when one branch has nothing
+// undeclared.
+func undeclared(ref *openapi3.SchemaRef, v any, path string) []string {
+	if ref == nil || ref.Value == nil || v == nil {
+		return nil
+	}
+	s := ref.Value
+	if alts := append(append(openapi3.SchemaRefs{}, s.AnyOf...), s.OneOf...); len(alts) > 0 {
+		var first []string
+		for _, alt := range alts {
+			if !admits(alt, v) {
+				continue
+			}
+			out := undeclared(alt, v, path)
+			if len(out) == 0 {
+				return nil
+			}
+			if first == nil {
+				first = out
+			}
+		}
+		return first
+	}
+	var out []string
+	for _, sub := range s.AllOf {
+		out = append(out, undeclared(sub, v, path)...)
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		open := s.AdditionalProperties.Has != nil && *s.AdditionalProperties.Has
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if p, ok := s.Properties[k]; ok {
+				out = append(out, undeclared(p, v[k], path+"."+k)...)
+			} else if ap := s.AdditionalProperties.Schema; ap != nil {
+				out = append(out, undeclared(ap, v[k], path+"."+k)...)
+			} else if len(s.Properties) > 0 && !open {
+				out = append(out, path+"."+k)
+			}
+		}
+	case []any:
+		for i, e := range v {
+			out = append(out, undeclared(s.Items, e, fmt.Sprintf("%s[%d]", path, i))...)
+		}
+	}
+	return out
+}
+
+// admits reports whether ref's type (when it has one) allows v's JSON type.
+func admits(ref *openapi3.SchemaRef, v any) bool {
+	if ref == nil || ref.Value == nil || ref.Value.Type == nil || len(*ref.Value.Type) == 0 {
+		return true
+	}
+	var kind string
+	switch v.(type) {
+	case nil:
+		kind = "null"
+	case map[string]any:
+		kind = "object"
+	case []any:
+		kind = "array"
+	case string:
+		kind = "string"
+	case bool:
+		kind = "boolean"
+	default:
+		kind = "number"
+	}
+	for _, t := range *ref.Value.Type {
+		if t == kind || (t == "integer" && kind == "number") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestUndeclaredProperties(t *testing.T) {
+	load := func(schema string) *openapi3.SchemaRef {
+		var s openapi3.Schema
+		require.NoError(t, json.Unmarshal([]byte(schema), &s))
+		return &openapi3.SchemaRef{Value: &s}
+	}
+	var body any
+	require.NoError(t, json.Unmarshal([]byte(`{"data":[{"id":1,"extra":2,"nested":{"a":1,"b":2},"free":{"x":1},
+		"maybe":{"a":1,"z":3}}],"meta":{"next_cursor":null,"limit":5}}`), &body))
+	s := load(`{"type":"object","properties":{
+		"data":{"type":"array","items":{"type":"object","properties":{"id":{"type":"integer"},
+			"nested":{"type":"object","properties":{"a":{"type":"integer"}}},"free":{"type":"object"},
+			"maybe":{"anyOf":[{"type":"object","properties":{"a":{}}},{"type":"null"}]}}}},
+		"meta":{"type":"object","properties":{"next_cursor":{}}}}}`)
+	require.Equal(t, []string{"$.data[0].extra", "$.data[0].maybe.z", "$.data[0].nested.b", "$.meta.limit"}, undeclared(s, body, "$"))
+	// Marked open: additionalProperties true or a schema.
+	open := load(`{"type":"object","properties":{"id":{}},"additionalProperties":true}`)
+	require.Empty(t, undeclared(open, map[string]any{"id": 1, "x": 2}, "$"))
+	typed := load(`{"type":"object","properties":{"id":{}},"additionalProperties":{"type":"object","properties":{"n":{}}}}`)
+	require.Equal(t, []string{"$.x.m"}, undeclared(typed, map[string]any{"id": 1, "x": map[string]any{"n": 1, "m": 2}}, "$"))
 }
 
 // TestOpenAPIDocumentMatchesResponses checks a real success response of every public

@@ -174,8 +174,10 @@ type batchJSON struct {
 	CancelledAt *string           `json:"cancelled_at"`
 }
 
-// batchWire renders a batch; with books, the Book objects it produced (those still existing).
-func (s *Service) batchWire(u *storage.Upload, books bool) *batchJSON {
+// batchWire renders a batch with the Book objects it produced (those still existing): the same
+// object in every form (GET /batches/{id}, the upload status, the active uploads, a cancel), so
+// a client polling the upload status gets the finished book without another call (docs/DECISIONS.md).
+func (s *Service) batchWire(u *storage.Upload) *batchJSON {
 	out := &batchJSON{ID: u.ID, BatchID: u.ID, Status: u.Status, Files: []batchFileJSON{}, Books: []json.RawMessage{},
 		CreatedAt: fmtTime(u.CreatedAt), StartedAt: fmtTimePtr(u.StartedAt), FinishedAt: fmtTimePtr(u.FinishedAt),
 		CancelledAt: fmtTimePtr(u.CancelledAt)}
@@ -195,10 +197,11 @@ func (s *Service) batchWire(u *storage.Upload, books bool) *batchJSON {
 			fj.Error = &e
 		}
 		out.Files = append(out.Files, fj)
-		if books {
-			if b, err := s.Store.GetBook(u.Tenant(), f.BookID); err == nil {
-				out.Books = append(out.Books, s.bookWire(b))
-			}
+		if f.BookID == "" {
+			continue
+		}
+		if b, err := s.Store.GetBook(u.Tenant(), f.BookID); err == nil {
+			out.Books = append(out.Books, s.bookWire(b))
 		}
 	}
 	return out
@@ -217,7 +220,7 @@ func (s *Service) GetBatch(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: s.batchWire(u, true)}, nil
+	return &Result{Data: s.batchWire(u)}, nil
 }
 
 func (s *Service) UploadStatus(r *Request) (*Result, error) {
@@ -225,7 +228,7 @@ func (s *Service) UploadStatus(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: s.batchWire(u, false)}, nil
+	return &Result{Data: s.batchWire(u)}, nil
 }
 
 // MaxActiveListed bounds the batches listed by the active-upload status.
@@ -244,7 +247,7 @@ func (s *Service) ActiveUploads(r *Request) (*Result, error) {
 		} else if state == "idle" {
 			state = "queued"
 		}
-		batches = append(batches, s.batchWire(u, false))
+		batches = append(batches, s.batchWire(u))
 	}
 	return &Result{Data: map[string]any{"state": state, "batches": batches}}, nil
 }
@@ -259,5 +262,5 @@ func (s *Service) CancelBatch(r *Request) (*Result, error) {
 	case err != nil:
 		return nil, err
 	}
-	return &Result{Data: s.batchWire(u, true)}, nil
+	return &Result{Data: s.batchWire(u)}, nil
 }

@@ -40,10 +40,10 @@ type webhookJSON struct {
 	HasSigningSecret bool               `json:"has_signing_secret"`
 	IsActive         bool               `json:"is_active"`
 	DisabledReason   *string            `json:"disabled_reason"`
-	DisabledAt       *time.Time         `json:"disabled_at"`
+	DisabledAt       *string            `json:"disabled_at"`
 	DeliveriesCount  int64              `json:"deliveries_count"`
-	CreatedAt        time.Time          `json:"created_at"`
-	UpdatedAt        time.Time          `json:"updated_at"`
+	CreatedAt        *string            `json:"created_at"`
+	UpdatedAt        *string            `json:"updated_at"`
 }
 
 func eventLabel(v string) string {
@@ -64,8 +64,8 @@ func (s *Service) webhookJSON(w *storage.WebhookSubscription) (webhookJSON, erro
 		EventTypes: make([]labelValue, len(w.EventTypes)),
 		Filters: webhookFiltersJSON{BookIDs: orEmpty(w.Filters.BookIDs), TrackedLinkIDs: orEmpty(w.Filters.TrackedLinkIDs),
 			RecipientEmails: orEmpty(w.Filters.RecipientEmails)},
-		HasSigningSecret: len(w.Secret) > 0, IsActive: w.IsActive, DisabledAt: w.DisabledAt,
-		DeliveriesCount: n, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
+		HasSigningSecret: len(w.Secret) > 0, IsActive: w.IsActive, DisabledAt: fmtTimePtr(w.DisabledAt),
+		DeliveriesCount: n, CreatedAt: fmtTime(w.CreatedAt), UpdatedAt: fmtTime(w.UpdatedAt)}
 	for i, t := range w.EventTypes {
 		out.EventTypes[i] = labelValue{Label: eventLabel(t), Value: t}
 	}
@@ -419,11 +419,11 @@ func (s *Service) WebhookSampleEvents(r *Request) (*Result, error) {
 }
 
 type attemptJSON struct {
-	Number         int       `json:"number"`
-	At             time.Time `json:"attempted_at"`
-	ResponseStatus *int      `json:"response_status"`
-	ErrorMessage   *string   `json:"error_message"`
-	DurationMs     int64     `json:"duration_ms"`
+	Number         int     `json:"number"`
+	At             *string `json:"attempted_at"`
+	ResponseStatus *int    `json:"response_status"`
+	ErrorMessage   *string `json:"error_message"`
+	DurationMs     int64   `json:"duration_ms"`
 }
 
 type deliveryJSON struct {
@@ -438,9 +438,9 @@ type deliveryJSON struct {
 	ResponseBody   *string         `json:"response_body"`
 	ErrorMessage   *string         `json:"error_message"`
 	Test           bool            `json:"test"`
-	CreatedAt      time.Time       `json:"created_at"`
-	DeliveredAt    *time.Time      `json:"delivered_at"`
-	NextAttemptAt  *time.Time      `json:"next_attempt_at"`
+	CreatedAt      *string         `json:"created_at"`
+	DeliveredAt    *string         `json:"delivered_at"`
+	NextAttemptAt  *string         `json:"next_attempt_at"`
 	History        []attemptJSON   `json:"history"`
 }
 
@@ -456,13 +456,13 @@ func deliveryWire(d *storage.WebhookDelivery) deliveryJSON {
 	out := deliveryJSON{ID: d.ID, SubscriptionID: d.SubscriptionID, EventID: d.EventID, EventType: d.EventType,
 		Status: d.Status, Attempts: d.Attempts, Payload: d.Payload, ResponseStatus: nonZero(d.ResponseStatus),
 		ResponseBody: nonZero(d.ResponseBody), ErrorMessage: nonZero(d.ErrorMessage), Test: d.Test,
-		CreatedAt: d.CreatedAt, DeliveredAt: d.DeliveredAt, NextAttemptAt: d.NextAttemptAt,
+		CreatedAt: fmtTime(d.CreatedAt), DeliveredAt: fmtTimePtr(d.DeliveredAt), NextAttemptAt: fmtTimePtr(d.NextAttemptAt),
 		History: make([]attemptJSON, len(d.History))}
 	if d.Attempts > 0 && d.ResponseStatus == 0 {
 		out.ResponseBody = nil
 	}
 	for i, a := range d.History {
-		out.History[i] = attemptJSON{Number: a.Number, At: a.At, ResponseStatus: nonZero(a.ResponseStatus),
+		out.History[i] = attemptJSON{Number: a.Number, At: fmtTime(a.At), ResponseStatus: nonZero(a.ResponseStatus),
 			ErrorMessage: nonZero(a.ErrorMessage), DurationMs: a.DurationMs}
 	}
 	return out
@@ -515,7 +515,7 @@ func (s *Service) ListWebhookDeliveries(r *Request) (*Result, error) {
 		c := s.cursors.encode(binding, binary.BigEndian.AppendUint64(nil, uint64(list[len(list)-1].ID)))
 		next = &c
 	}
-	return &Result{Data: data, Meta: map[string]any{"next_cursor": next, "has_more": more}}, nil
+	return &Result{Data: data, Meta: listMeta{NextCursor: next, HasMore: more, Limit: int(limit)}}, nil
 }
 
 func (s *Service) TestWebhook(r *Request) (*Result, error) {

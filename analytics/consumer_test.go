@@ -572,6 +572,10 @@ func TestBusyConsumerGathersWholeRowGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The rest comes from a goroutine woken 5 ms after the first commit: on a loaded machine it
+	// may run well past DefaultGatherWait (25 ms) later, and the consumer would then store the
+	// 100 waiting events alone. A wider window keeps the test about the gathering itself.
+	c.gatherWait = time.Second
 	appended := make(chan error, 1)
 	c.hook = func(step string) error {
 		if step != stepCommitted {

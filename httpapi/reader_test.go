@@ -217,7 +217,9 @@ func TestViewerPage(t *testing.T) {
 	draft := h.konva(t, key, "draft", "draft")
 	require.Equal(t, 404, h.getPage(t, "/view/"+draft).Status)
 	require.Equal(t, 404, h.getPage(t, "/view/nope").Status)
-	exp := time.Now().Add(300 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	// The expiry is set before the PUT: it leaves room for the PUT on a loaded machine (an
+	// expiry already passed is refused).
+	exp := time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)
 	require.Equal(t, 200, h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "publish", "expires_at": exp}).Status)
 	eventually(t, 10*time.Second, func() bool { return h.getPage(t, "/view/"+rid).Status == 404 }, "an expired book is not shown")
 

@@ -1030,9 +1030,15 @@ func TestWebhookAutoDeactivation(t *testing.T) {
 	require.Contains(t, d["disabled_reason"], "failed")
 	require.NotNil(t, d["disabled_at"])
 	hist := history(whDeliveries(t, h, key, deadID)[0])
-	first, _ := time.Parse(time.RFC3339Nano, hist[0]["attempted_at"].(string))
-	last, _ := time.Parse(time.RFC3339Nano, hist[len(hist)-1]["attempted_at"].(string))
-	require.GreaterOrEqual(t, last.Sub(first), time.Second, "deactivated only once failures spanned DisableAfter")
+	first, err := time.Parse(time.RFC3339Nano, hist[0]["attempted_at"].(string))
+	require.NoError(t, err)
+	disabledAt, err := time.Parse(time.RFC3339Nano, d["disabled_at"].(string))
+	require.NoError(t, err)
+	// The supervisor measures DisableAfter from its reading of the first failure to its reading
+	// of the failure that deactivates, each taken once the attempt's record is committed; the
+	// attempts' own times can be closer together than that (the last commit slower than the
+	// first). The first attempt comes before the first reading, the deactivation after the last.
+	require.GreaterOrEqual(t, disabledAt.Sub(first), time.Second, "deactivated only once failures spanned DisableAfter")
 	require.Less(t, len(hist), len(sched), "retries stop once deactivated")
 	require.Equal(t, "retrying", whDeliveries(t, h, key, deadID)[0]["status"], "the delivery waits, paused")
 

@@ -253,7 +253,9 @@ func errorStatuses(op *Operation) []int {
 		if p.In == InPath || p.Name == "book_id" {
 			set[404] = true
 		}
-		set[422] = true
+		if p.In != InPath { // a malformed path id is a 404, not a 422
+			set[422] = true
+		}
 	}
 	if op.Write {
 		set[409], set[422] = true, true

@@ -91,21 +91,38 @@ func TestViewerInBrowser(t *testing.T) {
 	require.Equal(t, 201, r.Status)
 	rid := r.data()["random_id"].(string)
 	require.Equal(t, 201, h.do(t, "POST", "/api/v1/subscribers", key, map[string]any{"book_id": rid, "email": "reader@example.com"}).Status)
+	// The book's gate texts and watermark.
+	up := h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "publish", "watermark": "CONFIDENTIAL",
+		"magic_link_message": "Partners only: use your work address.", "magic_link_error_message": "Ask sales@acme.example for access."})
+	require.Equal(t, 200, up.Status, "%s", up.Body)
 
 	ctx := startBrowser(t, exe, 1280, 900, 90*time.Second)
 
-	var info string
+	var info, gateText, refusal string
+	var marks []string
 	var shot []byte
 	err := chromedp.Run(ctx,
 		chromedp.Navigate(h.base+"/view/"+rid),
 		chromedp.WaitVisible("#gate", chromedp.ByID),
+		chromedp.Text("#gate-message", &gateText, chromedp.ByID),
+		chromedp.SendKeys("#gate-email", "eve@evil.example", chromedp.ByID),
+		chromedp.Click("#gate button", chromedp.ByQuery),
+		chromedp.WaitVisible("#gate-error", chromedp.ByID),
+		chromedp.Text("#gate-error", &refusal, chromedp.ByID),
+		chromedp.Evaluate(`document.getElementById("gate-email").value = ""`, nil),
 		chromedp.SendKeys("#gate-email", "Reader@Example.com", chromedp.ByID),
 		chromedp.Click("#gate button", chromedp.ByQuery),       // what a reader does (form.submit() would skip the handler)
 		chromedp.WaitVisible(".stf__parent", chromedp.ByQuery), // page-flip has rendered the book
 		chromedp.Text("#pageinfo", &info, chromedp.ByID),
 	)
 	require.NoError(t, err)
+	require.Equal(t, "Partners only: use your work address.", gateText)
+	require.Equal(t, "Ask sales@acme.example for access.", refusal, "the book's refusal text")
 	require.Equal(t, "1 / 6", info)
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(
+		`Array.from(document.querySelectorAll(".page .wm")).map(function (e) { return e.textContent; })`, &marks)))
+	require.Len(t, marks, 6, "a watermark on every page")
+	require.Equal(t, "CONFIDENTIAL", marks[0])
 	// Turn pages with the keyboard, waiting for each flip to land.
 	for _, want := range []string{"2–3 / 6", "4–5 / 6"} {
 		require.NoError(t, chromedp.Run(ctx, chromedp.KeyEvent(kb.ArrowRight)))

@@ -213,6 +213,21 @@ func TestViewerPage(t *testing.T) {
 	require.Equal(t, "tracked_link", last.SourceType)
 	require.EqualValues(t, tl.data()["id"], last.TrackedLinkID)
 
+	// The book's viewer texts: watermark and gate texts (escaped), full screen at the first
+	// gesture only when full screen is allowed.
+	up := h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "publish", "watermark": "Draft <b>",
+		"magic_link_message": "Staff <only>", "magic_link_error_message": "Ask IT", "open_fullscreen_by_default": true,
+		"allow_fullscreen": true})
+	require.Equal(t, 200, up.Status, "%s", up.Body)
+	page = h.getPage(t, "/view/"+rid)
+	cfg := viewerConfigOf(t, page.Body)
+	require.Equal(t, "Draft <b>", cfg["watermark"])
+	require.Equal(t, "Ask IT", cfg["gate_error_message"])
+	require.Equal(t, true, cfg["open_fullscreen"])
+	require.Contains(t, string(page.Body), `<p id="gate-message">Staff &lt;only&gt;</p>`)
+	require.Equal(t, 200, h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "publish", "allow_fullscreen": false}).Status)
+	require.Nil(t, viewerConfigOf(t, h.getPage(t, "/view/"+rid).Body)["open_fullscreen"])
+
 	// Drafts, expired and unknown books are not shown.
 	draft := h.konva(t, key, "draft", "draft")
 	require.Equal(t, 404, h.getPage(t, "/view/"+draft).Status)

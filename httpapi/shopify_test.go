@@ -301,7 +301,10 @@ func TestShopifyCustomerData(t *testing.T) {
 	absent("/api/v1/analytics/audit-log?book_id="+gated, bob, "eve@evil.example")
 	absent("/api/v1/exports/books/"+open+"/leads", "zoe@example.org")
 	absent("/api/v1/analytics/interaction-events?book_id="+open, "zoe@example.org", "s-zoe")
-	absent("/api/v1/analytics/reader-journey?viewer_id=" + annViewerID)
+	// Ann is no longer a viewer of the workspace: her journey is a 404, naming no one.
+	gone := h.do(t, "GET", "/api/v1/analytics/reader-journey?viewer_id="+annViewerID, keyA, nil)
+	require.Equal(t, 404, gone.Status, "%s", gone.Body)
+	require.NotContains(t, strings.ToLower(string(gone.Body)), ann)
 	absent("/api/v1/analytics/reader-journey?viewer_id="+itoa(int64(bobViewer)), bob)
 	absent("/api/v1/analytics/reader-journey?session_id=s-anon-ann")
 	absent("/api/v1/subscribers", bob)

@@ -35,6 +35,11 @@ type viewerConfig struct {
 	AccessURL   string           `json:"access_url"`
 	PagesURL    string           `json:"pages_url"`
 	TrackedLink string           `json:"tracked_link,omitempty"`
+	// Watermark is text drawn across every page; GateError replaces the gate's refusal message;
+	// OpenFullscreen asks for full screen at the reader's first gesture.
+	Watermark      string `json:"watermark,omitempty"`
+	GateError      string `json:"gate_error_message,omitempty"`
+	OpenFullscreen bool   `json:"open_fullscreen,omitempty"`
 }
 
 // viewerPages lists a book's page images (relative URLs, so the viewer works from any host). A
@@ -89,6 +94,8 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 	cfg := viewerConfig{BookID: b.RandomID, Title: b.Name, Settings: b.Settings, Gated: b.Settings.EODEnabled,
 		CollectURL: "/collect", AccessURL: "/view/" + b.RandomID + "/access", PagesURL: "/view/" + b.RandomID + "/pages",
 		Pages: []viewerPage{}}
+	cfg.Watermark, cfg.GateError = deref(b.Extra.Watermark), deref(b.Extra.MagicLinkErrorMessage)
+	cfg.OpenFullscreen = b.Extra.OpenFullscreenByDefault && b.Settings.FullscreenEnabled
 	if tl := string(ctx.QueryArgs().Peek("tl")); tl != "" && validSlug(tl) && len(tl) <= 255 {
 		cfg.TrackedLink = tl
 	}
@@ -106,7 +113,7 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 		Expired: billingExpired(b, now), Processing: b.PageImagesStatus == storage.PagesProcessing,
 		Failed: b.PageImagesStatus == storage.PagesFailed, Brand: brand.name,
 		TakeOver: brand.takeOver, BrandLogo: brand.logo, BrandURL: brand.website, BrandColor: brand.color,
-		MadeWith: b.Extra.MadeWithBadgeEnabled && !brand.takeOver,
+		MadeWith: b.Extra.MadeWithBadgeEnabled && !brand.takeOver, GateMessage: deref(b.Extra.MagicLinkMessage),
 	}
 	if b.Settings.Background != nil && safeCSSColor(*b.Settings.Background) {
 		data.Background = *b.Settings.Background
@@ -224,4 +231,12 @@ func safeCSSColor(v string) bool {
 		}
 	}
 	return true
+}
+
+// deref is a stored optional text, "" when unset.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

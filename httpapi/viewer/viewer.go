@@ -33,4 +33,6 @@ type PageData struct {
 	BrandURL   string
 	BrandColor string
 	MadeWith   bool // show the "made with" badge
+	// GateMessage is the book's text on the email gate (magic_link_message), "" for the default.
+	GateMessage string
 }

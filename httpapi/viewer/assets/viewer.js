@@ -85,6 +85,11 @@
       var img = document.createElement("img");
       img.dataset.src = p.url; img.alt = "Page " + (i + 1); img.decoding = "async";
       div.appendChild(img);
+      if (cfg.watermark) { // drawn on the page itself, so it turns with it
+        var wm = document.createElement("span");
+        wm.className = "wm"; wm.textContent = cfg.watermark; wm.setAttribute("aria-hidden", "true");
+        div.appendChild(wm);
+      }
       (p.links || []).forEach(function (l) {
         var a = document.createElement("a");
         a.className = "link"; a.href = l.url; a.target = "_blank"; a.rel = "noopener";
@@ -152,6 +157,15 @@
   }
 
   // Tools from the book's settings.
+  // open_fullscreen_by_default: browsers allow full screen only from a gesture, so it is asked
+  // for at the reader's first click, tap or key.
+  if (cfg.open_fullscreen && document.documentElement.requestFullscreen) {
+    var goFull = function () {
+      ["pointerdown", "keydown"].forEach(function (t) { document.removeEventListener(t, goFull, true); });
+      if (!document.fullscreenElement) document.documentElement.requestFullscreen().catch(function () {});
+    };
+    ["pointerdown", "keydown"].forEach(function (t) { document.addEventListener(t, goFull, true); });
+  }
   if (cfg.settings.fullscreen_enabled && document.documentElement.requestFullscreen) {
     var fs = document.getElementById("fullscreen"); fs.hidden = false;
     fs.onclick = function () { document.fullscreenElement ? document.exitFullscreen() : document.documentElement.requestFullscreen(); };
@@ -184,9 +198,16 @@
       e.preventDefault();
       var email = document.getElementById("gate-email").value;
       fetch(cfg.access_url, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ email: email, session_id: session }) })
-        .then(function (r) { return r.json().then(function (b) { return { ok: r.ok, body: b }; }); })
+        .then(function (r) { return r.json().then(function (b) { return { ok: r.ok, status: r.status, body: b }; }); })
         .then(function (res) {
-          if (!res.ok) { var er = document.getElementById("gate-error"); er.hidden = false; er.textContent = (res.body.error && res.body.error.message) || "Access denied"; return; }
+          if (!res.ok) {
+            var er = document.getElementById("gate-error"); er.hidden = false;
+            // The book's own refusal text for a refused address; the service's message otherwise
+            // (an invalid address, too many attempts).
+            var refused = res.status === 403 && cfg.gate_error_message;
+            er.textContent = refused ? cfg.gate_error_message : ((res.body.error && res.body.error.message) || "Access denied");
+            return;
+          }
           token = res.body.data.reader_token;
           try { localStorage.setItem(tokenKey, token); } catch (e) {}
           openBook();

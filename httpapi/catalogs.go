@@ -57,39 +57,17 @@ func (s *Service) catalogJSON(c *storage.Catalog) (catalogJSON, error) {
 }
 
 // catalogItemJSON is spec §2.5's catalog item: storage.CatalogItem with its times rendered as
-// every timestamp of the API is (TimeFormat).
+// every timestamp of the API is (TimeFormat) and absent JSON values as null. The fields here
+// shadow the embedded ones of the same JSON name.
 type catalogItemJSON struct {
-	ID                       int64           `json:"id"`
-	CatalogID                int64           `json:"catalog_id"`
-	Workspace                int64           `json:"workspace_id"`
-	Source                   string          `json:"source"`
-	ExternalItemKey          string          `json:"external_item_key"`
-	ExternalProductID        string          `json:"external_product_id"`
-	ExternalVariantID        *string         `json:"external_variant_id"`
-	SKU                      *string         `json:"sku"`
-	Title                    *string         `json:"title"`
-	Status                   *string         `json:"status"`
-	ProductType              *string         `json:"product_type"`
-	Price                    *string         `json:"price"`
-	RegularPrice             *string         `json:"regular_price"`
-	SalePrice                *string         `json:"sale_price"`
-	Currency                 *string         `json:"currency"`
-	Image                    *string         `json:"image"`
-	URL                      *string         `json:"url"`
-	Description              *string         `json:"description"`
-	ShortDescription         *string         `json:"short_description"`
-	StockStatus              *string         `json:"stock_status"`
+	*storage.CatalogItem
 	Gallery                  json.RawMessage `json:"gallery"`
 	Categories               json.RawMessage `json:"categories"`
 	Payload                  json.RawMessage `json:"payload"`
 	RawPayload               json.RawMessage `json:"raw_payload"`
 	Availability             json.RawMessage `json:"availability"`
-	StockQuantity            *int64          `json:"stock_quantity"`
-	Available                *bool           `json:"available"`
 	LastSyncedAt             *string         `json:"last_synced_at"`
 	LastAvailabilitySyncedAt *string         `json:"last_availability_synced_at"`
-	LastSyncStatus           *string         `json:"last_sync_status"`
-	LastSyncError            *string         `json:"last_sync_error"`
 	CreatedAt                *string         `json:"created_at"`
 	UpdatedAt                *string         `json:"updated_at"`
 }
@@ -103,16 +81,10 @@ func rawOrNull(v json.RawMessage) json.RawMessage {
 }
 
 func catalogItemWire(it *storage.CatalogItem) catalogItemJSON {
-	return catalogItemJSON{ID: it.ID, CatalogID: it.CatalogID, Workspace: it.Workspace, Source: it.Source,
-		ExternalItemKey: it.ExternalItemKey, ExternalProductID: it.ExternalProductID, ExternalVariantID: it.ExternalVariantID,
-		SKU: it.SKU, Title: it.Title, Status: it.Status, ProductType: it.ProductType, Price: it.Price,
-		RegularPrice: it.RegularPrice, SalePrice: it.SalePrice, Currency: it.Currency, Image: it.Image, URL: it.URL,
-		Description: it.Description, ShortDescription: it.ShortDescription, StockStatus: it.StockStatus,
+	return catalogItemJSON{CatalogItem: it,
 		Gallery: rawOrNull(it.Gallery), Categories: rawOrNull(it.Categories), Payload: rawOrNull(it.Payload),
 		RawPayload: rawOrNull(it.RawPayload), Availability: rawOrNull(it.Availability),
-		StockQuantity: it.StockQuantity, Available: it.Available,
 		LastSyncedAt: fmtTimePtr(it.LastSyncedAt), LastAvailabilitySyncedAt: fmtTimePtr(it.LastAvailabilitySyncedAt),
-		LastSyncStatus: it.LastSyncStatus, LastSyncError: it.LastSyncError,
 		CreatedAt: fmtTime(it.CreatedAt), UpdatedAt: fmtTime(it.UpdatedAt)}
 }
 

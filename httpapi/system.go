@@ -42,6 +42,12 @@ func (s *Service) LogConverters() {
 				"converter", c.Name, "missing", strings.Join(c.Missing, ","))
 		}
 	}
+	if ok, how := convert.NetworkIsolation(); ok {
+		s.log.Info("office conversion runs without network", "isolation", how)
+	} else {
+		s.log.Warn("office conversion cannot be cut off from the network here; linked content is still refused by LibreOffice's own settings",
+			"isolation", how)
+	}
 }
 
 type meJSON struct {

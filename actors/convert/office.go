@@ -21,7 +21,8 @@ var sofficeBinary = "soffice"
 
 // OfficeToPDF converts a Word, Excel or PowerPoint file to PDF with LibreOffice headless. Each
 // run has its own user profile (concurrent runs sharing one race, and one silently produces
-// nothing). It returns the PDF's path, inside work.
+// nothing), locked down (officeLockdown), and runs without network where the kernel allows
+// (isolatedCommand). It returns the PDF's path, inside work.
 func OfficeToPDF(ctx context.Context, src, kind, work string) (string, error) {
 	bin, err := exec.LookPath(sofficeBinary)
 	if err != nil {
@@ -37,8 +38,14 @@ func OfficeToPDF(ctx context.Context, src, kind, work string) (string, error) {
 	octx, cancel := context.WithTimeout(ctx, OfficeTimeout)
 	defer cancel()
 	profile := filepath.Join(work, "lo-profile")
+	if err := os.MkdirAll(filepath.Join(profile, "user"), 0o750); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(profile, "user", "registrymodifications.xcu"), []byte(officeLockdown), 0o640); err != nil {
+		return "", err
+	}
 	out := filepath.Join(work, "pdf")
-	_, err = command(octx, bin, "--headless", "--norestore", "--nolockcheck", "--nodefault",
+	_, err = isolatedCommand(octx, bin, "--headless", "--norestore", "--nolockcheck", "--nodefault",
 		"-env:UserInstallation=file://"+profile, "--convert-to", "pdf", "--outdir", out, in)
 	if err != nil {
 		if ctx.Err() != nil { // the conversion was cancelled
@@ -55,3 +62,17 @@ func OfficeToPDF(ctx context.Context, src, kind, work string) (string, error) {
 	}
 	return pdf, nil
 }
+
+// officeLockdown is the user profile's configuration of every run. An uploaded document is
+// untrusted: a linked image (a DOCX relationship with TargetMode="External", an INCLUDEPICTURE
+// field) would otherwise be fetched by LibreOffice itself, from any address, past the service's
+// outbound guard, or read from the server's disk (file://) and drawn into the public pages.
+// BlockUntrustedRefererLinks makes LibreOffice refuse every link of a document not in a trusted
+// location (there are none); macros never run.
+const officeLockdown = `<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="BlockUntrustedRefererLinks" oor:op="fuse"><value>true</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="DisableMacrosExecution" oor:op="fuse"><value>true</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="MacroSecurityLevel" oor:op="fuse"><value>3</value></prop></item>
+</oor:items>
+`

@@ -26,8 +26,18 @@ func IsFailure(err error) bool {
 // command runs a helper program in its own process group, so cancelling ctx kills it and every
 // child it started (soffice starts soffice.bin), and returns its stdout; stderr goes into err.
 func command(ctx context.Context, name string, args ...string) ([]byte, error) {
+	return runCommand(ctx, nil, name, args...)
+}
+
+// runCommand is command with the process attributes of base (namespaces), if not nil.
+func runCommand(ctx context.Context, base *syscall.SysProcAttr, name string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	attr := syscall.SysProcAttr{}
+	if base != nil {
+		attr = *base
+	}
+	attr.Setpgid = true
+	cmd.SysProcAttr = &attr
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer

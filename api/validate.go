@@ -223,7 +223,7 @@ func checkValue(p *Param, field *fieldPath, raw any, fromString bool, v Validati
 			}
 		}
 		if len(p.Props) == 0 {
-			return m, good
+			return m, nestingOK(m, field, v) && good
 		}
 		declared := 0
 		for i := range p.Props {
@@ -282,7 +282,7 @@ func checkValue(p *Param, field *fieldPath, raw any, fromString bool, v Validati
 			return nil, false
 		}
 		if p.Items == nil {
-			return a, true
+			return a, nestingOK(a, field, v)
 		}
 		good := true
 		for i, item := range a {
@@ -293,8 +293,49 @@ func checkValue(p *Param, field *fieldPath, raw any, fromString bool, v Validati
 			good = good && ok
 		}
 		return a, good
+	case KAny:
+		return raw, nestingOK(raw, field, v)
 	}
 	return raw, true
+}
+
+// MaxNesting is how deep a free-form value (metadata, a product's payload) may nest objects
+// and arrays. The JSON decoder accepts thousands of levels, the encoder that stores and answers
+// them about 2,000: past this a value is a 422 naming its field, not a 500 after the fact.
+const MaxNesting = 32
+
+// nestingOK checks a free-form value's depth (MaxNesting).
+func nestingOK(x any, field *fieldPath, v Validation) bool {
+	if within(x, MaxNesting) {
+		return true
+	}
+	v.Add(field.String(), fmt.Sprintf("must not nest objects and arrays more than %d levels deep", MaxNesting))
+	return false
+}
+
+// within reports whether x nests objects and arrays at most n levels deep.
+func within(x any, n int) bool {
+	switch c := x.(type) {
+	case map[string]any:
+		if n == 0 {
+			return false
+		}
+		for _, e := range c {
+			if !within(e, n-1) {
+				return false
+			}
+		}
+	case []any:
+		if n == 0 {
+			return false
+		}
+		for _, e := range c {
+			if !within(e, n-1) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func declaredProp(props []Param, name string) bool {
@@ -360,6 +401,9 @@ func checkRange(p *Param, field *fieldPath, f float64, v Validation) bool {
 
 func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
+// toInt is an integer value: a JSON integer (or a float with no fraction, within 2^53), or a
+// string holding a decimal in canonical form (a path or query value, a tool's catalog_id "5"):
+// no sign but "-", no leading zeros, no spaces, so "+1", "01" and " 1" are not the object 1.
 func toInt(raw any) (int64, bool) {
 	switch x := raw.(type) {
 	case json.Number:
@@ -371,7 +415,10 @@ func toInt(raw any) (int64, bool) {
 			return int64(f), true
 		}
 	case string:
-		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+		if !canonicalInt(x) {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(x, 10, 64)
 		return n, err == nil
 	case float64:
 		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
@@ -381,6 +428,20 @@ func toInt(raw any) (int64, bool) {
 		return x, true
 	}
 	return 0, false
+}
+
+// canonicalInt reports whether s is an integer written the one usual way: -?(0|[1-9][0-9]*).
+func canonicalInt(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" || (s[0] == '0' && len(s) > 1) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func toFloat(raw any) (float64, bool) {

@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"image"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -181,8 +184,24 @@ func readLogo(fh *multipart.FileHeader) ([]byte, string, string) {
 	if !ok || len(data) == 0 {
 		return nil, "", "must be a PNG, JPEG, GIF or WebP image"
 	}
+	// The bytes must be the image they claim to be, of a size a viewer header can show: the
+	// header is read first (a claimed 100,000² logo is refused before anything is decoded),
+	// then the whole image (actors/convert, which httpapi imports, registers GIF and WebP).
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return nil, "", "is not a readable image"
+	}
+	if cfg.Width > MaxLogoSide || cfg.Height > MaxLogoSide || cfg.Width < 1 || cfg.Height < 1 {
+		return nil, "", fmt.Sprintf("must be at most %d×%d pixels", MaxLogoSide, MaxLogoSide)
+	}
+	if _, _, err := image.Decode(bytes.NewReader(data)); err != nil {
+		return nil, "", "is not a readable image"
+	}
 	return data, ext, ""
 }
+
+// MaxLogoSide bounds a logo's width and height.
+const MaxLogoSide = 4096
 
 func (s *Service) ToggleTakeOverBranding(r *Request) (*Result, error) {
 	b, err := s.Actors.ToggleTakeOver(r.Auth.Tenant, r.Auth.Workspace.Plan)

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"strings"
@@ -153,6 +155,8 @@ func TestBrandValidationScopesAndTenancy(t *testing.T) {
 		{"long name", map[string]string{"company_name": strings.Repeat("a", 256)}, nil, "company_name"},
 		{"not an image", map[string]string{"company_name": "A"}, []byte("<svg onload=alert(1)></svg>"), "file"},
 		{"too large", map[string]string{"company_name": "A"}, big, "file"},
+		{"claims 100,000² pixels", map[string]string{"company_name": "A"}, pngClaiming(t, 100000, 100000), "file"},
+		{"truncated", map[string]string{"company_name": "A"}, logoPNG(t, 40)[:60], "file"},
 	} {
 		r := h.brandForm(t, "POST", key, c.fields, c.logo)
 		require.Equal(t, 422, r.Status, "%s: %s", c.name, r.Body)
@@ -177,4 +181,17 @@ func TestBrandValidationScopesAndTenancy(t *testing.T) {
 	require.Equal(t, "Live brand", h.do(t, "GET", "/api/v1/brand", key, nil).data()["brand"].(map[string]any)["company_name"])
 	brandID := h.do(t, "GET", "/api/v1/brand", key, nil).data()["brand"].(map[string]any)["id"]
 	require.Equal(t, 404, h.do(t, "PUT", "/api/v1/brand", other, map[string]any{"id": brandID, "company_name": "Stolen"}).Status)
+}
+
+// pngClaiming is a PNG signature and header claiming w×h pixels, and nothing after it.
+func pngClaiming(t *testing.T, w, h uint32) []byte {
+	t.Helper()
+	ihdr := []byte("IHDR")
+	ihdr = binary.BigEndian.AppendUint32(ihdr, w)
+	ihdr = binary.BigEndian.AppendUint32(ihdr, h)
+	ihdr = append(ihdr, 8, 2, 0, 0, 0)
+	out := []byte("\x89PNG\r\n\x1a\n")
+	out = binary.BigEndian.AppendUint32(out, 13)
+	out = append(out, ihdr...)
+	return binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(ihdr))
 }

@@ -270,6 +270,7 @@ func New(cfg Config) (*Service, error) {
 		ErrorHandler:       s.transportError,
 		Name:               "flipbook",
 		MaxRequestBodySize: cfg.MaxBodyBytes,
+		ReadBufferSize:     readBufferSize,
 		ReadTimeout:        5 * time.Minute,
 		WriteTimeout:       5 * time.Minute,
 		IdleTimeout:        2 * time.Minute,
@@ -281,6 +282,13 @@ func New(cfg Config) (*Service, error) {
 	go s.housekeeping()
 	return s, nil
 }
+
+// validUTF8 is request bytes fit to quote in a JSON message (invalid UTF-8 as U+FFFD).
+func validUTF8(b []byte) string { return strings.ToValidUTF8(string(b), "\uFFFD") }
+
+// readBufferSize bounds a request's line and headers (fasthttp reads them into one buffer of
+// this size per connection): 8 KiB, as most servers allow; more is a 431.
+const readBufferSize = 8 << 10
 
 // fasthttpLogger sends fasthttp's own messages (connection errors) to the service log, without
 // the request bytes they quote (scrubTransport).
@@ -506,12 +514,12 @@ func (s *Service) buildRouter() *router.Router {
 	r.NotFound = s.labeled("not_found", "", func(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
 		s.writeError(ctx, &Error{Status: 404, Type: TypeNotFound,
-			Message: fmt.Sprintf("no route for %s %s", ctx.Method(), ctx.Path())})
+			Message: fmt.Sprintf("no route for %s %s", validUTF8(ctx.Method()), validUTF8(ctx.Path()))})
 	})
 	r.MethodNotAllowed = s.labeled("method_not_allowed", "", func(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
 		s.writeError(ctx, &Error{Status: 405, Type: TypeMethodNotAllowed,
-			Message: fmt.Sprintf("%s is not allowed on %s", ctx.Method(), ctx.Path())})
+			Message: fmt.Sprintf("%s is not allowed on %s", validUTF8(ctx.Method()), validUTF8(ctx.Path()))})
 	})
 	r.PanicHandler = func(ctx *fasthttp.RequestCtx, v any) {
 		s.log.Error("panic in handler", "request_id", s.requestID(ctx), "path", string(ctx.Path()), "panic", v)
@@ -528,10 +536,16 @@ func (s *Service) transportError(ctx *fasthttp.RequestCtx, err error) {
 	start := time.Now()
 	ri := &reqInfo{id: s.newRequestID(ctx), route: s.routes.badReq}
 	ctx.Response.Header.Set("X-Request-Id", ri.id)
-	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+	var small *fasthttp.ErrSmallBuffer
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		s.writeError(ctx, errTooLarge(s.cfg.MaxBodyBytes))
-	} else {
-		s.writeError(ctx, errBadRequest("malformed HTTP request: "+err.Error()))
+	case errors.As(err, &small):
+		s.writeError(ctx, &Error{Status: fasthttp.StatusRequestHeaderFieldsTooLarge, Type: TypeBadRequest,
+			Message: fmt.Sprintf("the request line and headers are over %d KiB", readBufferSize/1024)})
+	default:
+		// fasthttp quotes the request's bytes (headers, a key among them): never echoed back.
+		s.writeError(ctx, errBadRequest("malformed HTTP request: "+scrubTransport(err.Error())))
 	}
 	s.finish(ctx, ri, start)
 }

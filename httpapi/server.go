@@ -207,7 +207,7 @@ func New(cfg Config) (*Service, error) {
 	// are, for the resource they were issued for.
 	if s.oauth, err = oauth.New(st, oauth.Options{Issuer: cfg.PublicURL, Resources: []string{s.mcpResource(), s.restResource()},
 		Scopes: api.Scopes, AllowPrivate: cfg.AllowPrivateTargets, Logger: cfg.Logger,
-		AccessTTL: cfg.OAuthAccessTTL, RefreshTTL: cfg.OAuthRefreshTTL,
+		AccessTTL: cfg.OAuthAccessTTL, RefreshTTL: cfg.OAuthRefreshTTL, RateLimit: cfg.RateUnauthenticated,
 		OnRevoke: func() { s.caller.InvalidateAuth() }}); err != nil {
 		s.shutdownState()
 		return nil, fmt.Errorf("oauth: %w", err)

@@ -261,6 +261,7 @@ func (s *Server) RevokeClient(ws int64, clientID string) (int, error) {
 		b := s.st.NewOAuthBatch()
 		b.Delete(kindClient, clientID)
 		b.Delete(kindWClient, itoa(ws)+"/"+clientID)
+		b.Delete(kindUsed, clientID)
 		if err := b.Commit(); err != nil {
 			return 0, err
 		}

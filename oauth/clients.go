@@ -53,27 +53,72 @@ func (c *Client) fositeClient(resources []string) fosite.Client {
 }
 
 // clients loads clients: registered ones from Pebble, metadata documents from their URL
-// (through the outbound guard), kept for CIMDCacheFor.
+// (through the outbound guard), cached in Pebble for CIMDCacheFor.
+//
+// No lock is held across a fetch: concurrent lookups of one document share a single fetch
+// (inflight), a failed fetch is remembered for CIMDFailFor (failed) so a slow or broken URL is
+// not fetched again by every request, and a lookup of one document never waits for another's.
+// Lookups made on behalf of stored grants (token verification, refresh, code exchange) never
+// fetch: they use the cached document, however old (stored).
 type clients struct {
 	st        *storage.Store
 	http      *http.Client
 	policy    outbound.Policy
 	resources []string
-	mu        sync.Mutex // one fetch of a document at a time
+	lim       *limiter // per-IP limit of document fetches (nil: none)
+
+	mu       sync.Mutex
+	inflight map[string]*fetchCall
+	failed   map[string]fetchFailure
+}
+
+// fetchCall is a fetch of a metadata document under way; the lookups that join it wait for done.
+type fetchCall struct {
+	done chan struct{}
+	c    *Client
+	err  error
+}
+
+// fetchFailure is a failed fetch, answered again until until.
+type fetchFailure struct {
+	err   error
+	until time.Time
 }
 
 // CIMDCacheFor is how long a fetched client metadata document is used before it is fetched
-// again.
+// again (by an authorization or token request; token verification uses it however old).
 const CIMDCacheFor = time.Hour
 
-// maxCIMD bounds a metadata document.
-const maxCIMD = 64 << 10
+// CIMDFailFor is how long a failed fetch of a metadata document is remembered: lookups in that
+// time get the same error without a fetch.
+const CIMDFailFor = 30 * time.Second
 
-func newClients(st *storage.Store, allowPrivate bool, resources []string) *clients {
+// cimdTimeout bounds a fetch of a metadata document (the address check, DNS included, the
+// connection, the answer and its body).
+const cimdTimeout = 10 * time.Second
+
+// maxCIMD bounds a metadata document, maxCIMDURL its URL.
+const (
+	maxCIMD    = 64 << 10
+	maxCIMDURL = 2048
+)
+
+// Bounds of a client's redirect URIs (dynamic registration and metadata documents).
+const (
+	maxRedirectURIs   = 10
+	maxRedirectURILen = 2048
+)
+
+// maxFailed is the size of the failure cache above which expired entries are dropped.
+const maxFailed = 1024
+
+func newClients(st *storage.Store, allowPrivate bool, resources []string, lim *limiter) *clients {
 	p := outbound.Policy{AllowPrivate: allowPrivate}
-	return &clients{st: st, policy: p, resources: resources, http: &http.Client{Timeout: 10 * time.Second,
-		Transport:     p.Transport(outbound.TransportOptions{Timeout: 10 * time.Second, MaxIdlePerHost: 2}),
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return &clients{st: st, policy: p, resources: resources, lim: lim,
+		inflight: map[string]*fetchCall{}, failed: map[string]fetchFailure{},
+		http: &http.Client{Timeout: cimdTimeout,
+			Transport:     p.Transport(outbound.TransportOptions{Timeout: cimdTimeout, MaxIdlePerHost: 2}),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
 // isCIMD reports whether a client id is a metadata document URL.
@@ -81,6 +126,8 @@ func isCIMD(id string) bool {
 	return strings.HasPrefix(id, "https://") || strings.HasPrefix(id, "http://")
 }
 
+// GetClient is fosite's client lookup (authorization, token and revocation requests): a
+// metadata document is fetched when it is not cached or its cache is older than CIMDCacheFor.
 func (s *Store) GetClient(ctx context.Context, id string) (fosite.Client, error) {
 	c, err := s.clients.load(ctx, id)
 	if err != nil {
@@ -89,10 +136,15 @@ func (s *Store) GetClient(ctx context.Context, id string) (fosite.Client, error)
 	return c.fositeClient(s.clients.resources), nil
 }
 
+// load returns a client, fetching its metadata document if needed.
 func (cs *clients) load(ctx context.Context, id string) (*Client, error) {
 	if isCIMD(id) {
 		return cs.document(ctx, id)
 	}
+	return cs.registered(id)
+}
+
+func (cs *clients) registered(id string) (*Client, error) {
 	var c Client
 	if err := cs.st.OAuthGet(kindClient, id, &c); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
@@ -103,41 +155,134 @@ func (cs *clients) load(ctx context.Context, id string) (*Client, error) {
 	return &c, nil
 }
 
+// stored returns the client of a stored grant without any network I/O: a registered client,
+// or a metadata document as cached, however old. A document client whose cache is gone (the
+// purge keeps the cache of clients holding grants, so only in a race) is the public client its
+// id names: what a stored grant needs of its client is its id (fosite compares it with the
+// client of the request) and that it is public; the document's redirect URIs and name matter
+// only to authorization requests, which fetch it.
+func (cs *clients) stored(id string) (*Client, error) {
+	if !isCIMD(id) {
+		return cs.registered(id)
+	}
+	var c Client
+	switch err := cs.st.OAuthGet(kindCIMD, id, &c); {
+	case err == nil:
+		return &c, nil
+	case !errors.Is(err, storage.ErrNotFound):
+		return nil, err
+	}
+	return &Client{ID: id, GrantTypes: publicGrants(nil), ResponseTypes: []string{"code"}, AuthMethod: "none",
+		Source: "cimd"}, nil
+}
+
 // document returns the client described by the metadata document at id (MCP 2025-11-25:
-// Client ID Metadata Documents): fetched through the outbound guard, at most 64 KB, its
-// client_id must be its own URL.
+// Client ID Metadata Documents): the cached one while younger than CIMDCacheFor, else fetched
+// (fetch).
 func (cs *clients) document(ctx context.Context, id string) (*Client, error) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
+	if len(id) > maxCIMDURL {
+		return nil, fosite.ErrInvalidClient.WithHintf("A client metadata document URL is at most %d characters.", maxCIMDURL)
+	}
 	var cached Client
 	if err := cs.st.OAuthGet(kindCIMD, id, &cached); err == nil && time.Since(cached.FetchedAt) < CIMDCacheFor {
 		return &cached, nil
+	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, err
 	}
+	now := time.Now()
+	cs.mu.Lock()
+	if f, ok := cs.failed[id]; ok {
+		if now.Before(f.until) {
+			cs.mu.Unlock()
+			return nil, f.err
+		}
+		delete(cs.failed, id)
+	}
+	call := cs.inflight[id]
+	if call == nil {
+		// A fetch of our own: the caller's address pays for it (a joined fetch is free).
+		if d := cs.lim.allow("cimd", ipFrom(ctx), now); !d.Allowed {
+			cs.mu.Unlock()
+			return nil, fosite.ErrInvalidClient.WithHintf("Too many client metadata documents fetched for this address: try again in %d s.",
+				retryAfter(d)).WithWrap(&rateLimited{d})
+		}
+		call = &fetchCall{done: make(chan struct{})}
+		cs.inflight[id] = call
+		cs.mu.Unlock()
+		cs.run(call, id, &cached)
+	} else {
+		cs.mu.Unlock()
+	}
+	select {
+	case <-call.done:
+		return call.c, call.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// run fetches a document for the lookups that joined call.
+func (cs *clients) run(call *fetchCall, id string, cached *Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), cimdTimeout)
+	defer cancel()
+	// Should fetch panic, the lookups that joined are still answered (with this error).
+	call.err = fosite.ErrServerError.WithHint("The client metadata document could not be fetched.")
+	remember := false
+	defer cs.finish(call, id, &remember)
+	var storeErr bool
+	call.c, storeErr, call.err = cs.fetch(ctx, id, cached)
+	remember = call.err != nil && !storeErr
+}
+
+// finish ends a fetch: the lookups that joined it are answered, and a failure of the document
+// (remember) is answered again for CIMDFailFor.
+func (cs *clients) finish(call *fetchCall, id string, remember *bool) {
+	cs.mu.Lock()
+	delete(cs.inflight, id)
+	if *remember {
+		if len(cs.failed) >= maxFailed {
+			now := time.Now()
+			for k, f := range cs.failed {
+				if !now.Before(f.until) {
+					delete(cs.failed, k)
+				}
+			}
+		}
+		cs.failed[id] = fetchFailure{err: call.err, until: time.Now().Add(CIMDFailFor)}
+	}
+	cs.mu.Unlock()
+	close(call.done)
+}
+
+// fetch fetches and checks the document at id through the outbound guard (at most 64 KB, its
+// client_id must be its own URL) and caches it; storeErr reports an error of the store (not the
+// document's fault, so not remembered as a failed fetch).
+func (cs *clients) fetch(ctx context.Context, id string, cached *Client) (_ *Client, storeErr bool, _ error) {
 	bad := func(why string) error {
 		return fosite.ErrInvalidClient.WithHint("The client metadata document at " + id + " " + why + ".")
 	}
 	if err := cs.policy.CheckURL(ctx, id); err != nil {
-		return nil, bad("cannot be fetched: " + err.Error())
+		return nil, false, bad("cannot be fetched: " + err.Error())
 	}
 	if u, _ := url.Parse(id); u == nil || u.Path == "" || u.Path == "/" || u.Fragment != "" {
-		return nil, bad("must be an https URL with a path")
+		return nil, false, bad("must be an https URL with a path")
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
 	if err != nil {
-		return nil, bad("is not a valid URL")
+		return nil, false, bad("is not a valid URL")
 	}
 	req.Header.Set("Accept", "application/json")
 	res, err := cs.http.Do(req)
 	if err != nil {
-		return nil, bad("could not be fetched: " + err.Error())
+		return nil, false, bad("could not be fetched: " + err.Error())
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		return nil, bad(fmt.Sprintf("answered %d", res.StatusCode))
+		return nil, false, bad(fmt.Sprintf("answered %d", res.StatusCode))
 	}
 	data, err := io.ReadAll(io.LimitReader(res.Body, maxCIMD+1))
 	if err != nil || len(data) > maxCIMD {
-		return nil, bad("is larger than 64 KB or could not be read")
+		return nil, false, bad("is larger than 64 KB or could not be read")
 	}
 	var doc struct {
 		ClientID      string   `json:"client_id"`
@@ -149,33 +294,37 @@ func (cs *clients) document(ctx context.Context, id string) (*Client, error) {
 		AuthMethod    string   `json:"token_endpoint_auth_method"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, bad("is not JSON")
+		return nil, false, bad("is not JSON")
 	}
 	switch {
 	case doc.ClientID != id:
-		return nil, bad("names another client_id")
+		return nil, false, bad("names another client_id")
 	case len(doc.RedirectURIs) == 0:
-		return nil, bad("has no redirect_uris")
+		return nil, false, bad("has no redirect_uris")
 	case doc.AuthMethod != "" && doc.AuthMethod != "none":
-		return nil, bad("asks for token_endpoint_auth_method " + doc.AuthMethod + " (only none is supported for metadata-document clients)")
+		return nil, false, bad("asks for token_endpoint_auth_method " + doc.AuthMethod + " (only none is supported for metadata-document clients)")
+	case len(doc.Name) > 255 || len(doc.URI) > 2048:
+		return nil, false, bad("has a client_name longer than 255 characters or a client_uri longer than 2048")
 	}
-	for _, u := range doc.RedirectURIs {
-		if err := checkRedirect(u); err != nil {
-			return nil, bad("has a bad redirect_uri: " + err.Error())
-		}
+	if err := checkRedirects(doc.RedirectURIs); err != nil {
+		return nil, false, bad("has bad redirect_uris: " + err.Error())
 	}
+	now := time.Now().UTC()
 	c := &Client{ID: id, Name: doc.Name, URI: doc.URI, RedirectURIs: doc.RedirectURIs,
 		GrantTypes: publicGrants(doc.GrantTypes), ResponseTypes: []string{"code"}, AuthMethod: "none",
-		Source: "cimd", CreatedAt: time.Now().UTC(), FetchedAt: time.Now().UTC()}
+		Source: "cimd", CreatedAt: now, FetchedAt: now}
 	if cached.ID != "" {
 		c.CreatedAt = cached.CreatedAt
 	}
 	b := cs.st.NewOAuthBatch()
 	if err := b.Put(kindCIMD, id, c); err != nil {
 		b.Close()
-		return nil, err
+		return nil, true, err
 	}
-	return c, b.Commit()
+	if err := b.Commit(); err != nil {
+		return nil, true, err
+	}
+	return c, false, nil
 }
 
 // publicGrants are the grants a public client may use: the authorization code and refresh.
@@ -193,6 +342,23 @@ func publicGrants(asked []string) []string {
 		out = append(out, "authorization_code")
 	}
 	return out
+}
+
+// checkRedirects checks a client's redirect URIs: at most maxRedirectURIs, each at most
+// maxRedirectURILen characters and acceptable to checkRedirect.
+func checkRedirects(uris []string) error {
+	if len(uris) > maxRedirectURIs {
+		return fmt.Errorf("at most %d redirect_uris are accepted", maxRedirectURIs)
+	}
+	for _, u := range uris {
+		if len(u) > maxRedirectURILen {
+			return fmt.Errorf("a redirect_uri is at most %d characters", maxRedirectURILen)
+		}
+		if err := checkRedirect(u); err != nil {
+			return fmt.Errorf("%s: %w", u, err)
+		}
+	}
+	return nil
 }
 
 // checkRedirect accepts https redirect URIs and http ones on loopback (RFC 8252), and custom

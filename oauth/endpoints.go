@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"slices"
@@ -113,8 +114,14 @@ func (s *Server) csrfFor(nonce string) string {
 
 func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	if !s.limit(w, r, "authorize", "authorization requests") {
+		return
+	}
 	ar, err := s.provider.NewAuthorizeRequest(ctx, r)
 	if err != nil {
+		if limited(w, err) {
+			return
+		}
 		s.provider.WriteAuthorizeError(ctx, w, ar, err)
 		return
 	}
@@ -185,7 +192,7 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request, ar fosite.Autho
 		}
 	}
 	name := ar.GetClient().GetID()
-	if c, err := s.store.clients.load(r.Context(), name); err == nil && c.Name != "" {
+	if c := s.storedClient(name); c != nil && c.Name != "" { // just loaded: no fetch
 		name = c.Name
 	}
 	h := w.Header()
@@ -220,6 +227,9 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	ar, err := s.provider.NewAccessRequest(ctx, r, newSession())
 	if err != nil {
+		if limited(w, err) {
+			return
+		}
 		s.provider.WriteAccessError(ctx, w, ar, err)
 		return
 	}
@@ -290,14 +300,34 @@ func (s *Server) tokenRules(ctx context.Context, r *http.Request, ar fosite.Acce
 func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	err := s.provider.NewRevocationRequest(ctx, r)
+	if limited(w, err) {
+		return
+	}
 	s.provider.WriteRevocationResponse(ctx, w, err)
+}
+
+// limited answers 429 when a request failed because its client's metadata document could not
+// be fetched under the per-IP limit.
+func limited(w http.ResponseWriter, err error) bool {
+	var rl *rateLimited
+	if err == nil || !errors.As(err, &rl) {
+		return false
+	}
+	tooMany(w, rl.d, fmt.Sprintf("too many client metadata documents fetched for this address (limit %d per minute): try again in %d s",
+		rl.d.Limit, retryAfter(rl.d)))
+	return true
 }
 
 // serveRegister is Dynamic Client Registration (RFC 7591). Without credentials it registers a
 // public client (authorization code with PKCE, refresh); with an API key as bearer token it may
-// register a confidential client-credentials client that acts for that key.
+// register a confidential client-credentials client that acts for that key. Registrations are
+// limited per IP (Options.RateLimit); a public client that never obtains a code or a token is
+// purged after Options.UnusedClientTTL.
 func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	if !s.limit(w, r, "register", "client registrations") {
+		return
+	}
 	var in struct {
 		RedirectURIs  []string `json:"redirect_uris"`
 		Name          string   `json:"client_name"`
@@ -359,11 +389,9 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 			bad("invalid_redirect_uri", "redirect_uris is required")
 			return
 		}
-		for _, u := range in.RedirectURIs {
-			if err := checkRedirect(u); err != nil {
-				bad("invalid_redirect_uri", u+": "+err.Error())
-				return
-			}
+		if err := checkRedirects(in.RedirectURIs); err != nil {
+			bad("invalid_redirect_uri", err.Error())
+			return
 		}
 		c.RedirectURIs, c.GrantTypes, c.AuthMethod = in.RedirectURIs, publicGrants(in.GrantTypes), "none"
 	}

@@ -18,8 +18,21 @@ import (
 // its grant record and that record's indexes. A revoked grant's refresh tokens keep their
 // expiry, so its ended marker (RevokeGrant) stays as long as one of them could be presented;
 // markers older than the refresh-token lifetime go too. Runs from the service's housekeeping.
+//
+// It also removes clients nobody uses (purgeClients): dynamically registered clients older than
+// Options.UnusedClientTTL that never obtained an authorization code or a token, and cached
+// metadata documents fetched longer ago than that whose client holds no grant. Their number is
+// logged; grants is the number of grants removed.
 func (s *Server) Purge(now time.Time) (grants int, err error) {
-	return s.store.purge(now.Add(-PurgeGrace), now.Add(-s.o.RefreshTTL-PurgeGrace), s.o.AccessTTL, s.o.RefreshTTL)
+	grants, err = s.store.purge(now.Add(-PurgeGrace), now.Add(-s.o.RefreshTTL-PurgeGrace), s.o.AccessTTL, s.o.RefreshTTL)
+	if err != nil {
+		return grants, err
+	}
+	dcr, docs, err := s.store.purgeClients(now.Add(-s.o.UnusedClientTTL))
+	if dcr+docs > 0 {
+		s.o.Logger.Info("purged unused OAuth clients", "registered", dcr, "metadata_documents", docs)
+	}
+	return grants, err
 }
 
 // PurgeGrace is how long after its last expiry a grant's records stay.
@@ -149,4 +162,91 @@ func (s *Store) removeGroups(groups []reqGroup) error {
 		}
 	}
 	return b.Commit()
+}
+
+// purgeClients removes dynamically registered public clients created before `before` that
+// never obtained an authorization code or a token (no kindUsed marker, no grant), and cached
+// metadata documents fetched before `before` whose client holds no grant (a cache: the
+// document is fetched again when it is next used). Client-credentials clients (registered with
+// an API key) are the workspace's and stay until revoked.
+func (s *Store) purgeClients(before time.Time) (dcr, docs int, err error) {
+	var regs, cached []string
+	var entry struct {
+		Source    string    `json:"source"`
+		CreatedAt time.Time `json:"created_at"`
+		FetchedAt time.Time `json:"fetched_at"`
+	}
+	if err := s.st.OAuthList(kindClient, "", func(id string, v []byte) bool {
+		entry.Source, entry.CreatedAt = "", time.Time{}
+		if json.Unmarshal(v, &entry) == nil && entry.Source == "dcr" && !entry.CreatedAt.IsZero() && entry.CreatedAt.Before(before) {
+			regs = append(regs, id)
+		}
+		return true
+	}); err != nil {
+		return 0, 0, err
+	}
+	if err := s.st.OAuthList(kindCIMD, "", func(id string, v []byte) bool {
+		entry.FetchedAt = time.Time{}
+		if json.Unmarshal(v, &entry) == nil && entry.FetchedAt.Before(before) {
+			cached = append(cached, id)
+		}
+		return true
+	}); err != nil {
+		return 0, 0, err
+	}
+	var delRegs, delDocs []string
+	for _, id := range regs {
+		used, err := s.clientUsed(id, true)
+		if err != nil {
+			return 0, 0, err
+		}
+		if !used {
+			delRegs = append(delRegs, id)
+		}
+	}
+	for _, id := range cached {
+		used, err := s.clientUsed(id, false)
+		if err != nil {
+			return 0, 0, err
+		}
+		if !used {
+			delDocs = append(delDocs, id)
+		}
+	}
+	for _, batch := range []struct {
+		kind string
+		ids  []string
+	}{{kindClient, delRegs}, {kindCIMD, delDocs}} {
+		for i := 0; i < len(batch.ids); i += purgeBatch {
+			b := s.st.NewOAuthBatch()
+			for _, id := range batch.ids[i:min(i+purgeBatch, len(batch.ids))] {
+				b.Delete(batch.kind, id)
+			}
+			if err := b.Commit(); err != nil {
+				return dcr, docs, err
+			}
+			if batch.kind == kindClient {
+				dcr += min(purgeBatch, len(batch.ids)-i)
+			} else {
+				docs += min(purgeBatch, len(batch.ids)-i)
+			}
+		}
+	}
+	return dcr, docs, nil
+}
+
+// clientUsed reports whether a client holds a grant (cgrant index) or, with marker, ever
+// obtained a code or a token (kindUsed).
+func (s *Store) clientUsed(id string, marker bool) (bool, error) {
+	found := false
+	if marker { // an empty index entry: listed, not read
+		if err := s.st.OAuthList(kindUsed, id, func(k string, _ []byte) bool {
+			found = k == id
+			return !found
+		}); err != nil || found {
+			return found, err
+		}
+	}
+	err := s.st.OAuthList(kindCGrant, id+"/", func(string, []byte) bool { found = true; return false })
+	return found, err
 }

@@ -39,7 +39,18 @@ type Options struct {
 	Logger       *slog.Logger
 	// OnRevoke is called after tokens were revoked (the API forgets cached credentials).
 	OnRevoke func()
+	// RateLimit is the per-IP limit, per minute, of each of: registrations (POST
+	// /oauth/register), authorization requests (GET and POST /oauth/authorize), and fetches of
+	// client metadata documents (whatever the endpoint). 0: no limit.
+	RateLimit int
+	// UnusedClientTTL is how long a dynamically registered client that never obtained an
+	// authorization code or a token is kept, and a cached metadata document of a client that
+	// holds no grant (Purge). 0: DefaultUnusedClientTTL.
+	UnusedClientTTL time.Duration
 }
+
+// DefaultUnusedClientTTL is Options.UnusedClientTTL's default.
+const DefaultUnusedClientTTL = 7 * 24 * time.Hour
 
 // Server is the authorization server.
 type Server struct {
@@ -50,6 +61,7 @@ type Server struct {
 	strategy *foauth2.HMACSHAStrategy
 	cfg      *fosite.Config
 	csrfKey  []byte
+	lim      *limiter
 }
 
 var scopeList []string
@@ -66,6 +78,9 @@ func New(st *storage.Store, o Options) (*Server, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.UnusedClientTTL == 0 {
+		o.UnusedClientTTL = DefaultUnusedClientTTL
 	}
 	scopeList = append(slices.Clone(o.Scopes), "*")
 	secret, err := metaSecret(st, "oauth_hmac_secret")
@@ -91,7 +106,8 @@ func New(st *storage.Store, o Options) (*Server, error) {
 		AccessTokenIssuer:              o.Issuer,
 		SendDebugMessagesToClients:     true,
 	}
-	store := &Store{st: st, clients: newClients(st, o.AllowPrivate, o.Resources), onRevoke: o.OnRevoke}
+	lim := newLimiter(o.RateLimit)
+	store := &Store{st: st, clients: newClients(st, o.AllowPrivate, o.Resources, lim), onRevoke: o.OnRevoke}
 	strategy := compose.NewOAuth2HMACStrategy(cfg)
 	provider := compose.Compose(cfg, store, &compose.CommonStrategy{CoreStrategy: strategy},
 		compose.OAuth2AuthorizeExplicitFactory,
@@ -100,7 +116,7 @@ func New(st *storage.Store, o Options) (*Server, error) {
 		compose.OAuth2TokenRevocationFactory,
 		compose.OAuth2PKCEFactory,
 	)
-	return &Server{o: o, st: st, store: store, provider: provider, strategy: strategy, cfg: cfg, csrfKey: csrf}, nil
+	return &Server{o: o, st: st, store: store, provider: provider, strategy: strategy, cfg: cfg, csrfKey: csrf, lim: lim}, nil
 }
 
 // metaSecret is a 32-byte secret of the installation, made on first use.
@@ -134,9 +150,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /oauth/register", s.serveRegister)
 	// The fasthttp adaptor hands the pooled RequestCtx over as the request's context; it must
 	// not be watched by goroutines that outlive the handler (an outbound fetch's transport),
-	// so handlers get a context of their own (their outbound requests carry their own timeouts).
+	// so handlers get a context of their own (their outbound requests carry their own timeouts),
+	// holding the requester's address (metadata document fetches are limited per address).
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mux.ServeHTTP(w, r.WithContext(context.Background()))
+		mux.ServeHTTP(w, r.WithContext(withIP(context.Background(), clientIP(r))))
 	})
 }
 

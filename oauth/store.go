@@ -29,6 +29,7 @@ const (
 	kindWGrant  = "wgrant"  // index: <workspace>/<request id>
 	kindWClient = "wclient" // index: <workspace>/<client id>
 	kindEnded   = "ended"   // grants an admin revoke ended (request id → when): no token is issued under them again
+	kindUsed    = "cused"   // clients that obtained an authorization code or a token (the purge keeps them)
 )
 
 // Session is what a grant carries: whose key approved it (workspace, mode, key id and the
@@ -132,11 +133,14 @@ type Store struct {
 // errGrantEnded refuses tokens under a grant an admin revoke ended.
 var errGrantEnded = fosite.ErrInactiveToken.WithHint("The grant was revoked.")
 
-func (s *Store) fromStored(ctx context.Context, sr *storedRequest) (*fosite.Request, error) {
-	c, err := s.GetClient(ctx, sr.ClientID)
+// fromStored rebuilds a stored request. Its client is looked up without any network I/O
+// (clients.stored): verifying a token never waits for a metadata document.
+func (s *Store) fromStored(_ context.Context, sr *storedRequest) (*fosite.Request, error) {
+	cl, err := s.clients.stored(sr.ClientID)
 	if err != nil {
 		return nil, err
 	}
+	c := cl.fositeClient(s.clients.resources)
 	sess := sr.Session
 	if sess == nil {
 		sess = newSession()
@@ -180,6 +184,7 @@ func (s *Store) create(kind, sig string, r fosite.Requester, accessSig string) e
 		return err
 	}
 	b.Mark(kindReq, sr.ID+"/"+kind+"/"+sig)
+	b.Mark(kindUsed, sr.ClientID)
 	if kind == kindAccess || kind == kindRefresh {
 		if err := s.recordGrant(b, sr); err != nil {
 			b.Close()

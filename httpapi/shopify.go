@@ -588,7 +588,14 @@ var workspaceSlugRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$`)
 // ShopifyWorkspaceName is POST /integrations/shopify/workspace-name: the one rename of the
 // workspace the connector generated at sign-up, through the accounts actor (which owns names
 // and the slug index, so a slug cannot be claimed twice).
+//
+// The workspace is shared by both modes, so only a live key renames it: the test mode is a
+// sandbox whose calls change nothing a live reader sees.
 func (s *Service) ShopifyWorkspaceName(r *Request) (*Result, error) {
+	if r.Auth.Tenant.Mode != storage.ModeLive {
+		return nil, &Error{Status: 403, Type: api.TypeForbidden,
+			Message: "the workspace is renamed with a live key: test-mode keys change nothing outside the sandbox"}
+	}
 	name := strings.TrimSpace(r.Str("workspace_name"))
 	slug := r.Str("workspace_slug")
 	if r.Has("workspace_slug") && !workspaceSlugRE.MatchString(slug) {

@@ -27,6 +27,7 @@ type ConversionOptions struct {
 	Workers  int // batches converted at once, and renderer processes at once
 	LongEdge int // page image size, longer side in pixels
 	Chunk    int // pages per renderer process
+	MaxPages int // most pages of a PDF or Office document (0: convert.DefaultMaxPages)
 }
 
 // Messages of the conversion supervisor.
@@ -403,7 +404,7 @@ func (s *System) convertFile(ctx context.Context, u *storage.Upload, i int) (rea
 	}
 	var rendered atomic.Int64 // pages reported by the renderers as they finish (OnPages)
 	res, err := convert.Convert(ctx, UploadPath(s.Store, u.ID, i), f.Kind, work, convert.Options{
-		LongEdge: s.conv.LongEdge, AutoLinks: u.AutoLinks, Slots: s.renderSlots, Chunk: s.conv.Chunk,
+		LongEdge: s.conv.LongEdge, MaxPages: s.conv.MaxPages, AutoLinks: u.AutoLinks, Slots: s.renderSlots, Chunk: s.conv.Chunk,
 		Fetch: fetch,
 		OnPages: func(n int) {
 			rendered.Add(int64(n))

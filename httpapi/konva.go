@@ -1,43 +1,56 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"flipbook/actors"
 	"flipbook/actors/convert"
 	"flipbook/storage"
 )
 
-// createKonva creates a book from editor content (spec §4.1.3): every page image is decoded and
-// checked (422 per bad index), stored as the book's pages, and a thumbnail is stored or made.
+// KonvaMaxPixels bounds the pixels of all page images of one editor book together (beside
+// convert.MaxPixels for each): the most pages a book may have (250) at the service's own page
+// size (1600 px on the long edge, 1.8 megapixels for A4) fit, with room. The pages are decoded
+// one after another, so this bounds a request's CPU time (about 8 s of one core at 60
+// megapixels a second), not its memory: that is bounded by convert.DecodeBudgetPixels.
+const KonvaMaxPixels = 500_000_000
+
+// CreateKonva creates a book from editor content (spec §4.1.3). Every image's header is read
+// first: a bad one, one over convert.MaxPixels (422 on its index) or pages over KonvaMaxPixels
+// in all (422 on page_images) refuse the request before any pixel is decoded. Then each page is
+// decoded to prove it whole (under the process-wide decode budget), dropped, and stored as
+// sent; a given thumbnail is kept as sent, else one is made from page 1 while it is decoded.
 func (s *Service) CreateKonva(r *Request) (*Result, error) {
 	raws := r.Params["page_images"].([]any)
-	pages := make([]*convert.Image, len(raws))
-	errs := make([]error, len(raws))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for i := range raws {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int) {
-			defer func() { <-sem; wg.Done() }()
-			pages[i], errs[i] = convert.DecodeBase64Image(raws[i].(string))
-		}(i)
-	}
-	var thumb *convert.Image
+	thumbRaw, _ := r.Params["thumbnail"].(string)
 	v := Validation{}
-	if t, ok := r.Params["thumbnail"].(string); ok && t != "" {
-		var err error
-		if thumb, err = convert.DecodeBase64Image(t); err != nil {
-			v.Add("thumbnail", err.Error())
-		}
-	}
-	wg.Wait()
-	for i, err := range errs {
+	heads := make([]convert.Header, len(raws))
+	var total int64
+	for i, raw := range raws {
+		h, err := konvaHeader(raw.(string))
 		if err != nil {
 			v.Add("page_images."+strconv.Itoa(i), err.Error())
+			continue
+		}
+		heads[i] = h
+		total += h.Pixels()
+	}
+	if total > KonvaMaxPixels {
+		v.Add("page_images", fmt.Sprintf("hold %d megapixels in all, more than the %d accepted in one request",
+			total/1_000_000, KonvaMaxPixels/1_000_000))
+	}
+	var thumbHead convert.Header
+	if thumbRaw != "" {
+		var err error
+		if thumbHead, err = konvaHeader(thumbRaw); err != nil {
+			v.Add("thumbnail", err.Error())
 		}
 	}
 	if err := v.Err(); err != nil {
@@ -47,11 +60,135 @@ func (s *Service) CreateKonva(r *Request) (*Result, error) {
 	b := newBook(r.Str("title"), "konva", r.Str("status"))
 	applyKonvaSettings(b, r.Params["settings"])
 	b.Settings.Downloadable = false // no source PDF (spec §4.1.3)
-	created, err := s.createBookFromImages(r.Auth.Tenant, b, pages, thumb)
+	ctx := r.Ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	created, err := s.createKonvaBook(ctx, r.Auth.Tenant, b, raws, heads, thumbRaw, thumbHead)
 	if err != nil {
 		return nil, err
 	}
 	return &Result{Status: 201, Data: s.bookWire(created)}, nil
+}
+
+// konvaHeader reads the header of a base64 editor image (nothing is kept: the bytes are
+// decoded again when the image is checked, so a request never holds all its images' bytes).
+func konvaHeader(raw string) (convert.Header, error) {
+	data, err := convert.DecodeBase64(raw)
+	if err != nil {
+		return convert.Header{}, err
+	}
+	return convert.ImageHeader(data)
+}
+
+// createKonvaBook checks and stores the pages (headers already read), at most GOMAXPROCS at
+// once, each image decoded only while it is checked; then the thumbnail; then creates b. A page
+// that does not decode is a 422 on its index (all such pages are reported); once one has failed
+// no more pages are stored. On any failure b's files are removed again.
+func (s *Service) createKonvaBook(ctx context.Context, t storage.Tenant, b *storage.Book, raws []any,
+	heads []convert.Header, thumbRaw string, thumbHead convert.Header) (*storage.Book, error) {
+	rid := b.RandomID
+	ok := false
+	defer func() {
+		if !ok {
+			_ = s.Store.Blobs.DeleteBook(rid)
+		}
+	}()
+	pages := make([]storage.Page, len(raws))
+	bad := make([]error, len(raws)) // the page does not decode (422)
+	var failed atomic.Bool          // a page is bad or an internal error happened
+	var mu sync.Mutex
+	var internal error
+	fatal := func(err error) {
+		failed.Store(true)
+		mu.Lock()
+		if internal == nil {
+			internal = err
+		}
+		mu.Unlock()
+	}
+	var thumb []byte // made from page 1 when no thumbnail is given
+	check := func(i int) {
+		data, err := convert.DecodeBase64(raws[i].(string))
+		if err != nil { // the header pass decoded it
+			fatal(err)
+			return
+		}
+		var use func(image.Image) error
+		if i == 0 && thumbRaw == "" {
+			use = func(img image.Image) (err error) { thumb, err = convert.Thumbnail(img); return err }
+		}
+		if err := convert.CheckImage(ctx, data, heads[i], use); err != nil {
+			if errors.Is(err, convert.ErrNotImage) {
+				bad[i] = err
+				failed.Store(true)
+			} else {
+				fatal(err)
+			}
+			return
+		}
+		if failed.Load() {
+			return
+		}
+		name, err := s.Store.Blobs.Put(rid, data, heads[i].Ext)
+		if err != nil {
+			fatal(err)
+			return
+		}
+		pages[i] = storage.Page{Number: i + 1, File: name, Width: heads[i].Width, Height: heads[i].Height}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i := range raws {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			check(i)
+		}(i)
+	}
+	v := Validation{}
+	var thumbData []byte
+	if thumbRaw != "" {
+		var err error
+		if thumbData, err = convert.DecodeBase64(thumbRaw); err != nil {
+			fatal(err)
+		} else if err = convert.CheckImage(ctx, thumbData, thumbHead, nil); errors.Is(err, convert.ErrNotImage) {
+			v.Add("thumbnail", err.Error())
+			failed.Store(true)
+		} else if err != nil {
+			fatal(err)
+		}
+	}
+	wg.Wait()
+	if internal != nil {
+		return nil, internal
+	}
+	for i, err := range bad {
+		if err != nil {
+			v.Add("page_images."+strconv.Itoa(i), err.Error())
+		}
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+
+	b.Pages, b.PageCount = pages, len(pages)
+	var err error
+	if thumbRaw != "" {
+		b.Thumbnail, err = s.Store.Blobs.Put(rid, thumbData, thumbHead.Ext)
+	} else {
+		b.Thumbnail, err = s.Store.Blobs.Put(rid, thumb, "jpg")
+	}
+	if err != nil {
+		return nil, err
+	}
+	created, err := s.Actors.CreateBook(t, b)
+	if err != nil {
+		return nil, err
+	}
+	ok = true
+	return created, nil
 }
 
 // newBook is a book record with the service's default settings (not yet stored).

@@ -90,9 +90,11 @@ type Config struct {
 	Webhooks actors.WebhookOptions
 	// MaxUploadBytes is the largest file POST /books accepts (422 above it).
 	MaxUploadBytes int
-	// Conversion: batches converted at once (0 = number of cores), page image size.
+	// Conversion: batches converted at once (0 = number of cores), page image size, most pages
+	// of a PDF or Office document (0 = convert.DefaultMaxPages).
 	ConversionWorkers int
 	PageLongEdge      int
+	MaxPages          int
 	// Logger receives the service's log, one line per HTTP request at info (docs/OPERATIONS.md).
 	Logger *slog.Logger
 	// RequestLog, when set, receives the request lines, encoded by hand (RequestLog); nil
@@ -189,7 +191,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	sys, err := actors.Start(st, actors.Options{BookIdle: cfg.BookIdle, Logger: cfg.Logger,
-		Conversion: actors.ConversionOptions{Workers: cfg.ConversionWorkers, LongEdge: cfg.PageLongEdge},
+		Conversion: actors.ConversionOptions{Workers: cfg.ConversionWorkers, LongEdge: cfg.PageLongEdge, MaxPages: cfg.MaxPages},
 		ImageFetcher: func() (convert.Fetcher, func()) {
 			f := newFetcher(cfg.AllowPrivateTargets)
 			return f.fetch, f.close

@@ -17,6 +17,7 @@ const (
 // Options configure Convert.
 type Options struct {
 	LongEdge  int // page image size (longer side, pixels)
+	MaxPages  int // most pages of a PDF or Office document (0: DefaultMaxPages)
 	AutoLinks bool
 	Slots     chan struct{} // renderer processes allowed at once (shared by all conversions)
 	Chunk     int
@@ -83,7 +84,7 @@ func Convert(ctx context.Context, src, kind, work string, o Options) (*Result, e
 }
 
 func convertPDF(ctx context.Context, pdf, work string, o Options) (*Result, error) {
-	boxes, err := PDFPages(ctx, pdf)
+	boxes, err := PDFPagesMax(ctx, pdf, o.MaxPages)
 	if err != nil {
 		return nil, err
 	}

@@ -70,6 +70,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	maxUpload := num("max-upload-bytes", def.MaxUploadBytes, "largest file POST /books accepts")
 	workers := num("conversion-workers", 0, "batches converted at once and renderer processes at once (0 = number of cores)")
 	longEdge := num("page-long-edge", 1600, "page image size: pixels of the longer side")
+	maxPages := num("max-pages", 2000, "most pages of an uploaded PDF or Office document (more: the file fails before rendering)")
 	private := str("allow-private-targets", "false", "allow http and private, loopback and link-local addresses for outbound requests (webhook targets, template images): local use and tests only")
 	whSchedule := str("webhook-retry-schedule", "", "delays before each delivery attempt, comma-separated (default 0s,10s,1m,5m,30m,2h,6h,12h)")
 	whTimeout := str("webhook-timeout", actors.DefaultWebhookTimeout.String(), "how long a webhook receiver has to answer")
@@ -142,7 +143,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		RateWorkspace: *rws, RateEndpoint: *rep, RateUnauthenticated: *run,
 		MaxBodyBytes: *maxBody, BookIdle: bookIdle, AllowPrivateTargets: allowPrivate,
 		OAuthAccessTTL: accessTTL, OAuthRefreshTTL: refreshTTL,
-		MaxUploadBytes: *maxUpload, ConversionWorkers: *workers, PageLongEdge: *longEdge,
+		MaxUploadBytes: *maxUpload, ConversionWorkers: *workers, PageLongEdge: *longEdge, MaxPages: *maxPages,
 		RateCollect: *rcol, IngestBacklog: *backlog, AnalyticsMemory: *amem, KafkaBrokers: splitList(*kafka), KafkaTopic: *topic,
 		TrustGeoHeaders: trustGeo, MCPAllowedOrigins: splitList(*mcpOrigins), MCPPageSize: *mcpPage,
 		Webhooks: wh, PProf: obs.pprof,

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"flipbook/api"
 )
 
@@ -23,7 +25,15 @@ import (
 // errTooBig stops an inline export that outgrew the limit.
 var errTooBig = errors.New("export larger than the inline limit")
 
-func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]any, res *api.Result) (toolResult, error) {
+// Limits of output_path (output_object_key): the whole path, each of its names, and how many
+// names it has. A path past them is a 422 before anything touches the file system.
+const (
+	maxExportPath  = 255
+	maxExportName  = 100
+	maxExportDepth = 8
+)
+
+func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]any, res *api.Result, reqID string) (toolResult, error) {
 	defer res.Stream.Close()
 	key, keyArg := "", ""
 	for _, name := range []string{"output_path", "output_object_key"} {
@@ -41,24 +51,39 @@ func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]a
 				return toolError(&api.Error{Status: 413, Type: api.TypePayloadTooLarge,
 					Message: fmt.Sprintf("the CSV is larger than %d bytes, the most returned inline: pass output_path to store it in the workspace's export area", s.opts.InlineCSV)}), nil
 			}
-			return toolResult{}, fmt.Errorf("export: %w", err)
+			return toolResult{}, s.internal(reqID, "export", err)
 		}
 		data["csv"], data["rows"], data["bytes"] = buf.b.String(), cw.rows(), buf.b.Len()
 		return exportResult(data), nil
 	}
-	area := filepath.Join(s.opts.ExportDir, fmt.Sprintf("%d-%s", p.Tenant.Workspace, p.Tenant.Mode))
 	rel, aerr := exportPath(key, keyArg)
 	if aerr != nil {
 		return toolError(aerr), nil
 	}
-	full := filepath.Join(area, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		return toolResult{}, fmt.Errorf("export area: %w", err)
+	area := filepath.Join(s.opts.ExportDir, fmt.Sprintf("%d-%s", p.Tenant.Workspace, p.Tenant.Mode))
+	if err := os.MkdirAll(area, 0o755); err != nil {
+		return toolResult{}, s.internal(reqID, "export area", err)
 	}
+	if aerr := checkExistingPath(area, rel, keyArg); aerr != nil {
+		return toolError(aerr), nil
+	}
+	full := filepath.Join(area, filepath.FromSlash(rel))
+	created, err := mkdirs(area, filepath.Dir(full))
+	if err != nil {
+		return toolResult{}, s.internal(reqID, "export directory", err)
+	}
+	// Directories made for this export go again if it fails (only while empty: another export
+	// may have put a file there meanwhile).
+	ok := false
+	defer func() {
+		if !ok {
+			removeEmpty(created)
+		}
+	}()
 	// Symlinks inside the area must not lead out of it.
 	realArea, err := filepath.EvalSymlinks(area)
 	if err != nil {
-		return toolResult{}, fmt.Errorf("export area: %w", err)
+		return toolResult{}, s.internal(reqID, "export area", err)
 	}
 	realDir, err := filepath.EvalSymlinks(filepath.Dir(full))
 	if err != nil || !within(realArea, realDir) {
@@ -69,7 +94,7 @@ func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]a
 	}
 	tmp, err := os.CreateTemp(realDir, ".export-*")
 	if err != nil {
-		return toolResult{}, fmt.Errorf("export file: %w", err)
+		return toolResult{}, s.internal(reqID, "export file", err)
 	}
 	defer os.Remove(tmp.Name())
 	cw := &rowCounter{w: tmp}
@@ -80,13 +105,15 @@ func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]a
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
+	target := filepath.Join(realDir, filepath.Base(full))
 	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(realDir, filepath.Base(full)))
+		err = os.Rename(tmp.Name(), target)
 	}
 	if err != nil {
-		return toolResult{}, fmt.Errorf("export file: %w", err)
+		return toolResult{}, s.internal(reqID, "export file", err)
 	}
-	data["rows"], data["bytes"], data["location"] = cw.rows(), n, filepath.Join(realDir, filepath.Base(full))
+	ok = true
+	data["rows"], data["bytes"], data["location"] = cw.rows(), n, target
 	if keyArg == "output_object_key" {
 		data["object_key"] = rel
 	} else {
@@ -95,12 +122,25 @@ func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]a
 	return exportResult(data), nil
 }
 
-// exportPath cleans a relative path of the export area; anything that would leave it is a
-// validation error.
+// internal logs a failure of an export with the request id and is the tool call's -32603
+// (a 5xx of the operation, docs/DECISIONS.md): its message is the service's 500 message, never
+// the cause (it names files on the server).
+func (s *Server) internal(reqID, what string, err error) error {
+	s.log.Error("mcp export: "+what, "request_id", reqID, "err", err)
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: api.ErrInternal().Message}
+}
+
+// exportPath cleans a relative path of the export area; anything that would leave it, or is
+// past the limits of a path, is a validation error.
 func exportPath(p, arg string) (string, *api.Error) {
+	if len(p) > maxExportPath {
+		return "", api.FieldError(arg, fmt.Sprintf("must be at most %d bytes long", maxExportPath))
+	}
 	p = strings.ReplaceAll(p, "\\", "/")
-	if strings.ContainsRune(p, 0) {
-		return "", api.FieldError(arg, "must not contain NUL")
+	for _, r := range p {
+		if r < 0x20 || r == 0x7f {
+			return "", api.FieldError(arg, "must not contain control characters")
+		}
 	}
 	if strings.HasPrefix(p, "/") || filepath.IsAbs(p) {
 		return "", api.FieldError(arg, "must be a path relative to the workspace's export area")
@@ -114,7 +154,65 @@ func exportPath(p, arg string) (string, *api.Error) {
 	if clean == "." || strings.HasSuffix(p, "/") {
 		return "", api.FieldError(arg, "must name a file")
 	}
+	names := strings.Split(clean, "/")
+	if len(names) > maxExportDepth {
+		return "", api.FieldError(arg, fmt.Sprintf("must have at most %d names (directories and the file)", maxExportDepth))
+	}
+	for _, name := range names {
+		if len(name) > maxExportName {
+			return "", api.FieldError(arg, fmt.Sprintf("must have names of at most %d bytes each", maxExportName))
+		}
+	}
 	return clean, nil
+}
+
+// checkExistingPath refuses a path whose existing names are not what it uses them as: a
+// directory on the way that is a file, or a file name that is a directory. Names are reported
+// relative to the export area.
+func checkExistingPath(area, rel, arg string) *api.Error {
+	names := strings.Split(rel, "/")
+	dir := area
+	for i, name := range names {
+		dir = filepath.Join(dir, name)
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return nil // missing: made (a directory) or written (the file) by the export
+		}
+		last := i == len(names)-1
+		if !last && !fi.IsDir() {
+			return api.FieldError(arg, fmt.Sprintf("%s is a file, not a directory", strings.Join(names[:i+1], "/")))
+		}
+		if last && fi.IsDir() {
+			return api.FieldError(arg, fmt.Sprintf("%s is a directory, not a file", rel))
+		}
+	}
+	return nil
+}
+
+// mkdirs makes dir and its missing parents below area, and returns the ones it made, deepest
+// first.
+func mkdirs(area, dir string) ([]string, error) {
+	var missing []string
+	for d := dir; d != area && within(area, d); d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		missing = append(missing, d)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		removeEmpty(missing)
+		return nil, err
+	}
+	return missing, nil
+}
+
+// removeEmpty removes directories, deepest first, while they are empty.
+func removeEmpty(dirs []string) {
+	for _, d := range dirs {
+		if os.Remove(d) != nil {
+			return
+		}
+	}
 }
 
 func within(root, dir string) bool {

@@ -181,7 +181,11 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, reqID string, writeError func(*
 		rpcError(ctx, 405, nil, codeInvalidRequest, "Method Not Allowed: use POST (this endpoint has no SSE stream and no sessions)")
 		return
 	}
-	if (!s.opts.SDKOnly && s.serveFast(ctx, p, reqID)) || checkMessage(ctx) {
+	if !s.opts.SDKOnly && s.serveFast(ctx, p, reqID) {
+		return
+	}
+	answered, fixes := checkMessage(ctx)
+	if answered {
 		return
 	}
 	if s.opts.Observe != nil {
@@ -189,7 +193,13 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, reqID string, writeError func(*
 			s.opts.Observe(ctx, p, op)
 		}
 	}
+	if reqID != "" {
+		// The SDK's tool handler reads the request id from the request's headers: give it the
+		// one the response carries (and the log names), not only a client's.
+		ctx.Request.Header.Set("X-Request-Id", reqID)
+	}
 	s.http(ctx)
+	restoreIDs(ctx, fixes)
 }
 
 // calledTool is the known tool a tools/call body names (nil for any other message), for

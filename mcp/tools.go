@@ -158,7 +158,7 @@ func (s *Server) run(ctx context.Context, op *api.Operation, p *api.Principal, r
 		return toolError(ae), nil
 	}
 	if res.Stream != nil {
-		return s.export(ctx, p, args, res)
+		return s.export(ctx, p, args, res, reqID)
 	}
 	// The envelope the REST body carries, as structured content and as text.
 	return toolResult{json: res.Body}, nil

@@ -60,7 +60,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	token := str("admin-token", "", "admin API token (default: <data>/admin-token, created on first start)")
 	rws := num("rate-limit-workspace", def.RateWorkspace, "requests per minute per workspace, 0 = off")
 	rep := num("rate-limit-endpoint", def.RateEndpoint, "requests per minute per workspace and operation, 0 = off")
-	run := num("rate-limit-unauthenticated", def.RateUnauthenticated, "requests per minute per IP without valid credentials, 0 = off")
+	run := num("rate-limit-unauthenticated", def.RateUnauthenticated, "requests per minute per IP without valid credentials (API calls; each of OAuth registration, authorization and client metadata fetches has its own budget of this size), 0 = off")
 	rcol := num("rate-limit-collect", def.RateCollect, "requests per minute per IP to the collector and the email gate, 0 = off")
 	amem := str("analytics-memory", analytics.DefaultMemoryLimit, "DuckDB's memory limit for the analytics store (compaction sorts spill beyond it)")
 	backlog := num("ingest-backlog", def.IngestBacklog, "reader events DuckDB may lag behind the event log before collector requests wait for it (at most 2 s), 0 = no limit")

@@ -124,11 +124,14 @@ func TestKonvaPixelLimits(t *testing.T) {
 // the request ends: 24 pages of 2500×2500 would be 600 MB of decoded RGBA at once.
 func TestKonvaDecodesOnePageAtATime(t *testing.T) {
 	if testing.Short() {
-		t.Skip("decodes 150 megapixels")
+		t.Skip("decodes 48 megapixels")
 	}
 	h := newHarness(t, nil)
+	h.http.Timeout = 2 * time.Minute // decoding under -race on a busy machine
 	key := h.workspace(t, "company", "live")
-	const side, pages = 2500, 24
+	// 12 pages of 2000² (192 MB decoded in all): light enough for -race on a loaded machine
+	// (24 pages of 2500² took over the client's 30 s there), heavy enough to tell the two apart.
+	const side, pages = 2000, 12
 	img := image.NewRGBA(image.Rect(0, 0, side, side))
 	for i := 0; i < len(img.Pix); i += 4 { // bands: compresses well, decodes to full RGBA
 		y := i / 4 / side
@@ -157,7 +160,7 @@ func TestKonvaDecodesOnePageAtATime(t *testing.T) {
 			select {
 			case <-stop:
 				return
-			case <-time.After(2 * time.Millisecond):
+			case <-time.After(10 * time.Millisecond):
 			}
 		}
 	}()
@@ -168,5 +171,5 @@ func TestKonvaDecodesOnePageAtATime(t *testing.T) {
 	require.EqualValues(t, pages, r.data()["page_count"])
 	grew := int64(peak) - int64(base)
 	t.Logf("heap in use grew by %d MB at most (all pages decoded: %d MB)", grew>>20, side*side*4*pages>>20)
-	require.Less(t, grew, int64(250<<20), "the decoded pages are not all held at once")
+	require.Less(t, grew, int64(120<<20), "the decoded pages are not all held at once")
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -215,29 +213,11 @@ func TestMCPIDsFastPathAndSDK(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink for a test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestMCPExportPathLimits: an output_path the file system would refuse is a 422 naming the
 // argument before anything is made; a failure of the file system later is logged with the
 // request id and answered -32603 without any server path.
 func TestMCPExportPathLimits(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &logSink{}
 	h := newHarness(t, func(c *Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	rid := h.konva(t, key, "exported", "publish")

@@ -116,7 +116,7 @@ func (s *Service) collect(r *Request) (*Result, error) {
 			Type: m.typ, PageNumber: int32(m.page), ActiveMs: m.activeMs, URL: m.url, ExitReason: m.exit,
 		}
 		readerGeo(r).apply(&e)
-		if t := m.at; !t.IsZero() {
+		if t := m.at; m.hasAt {
 			if t.After(latest) || t.Before(earliest) {
 				v.Add(fmt.Sprintf("events.%d.occurred_at", i), "must be within the last 7 days and not in the future")
 			}

@@ -24,7 +24,8 @@ type collectEvent struct {
 	page        int64 // 0: not given
 	activeMs    int64
 	hasActiveMs bool
-	at          time.Time // zero: not given
+	at          time.Time
+	hasAt       bool // occurred_at was given (a zero time given is out of range, not absent)
 	url, exit   string
 	form        map[string]any
 }
@@ -37,7 +38,7 @@ func collectEventOf(m map[string]any) collectEvent {
 	var ms any
 	ms, e.hasActiveMs = m["active_ms"]
 	e.activeMs, _ = ms.(int64)
-	e.at, _ = m["occurred_at"].(time.Time)
+	e.at, e.hasAt = m["occurred_at"].(time.Time)
 	e.url, _ = m["url"].(string)
 	e.exit, _ = m["exit_reason"].(string)
 	e.form, _ = m["form"].(map[string]any)
@@ -217,7 +218,7 @@ func (p *jsonScan) event() (collectEvent, bool) {
 			if err != nil {
 				return e, false
 			}
-			e.at = t.UTC()
+			e.at, e.hasAt = t.UTC(), true
 		case "url":
 			bit = 16
 			v, ok := p.str()

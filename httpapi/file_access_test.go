@@ -65,6 +65,7 @@ func TestBookFileAccess(t *testing.T) {
 	st, hd, _ := h.fetchFile(t, page1, "")
 	require.Equal(t, 200, st)
 	require.Equal(t, "public, max-age=3600", hd.Get("Cache-Control"))
+	require.Equal(t, "nosniff", hd.Get("X-Content-Type-Options"))
 	st, _, _ = h.fetchFile(t, doc, "")
 	require.Equal(t, 404, st, "downloads are off")
 	cfg := viewerConfigOf(t, h.getPage(t, "/view/"+rid).Body)

@@ -114,6 +114,7 @@ func (s *Service) serveFile(ctx *fasthttp.RequestCtx) {
 	h := &ctx.Response.Header
 	h.Set("ETag", etag)
 	h.Set("Cache-Control", cache)
+	h.Set("X-Content-Type-Options", "nosniff")
 	if ct, ok := contentTypes[filepath.Ext(name)]; ok {
 		h.SetContentType(ct)
 	} else {

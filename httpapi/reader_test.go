@@ -102,6 +102,7 @@ func TestCollector(t *testing.T) {
 		{"click needs url", "POST", "/collect", collectBody(rid, map[string]any{"type": "link_clicked"}), 422, "events.0.url"},
 		{"page beyond book", "POST", "/collect", collectBody(rid, map[string]any{"type": "session_started", "page_number": 3}), 422, "events.0.page_number"},
 		{"negative time", "POST", "/collect", collectBody(rid, map[string]any{"type": "page_segment_completed", "page_number": 1, "active_ms": -1}), 422, "events.0.active_ms"},
+		{"year one", "POST", "/collect", collectBody(rid, map[string]any{"type": "session_started", "occurred_at": "0001-01-01T00:00:00Z"}), 422, "events.0.occurred_at"},
 		{"future time", "POST", "/collect", collectBody(rid, map[string]any{"type": "session_started", "occurred_at": time.Now().Add(time.Hour).Format(time.RFC3339)}), 422, "events.0.occurred_at"},
 		{"session required", "POST", "/collect", map[string]any{"book_id": rid, "events": []any{map[string]any{"type": "session_started"}}}, 422, "session_id"},
 		{"session max", "POST", "/collect", map[string]any{"book_id": rid, "session_id": strings.Repeat("s", 256), "events": []any{map[string]any{"type": "session_started"}}}, 422, "session_id"},

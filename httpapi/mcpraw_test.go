@@ -45,8 +45,12 @@ func TestMCPRawJSONRPC(t *testing.T) {
 	require.Equal(t, "POST", r.Header.Get("Allow"))
 	r = h.rpc(t, key, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "Origin", "https://evil.example")
 	require.Equal(t, 403, r.Status)
-	r = h.rpc(t, key, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "Origin", h.base)
-	require.Equal(t, 200, r.Status, "%s", r.Body)
+	r = h.rpc(t, key, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "Origin", h.cfg.PublicURL)
+	require.Equal(t, 200, r.Status, "the service's own origin: %s", r.Body)
+	// DNS rebinding: a page of another name resolved to this server sends Origin equal to
+	// its Host header; only the public host (or the allowed list) is trusted.
+	r = h.rpc(t, key, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "Origin", "http://rebind.attacker.example", "Host", "rebind.attacker.example")
+	require.Equal(t, 403, r.Status, "%s", r.Body)
 	r = h.rpc(t, key, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "MCP-Protocol-Version", "1999-01-01")
 	require.Equal(t, 400, r.Status)
 	require.Contains(t, string(r.Body), "2025-11-25")

@@ -222,7 +222,10 @@ func (s *Server) calledTool(body []byte) *api.Operation {
 
 // checkOrigin refuses browser requests from other sites (DNS rebinding, spec of Streamable
 // HTTP: "Servers MUST validate the Origin header"). Requests without Origin (non-browser
-// clients) pass.
+// clients) pass. A browser origin must be the service's public host or one of
+// --mcp-allowed-origins: not merely the request's own Host header, which is exactly what a
+// DNS-rebinding page sends (its name, resolved to this server). Only when no public host is
+// known is the Host header the reference.
 func (s *Server) checkOrigin(ctx *fasthttp.RequestCtx) bool {
 	o := ctx.Request.Header.Peek("Origin")
 	if len(o) == 0 {
@@ -236,8 +239,10 @@ func (s *Server) checkOrigin(ctx *fasthttp.RequestCtx) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	host := strings.ToLower(string(ctx.Host()))
-	return u.Host == host || (s.opts.PublicHost != "" && u.Host == strings.ToLower(s.opts.PublicHost))
+	if s.opts.PublicHost != "" {
+		return u.Host == strings.ToLower(s.opts.PublicHost)
+	}
+	return u.Host == strings.ToLower(string(ctx.Host()))
 }
 
 func bearerToken(ctx *fasthttp.RequestCtx) string {

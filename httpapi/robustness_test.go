@@ -112,3 +112,13 @@ func TestTransportErrors(t *testing.T) {
 	}
 	require.Equal(t, 200, h.do(t, "DELETE", "/api/v1/subscribers/"+id, key, nil).Status, "the subscriber was still there")
 }
+
+func TestPublicHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://books.example.com": "books.example.com", "http://127.0.0.1:8080": "127.0.0.1:8080",
+		"https://books.example.com/base": "books.example.com", "http://:8080": "", "http://0.0.0.0:8080": "",
+		"http://[::]:8080": "", "http://[::1]:8080": "[::1]:8080",
+	} {
+		require.Equal(t, want, publicHost(in), in)
+	}
+}

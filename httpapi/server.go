@@ -568,13 +568,22 @@ func (s *Service) newRequestID(ctx *fasthttp.RequestCtx) string {
 	return string(strconv.AppendUint([]byte(s.reqPrefix), s.reqSeq.Add(1), 36))
 }
 
-// publicHost is the host[:port] of the public URL.
+// publicHost is the host[:port] of the public URL, "" when it names no host a browser could
+// have loaded a page from (a listen address such as ":8080" or "0.0.0.0:8080" taken as the
+// public URL by default).
 func publicHost(u string) string {
 	if i := strings.Index(u, "://"); i >= 0 {
 		u = u[i+3:]
 	}
 	if i := strings.IndexByte(u, '/'); i >= 0 {
 		u = u[:i]
+	}
+	host, _, err := net.SplitHostPort(u)
+	if err != nil {
+		host = u
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" || host == "[::]" {
+		return ""
 	}
 	return u
 }

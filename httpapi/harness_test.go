@@ -138,7 +138,9 @@ func (h *harness) do(tb testing.TB, method, path, key string, body any, headers 
 	require.NoError(tb, err)
 	out := &resp{Status: res.StatusCode, Header: res.Header, Body: raw}
 	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
-		require.NoError(tb, json.Unmarshal(raw, &out.JSON), "body: %s", raw)
+		var v any // an object, or an array (a JSON-RPC batch answer): JSON holds objects only
+		require.NoError(tb, json.Unmarshal(raw, &v), "body: %s", raw)
+		out.JSON, _ = v.(map[string]any)
 	}
 	return out
 }

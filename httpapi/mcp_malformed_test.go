@@ -2,9 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
-	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"flipbook/api"
-	"flipbook/mcp"
 )
 
 // rpcAnswer is a JSON-RPC answer with its id as sent.
@@ -165,24 +162,12 @@ func testMalformed(t *testing.T, h *harness) {
 }
 
 // rawRPC posts a JSON-RPC body to the MCP endpoint and returns the answer undecoded (a batch
-// answer is an array, which h.do does not decode).
+// answer is an array), checking it is JSON.
 func (h *harness) rawRPC(tb testing.TB, key, body string, headers ...string) (int, []byte) {
 	tb.Helper()
-	req, err := http.NewRequest("POST", h.base+mcp.Path, strings.NewReader(body))
-	require.NoError(tb, err)
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	res, err := h.http.Do(req)
-	require.NoError(tb, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(tb, err)
-	require.Equal(tb, "application/json", res.Header.Get("Content-Type"), "%s", b)
-	return res.StatusCode, b
+	r := h.rpc(tb, key, body, headers...)
+	require.Equal(tb, "application/json", r.Header.Get("Content-Type"), "%s", r.Body)
+	return r.Status, r.Body
 }
 
 // TestMCPIDsFastPathAndSDK: a tools/call answered by the fast path and by the SDK write back

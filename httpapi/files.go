@@ -46,7 +46,7 @@ func (s *Service) fileAccess(ctx *fasthttp.RequestCtx, rid, name string, now tim
 	if name == b.Thumbnail {
 		return cachePublicFile, nil
 	}
-	if pb, e := s.publicBook(rid, now); e != nil || billingExpired(pb, now) {
+	if !shownPublicly(b, now) || billingExpired(b, now) {
 		return "", errNotFound("file")
 	}
 	doc := name == b.Document
@@ -68,18 +68,6 @@ func (s *Service) fileAccess(ctx *fasthttp.RequestCtx, rid, name string, now tim
 		return cachePrivateDoc, nil
 	}
 	return cachePrivateFile, nil
-}
-
-// bookAnyStatus reads a book by random id whatever its status.
-func (s *Service) bookAnyStatus(rid string) (*storage.Book, error) {
-	if !storage.ValidName(rid) {
-		return nil, storage.ErrNotFound
-	}
-	t, err := s.Store.BookTenant(rid)
-	if err != nil {
-		return nil, err
-	}
-	return s.Store.GetBook(t, rid)
 }
 
 // serveFile serves a stored file of a book or a tenant's brand, if fileAccess allows it now. The

@@ -99,27 +99,34 @@ var errBookGone = &Error{Status: 404, Type: TypeNotFound, Message: "this flipboo
 // publicBook resolves a book for public routes: only published books whose expires_at has not
 // passed are shown.
 func (s *Service) publicBook(rid string, now time.Time) (*storage.Book, error) {
-	if !storage.ValidName(rid) {
-		return nil, errBookGone
-	}
-	t, err := s.Store.BookTenant(rid)
+	b, err := s.bookAnyStatus(rid)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, errBookGone
 	}
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.Store.GetBook(t, rid)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, errBookGone
-	}
-	if err != nil {
-		return nil, err
-	}
-	if b.Status != storage.StatusPublish || (b.ExpiresAt != nil && !b.ExpiresAt.After(now)) {
+	if !shownPublicly(b, now) {
 		return nil, errBookGone
 	}
 	return b, nil
+}
+
+// shownPublicly reports whether a book is published and its expires_at has not passed.
+func shownPublicly(b *storage.Book, now time.Time) bool {
+	return b.Status == storage.StatusPublish && (b.ExpiresAt == nil || b.ExpiresAt.After(now))
+}
+
+// bookAnyStatus reads a book by random id whatever its status.
+func (s *Service) bookAnyStatus(rid string) (*storage.Book, error) {
+	if !storage.ValidName(rid) {
+		return nil, storage.ErrNotFound
+	}
+	t, err := s.Store.BookTenant(rid)
+	if err != nil {
+		return nil, err
+	}
+	return s.Store.GetBook(t, rid)
 }
 
 // billingExpired reports whether the viewer shows the expired notice instead of the pages.

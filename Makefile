@@ -20,9 +20,12 @@ build:
 deps:
 	@scripts/deps.sh run
 
-# deps plus what the tests need (Chromium for the browser tests).
+# deps plus what the tests need: Chromium for the browser tests, and the third-party clients the
+# tests drive (clients/package.json: the MCP TypeScript SDK, the MCP conformance suite, the MCP
+# Inspector, Node 22), installed from the lockfile with npm ci when it changed.
 test-deps:
 	@scripts/deps.sh test
+	@scripts/clients.sh
 
 # Starts the service on embedded defaults (127.0.0.1:8080, data in ./data). Extra flags: make run ARGS='--addr :9090'
 run: deps build

@@ -186,7 +186,10 @@ func (c *Caller) call(ctx context.Context, in *Input, p *Principal, now time.Tim
 		}
 		ref = idemRef{t: p.Tenant, key: in.IdempotencyKey}
 		if in.Args.Fingerprint != nil {
-			fp = in.Args.Fingerprint()
+			var err error
+			if fp, err = in.Args.Fingerprint(); err != nil {
+				return nil, err
+			}
 		} else {
 			fp = valuesFingerprint(op, in.Args.Values)
 		}

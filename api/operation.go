@@ -171,6 +171,14 @@ func (op *Operation) HasBody() bool {
 // DefaultMaxJSONBody is the body cap of operations that do not set their own.
 const DefaultMaxJSONBody = 1 << 20
 
+// BodyCap is the operation's body cap in bytes (MaxBody, or DefaultMaxJSONBody).
+func (op *Operation) BodyCap() int {
+	if op.MaxBody > 0 {
+		return op.MaxBody
+	}
+	return DefaultMaxJSONBody
+}
+
 // Principal is the authenticated caller.
 type Principal struct {
 	Key       *storage.APIKey // for an OAuth access token: its key, with the token's scopes

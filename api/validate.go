@@ -29,7 +29,7 @@ type Args struct {
 	Valid map[string]any
 	// Fingerprint identifies "the same request" for Idempotency-Key (called only when a key
 	// is given); nil hashes the operation and Values.
-	Fingerprint func() []byte
+	Fingerprint func() ([]byte, error)
 }
 
 // Validate checks raw inputs against an operation's parameters and returns the typed values.

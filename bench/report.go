@@ -47,7 +47,7 @@ func (r *Report) checkValue(out io.Writer, what string, got float64, op string, 
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, mcp, convert, ingest, analytics, webhooks, catalog (or all)")
+	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, mcp, convert, ingest, analytics, webhooks, catalog, hostile (or all)")
 	duration := fs.Duration("duration", 10*time.Second, "measured time per load (ingest: default 10m)")
 	warmup := fs.Duration("warmup", 2*time.Second, "warm-up time per load (ingest: default duration/20, 1-30 s)")
 	conns := fs.Int("conns", 32, "concurrent connections (ingest: default 64)")
@@ -92,7 +92,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var missed []string
 	list := strings.Split(*scenarios, ",")
 	if *scenarios == "all" {
-		list = []string{"rest", "mcp", "convert", "ingest", "analytics", "webhooks", "catalog"}
+		list = []string{"rest", "mcp", "convert", "ingest", "analytics", "webhooks", "catalog", "hostile"}
 	}
 	var childOut io.Writer
 	if *childLog != "" {
@@ -164,6 +164,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				o.ChildProfile = abs
 			}
 			rep, err = Catalog(ctx, o, stdout)
+		case "hostile":
+			fmt.Fprintln(stdout, "== scenario hostile ==")
+			o := HostileOptions{Log: childOut}
+			if given["duration"] {
+				o.Duration = *duration
+			}
+			rep, err = Hostile(ctx, o, stdout)
 		default:
 			return fmt.Errorf("unknown scenario %q", sc)
 		}

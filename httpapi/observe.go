@@ -37,6 +37,9 @@ type reqInfo struct {
 	route     *routeInfo
 	workspace int64
 	stream    *streamBody
+	// unread: the request was refused with its body (part of it) still on the connection;
+	// serveHTTP answers it with a lingering close (body.go).
+	unread bool
 }
 
 var reqInfoPool = sync.Pool{New: func() any { return new(reqInfo) }}
@@ -168,6 +171,9 @@ func (s *Service) serveHTTP(ctx *fasthttp.RequestCtx) {
 	ctx.SetUserValue(reqInfoKey, ri)
 	ctx.Response.Header.Set("X-Request-Id", ri.id)
 	s.router.Handler(ctx)
+	if ri.unread {
+		lingerClose(ctx)
+	}
 	ctx.RemoveUserValue(reqInfoKey)
 	s.finish(ctx, ri, start)
 	*ri = reqInfo{}

@@ -43,22 +43,42 @@ func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *Operation) {
 	if in.Credential == "" && op.Auth == AuthKey {
 		in.Credential = string(ctx.QueryArgs().Peek("api_key"))
 	}
-	maxBody := op.MaxBody
-	if maxBody == 0 {
-		maxBody = DefaultMaxJSONBody
-	}
-	if len(ctx.PostBody()) > maxBody {
-		in.Oversize = maxBody
+	maxBody := op.BodyCap()
+	// A declared length over the cap is a 413 at once; otherwise the body is read only once
+	// the caller is authenticated and authorized (Decode and Fingerprint run after that): a
+	// request without valid credentials is a 401 with its body unread (body.go).
+	multipartBody := op.Multipart && bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("multipart/form-data"))
+	body := s.newBody(ctx, maxBody, multipartBody)
+	defer body.release()
+	if body.overCap() {
+		// Refused from the headers, whoever sends it: nothing of it is read.
+		s.writeError(ctx, body.tooLarge())
+		return
 	}
 	if op.Write {
 		in.IdempotencyKey = string(ctx.Request.Header.Peek("Idempotency-Key"))
-		in.Args.Fingerprint = func() []byte { return requestFingerprint(ctx, op) }
+		in.Args.Fingerprint = func() ([]byte, error) {
+			if err := body.load(); err != nil {
+				return nil, err
+			}
+			return requestFingerprint(ctx, op), nil
+		}
 	}
 	if s.cfg.TrustGeoHeaders && op.Auth == AuthNone {
 		in.Extra = geoFromHeaders(&ctx.Request.Header)
 	}
-	in.Decode = func(a *api.Args) error { return readArgs(ctx, op, a) }
+	in.Decode = func(a *api.Args) error {
+		if err := body.load(); err != nil {
+			return err
+		}
+		return readArgs(ctx, op, a)
+	}
 	res, err := s.caller.Call(ctx, &in)
+	if err != nil && !body.loaded && (ctx.Request.IsBodyStream() || body.overCap()) {
+		// Refused before its body was read (401, 403, 429): the unread bytes are still on
+		// the connection.
+		refusedUnread(ctx)
+	}
 	noteCaller(ctx, in.Principal)
 	if err != nil {
 		s.writeError(ctx, err.(*Error))
@@ -265,12 +285,15 @@ func (s *Service) writeError(ctx *fasthttp.RequestCtx, e *Error) {
 	ctx.SetBody(e.Envelope(string(ctx.Response.Header.Peek("X-Request-Id")), false))
 }
 
+// collectMaxBody is the collector's body cap.
+const collectMaxBody = 1 << 20
+
 // readerOperations are the public routes of readers: the collector and the email gate.
 func (s *Service) readerOperations() []*Operation {
 	return []*Operation{
 		{ID: "reader.collect", Method: "POST", Path: "/collect", Auth: AuthNone, Internal: true,
 			Summary: "Reader events from a viewer (JSON or text/plain for sendBeacon); 202 once durable.",
-			Params:  collectParams(), MaxBody: 1 << 20, FastBody: fastCollect, Handler: s.collect},
+			Params:  collectParams(), MaxBody: collectMaxBody, FastBody: fastCollect, Handler: s.collect},
 		{ID: "reader.access", Method: "POST", Path: "/view/{book}/access", Auth: AuthNone, Internal: true,
 			Summary: "The email gate: an address on the book's access list gets a reader token.",
 			Params: []Param{

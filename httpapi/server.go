@@ -68,7 +68,14 @@ type Config struct {
 	// appending at once; 0 = no limit. See appendEvents.
 	IngestBacklog int
 	MaxBodyBytes  int
-	BookIdle      time.Duration
+	// MaxBufferedBytes is the memory request bodies may hold at once across the service
+	// (body.go); past it a request gets 503 with Retry-After. 0 = DefaultMaxBufferedBytes,
+	// negative = no limit.
+	MaxBufferedBytes int64
+	// BodyReadTimeout is how long a request body may take beyond its declared length at
+	// 256 KiB/s (0 = 30 s; body.go).
+	BodyReadTimeout time.Duration
+	BookIdle        time.Duration
 	// AllowPrivateTargets lets the service fetch URLs that resolve to private, loopback or
 	// link-local addresses (template images; later webhooks). Off by default (SSRF).
 	AllowPrivateTargets bool
@@ -131,6 +138,7 @@ type Service struct {
 	mcp     *mcp.Server
 	openapi openAPIDoc
 	router  *router.Router
+	caps    *router.Router // each route's body cap (body.go)
 	srv     *fasthttp.Server
 	// Observability (observe.go, metrics.go): the request routes' labels, the Prometheus
 	// registry, and the server of --metrics-addr (nil until ServeMetrics).
@@ -139,6 +147,7 @@ type Service struct {
 	metricsSrv *fasthttp.Server
 
 	caller     *api.Caller
+	bodies     bodyBudget // memory request bodies hold (body.go)
 	oauth      *oauth.Server
 	limCollect *api.Limiter
 	readers    readerTokens
@@ -179,6 +188,12 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxUploadBytes == 0 {
 		cfg.MaxUploadBytes = def.MaxUploadBytes
 	}
+	if cfg.BodyReadTimeout <= 0 {
+		cfg.BodyReadTimeout = bodyTimeoutBase
+	}
+	if cfg.MaxBufferedBytes == 0 {
+		cfg.MaxBufferedBytes = DefaultMaxBufferedBytes
+	}
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://" + cfg.Addr
 	}
@@ -204,6 +219,7 @@ func New(cfg Config) (*Service, error) {
 		cfg: cfg, log: cfg.Logger, Store: st, Actors: sys,
 		limCollect: api.NewLimiter(cfg.RateCollect),
 		reqPrefix:  actors.RandomString(8) + "-", stop: make(chan struct{}),
+		bodies: bodyBudget{max: max(cfg.MaxBufferedBytes, 0)},
 	}
 	// The OAuth authorization server (package oauth): access tokens are accepted wherever keys
 	// are, for the resource they were issued for.
@@ -265,19 +281,30 @@ func New(cfg Config) (*Service, error) {
 		ExportDir: filepath.Join(cfg.DataDir, "exports"), MaxBody: int64(cfg.MaxBodyBytes),
 		AllowedOrigins: cfg.MCPAllowedOrigins, PageSize: cfg.MCPPageSize, SDKOnly: cfg.MCPSDKOnly, PublicHost: publicHost(cfg.PublicURL), Logger: cfg.Logger,
 		Observe:          s.observeMCP,
-		ResourceMetadata: s.oauth.ResourceMetadataURL(s.mcpResource())})
+		ResourceMetadata: s.oauth.ResourceMetadataURL(s.mcpResource()),
+		ReadBody: func(ctx *fasthttp.RequestCtx) *api.Error {
+			if b, ok := ctx.UserValue(bodyKey).(*body); ok {
+				return b.load()
+			}
+			return nil
+		}})
 	s.router = s.buildRouter()
+	// Bodies are streamed: each route reads its own, within its cap, after authentication
+	// (body.go). HeaderReceived sets each body's read deadline; ReadTimeout bounds the headers.
 	s.srv = &fasthttp.Server{
-		Handler:            s.serveHTTP,
-		ErrorHandler:       s.transportError,
-		Name:               "flipbook",
-		MaxRequestBodySize: cfg.MaxBodyBytes,
-		ReadBufferSize:     readBufferSize,
-		ReadTimeout:        5 * time.Minute,
-		WriteTimeout:       5 * time.Minute,
-		IdleTimeout:        2 * time.Minute,
-		CloseOnShutdown:    true,
-		Logger:             fasthttpLogger{s.log},
+		Handler:                      s.serveHTTP,
+		ErrorHandler:                 s.transportError,
+		HeaderReceived:               s.headerReceived,
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		Name:                         "flipbook",
+		MaxRequestBodySize:           cfg.MaxBodyBytes,
+		ReadBufferSize:               readBufferSize,
+		ReadTimeout:                  headerTimeout,
+		WriteTimeout:                 5 * time.Minute,
+		IdleTimeout:                  2 * time.Minute,
+		CloseOnShutdown:              true,
+		Logger:                       fasthttpLogger{s.log},
 	}
 	s.sweepOrphanFiles()
 	s.bg.Add(1)
@@ -468,12 +495,21 @@ func (s *Service) buildRouter() *router.Router {
 	r.RedirectFixedPath = false
 	// Every route is registered with the labels of its requests' log line and metrics
 	// (observe.go): the operation id, or a fixed name for routes outside the table.
-	handle := func(method, path, label string, h fasthttp.RequestHandler) {
+	// Routes outside the operation table and MCP read their body (at most routeBody bytes)
+	// before their handler; operations read theirs in serveOp, once authorized (body.go).
+	// Each route's cap is also in s.caps, where headerReceived looks it up (body.go).
+	s.caps = router.New()
+	s.caps.RedirectTrailingSlash, s.caps.RedirectFixedPath = false, false
+	handleRaw := func(method, path, label string, limit int, h fasthttp.RequestHandler) {
 		r.Handle(method, path, s.labeled(label, path, h))
+		s.caps.Handle(method, path, capHandler(limit))
+	}
+	handle := func(method, path, label string, h fasthttp.RequestHandler) {
+		handleRaw(method, path, label, routeBody, s.withBody(routeBody, h))
 	}
 	for _, op := range s.ops {
 		op := op
-		handle(op.Method, op.Base+op.Path, op.ID, func(ctx *fasthttp.RequestCtx) { s.serveOp(ctx, op) })
+		handleRaw(op.Method, op.Base+op.Path, op.ID, op.BodyCap(), func(ctx *fasthttp.RequestCtx) { s.serveOp(ctx, op) })
 		if op.Tool != "" && !op.Internal {
 			s.routes.tools[op] = s.routes.get(op.Tool, mcp.Path)
 		}
@@ -481,10 +517,18 @@ func (s *Service) buildRouter() *router.Router {
 	serveMCP := func(ctx *fasthttp.RequestCtx) {
 		reqID := s.requestID(ctx)
 		ctx.Response.Header.Set("X-Request-Id", reqID)
+		// The MCP server reads the body once it authenticated the caller (Options.ReadBody).
+		b := s.newBody(ctx, s.cfg.MaxBodyBytes, false)
+		defer b.release()
+		ctx.SetUserValue(bodyKey, b)
 		s.mcp.Serve(ctx, reqID, s.writeError)
+		ctx.RemoveUserValue(bodyKey)
+		if !b.loaded && (ctx.Request.IsBodyStream() || b.overCap()) {
+			refusedUnread(ctx) // refused with its body unread
+		}
 	}
 	for _, m := range []string{"POST", "GET", "DELETE"} {
-		handle(m, mcp.Path, "mcp", serveMCP)
+		handleRaw(m, mcp.Path, "mcp", s.cfg.MaxBodyBytes, serveMCP)
 	}
 	handle("GET", APIBase+"/openapi.json", "openapi", s.serveOpenAPI)
 	handle("GET", "/api/docs", "api_docs", s.serveAPIDocs)
@@ -542,6 +586,11 @@ func (s *Service) transportError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		s.writeError(ctx, errTooLarge(s.cfg.MaxBodyBytes))
+	case isTimeout(err):
+		// A body (or headers) that did not arrive within its deadline (body.go).
+		ctx.SetConnectionClose()
+		s.writeError(ctx, &Error{Status: fasthttp.StatusRequestTimeout, Type: TypeBadRequest,
+			Message: "the request did not arrive in time"})
 	case errors.As(err, &small):
 		s.writeError(ctx, &Error{Status: fasthttp.StatusRequestHeaderFieldsTooLarge, Type: TypeBadRequest,
 			Message: fmt.Sprintf("the request line and headers are over %d KiB", readBufferSize/1024)})

@@ -44,6 +44,9 @@ type Options struct {
 	InlineCSV int
 	// MaxBody caps a request body (bytes).
 	MaxBody int64
+	// ReadBody, when set, reads the request body once the caller is authenticated: the front
+	// end streams bodies, and nothing of one is read before this (a 401 leaves it unread).
+	ReadBody func(*fasthttp.RequestCtx) *api.Error
 	// AllowedOrigins are the browser origins (scheme://host[:port]) allowed besides the
 	// service's own host; a request with any other Origin header is refused with 403.
 	AllowedOrigins []string
@@ -180,6 +183,12 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, reqID string, writeError func(*
 		ctx.Response.Header.Set("Allow", "POST")
 		rpcError(ctx, 405, nil, codeInvalidRequest, "Method Not Allowed: use POST (this endpoint has no SSE stream and no sessions)")
 		return
+	}
+	if s.opts.ReadBody != nil {
+		if err := s.opts.ReadBody(ctx); err != nil {
+			writeError(ctx, err)
+			return
+		}
 	}
 	if !s.opts.SDKOnly && s.serveFast(ctx, p, reqID) {
 		return

@@ -31,6 +31,7 @@ type Store struct {
 	Blobs *Blobs
 	seqs  *sequences
 	books *bookCache
+	idem  idemAccount // stored idempotent responses per tenant (idempotency.go)
 }
 
 // Options configure Open.

@@ -1,0 +1,389 @@
+package httpapi
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valyala/bytebufferpool"
+	"github.com/valyala/fasthttp"
+)
+
+// Request bodies are read by the route that wants them, never before (docs/ARCHITECTURE.md,
+// "Request bodies"). The server streams bodies (fasthttp's StreamRequestBody): once a request's
+// headers are in, fasthttp waits for at most one byte of body and calls the handler, which
+//
+//   - refuses a declared Content-Length over the route's cap with 413 at once (the body is
+//     never read; the connection closes, since its unread bytes cannot be skipped);
+//   - on an authenticated route, authenticates first: a request without valid credentials is
+//     answered 401 without its body being read;
+//   - then reads the body, at most the route's cap (a chunked body past it is a 413 when it
+//     gets there), against a read deadline that grows with the declared length, so a sender
+//     trickling bytes is cut off (408);
+//   - holds what it buffers in memory against one service-wide budget (Config.MaxBufferedBytes):
+//     past it, a request gets 503 with Retry-After instead of memory;
+//   - streams multipart uploads to temporary files (Go's multipart reader), never whole into
+//     memory.
+//
+// An idle socket that declared a large body therefore costs a goroutine and its 8 KiB read
+// buffer until its deadline, whatever length it declared.
+
+const (
+	// routeBody is the cap of routes outside the operation table (OAuth forms and client
+	// registrations, metadata documents, viewer and file routes that take no body).
+	routeBody = 64 << 10
+	// headerTimeout bounds reading a request's line and headers.
+	headerTimeout = 30 * time.Second
+	// A body must arrive within Config.BodyReadTimeout (default bodyTimeoutBase) plus its
+	// declared length at bodyMinRate (bytes per second), and never later than bodyTimeoutMax;
+	// a chunked body (no declared length) within chunkedBodyFactor times the base (5 minutes).
+	bodyTimeoutBase   = 30 * time.Second
+	bodyMinRate       = 256 << 10
+	bodyTimeoutMax    = 30 * time.Minute
+	chunkedBodyFactor = 10
+	// DefaultMaxBufferedBytes is the default of Config.MaxBufferedBytes.
+	DefaultMaxBufferedBytes = 768 << 20
+	// bufferedFactor is how much memory a buffered JSON body costs while its request runs: the
+	// bytes, the decoded values (strings are copies) and what a handler makes of them (a
+	// base64 page image decoded). Held against the budget for the whole request.
+	bufferedFactor = 3
+	// smallBody is read without touching the budget (pooled buffers; most requests).
+	smallBody = 64 << 10
+	// multipartMemory is what Go's multipart reader may keep in memory per request besides
+	// files: its 10 MiB allowance for non-file parts.
+	multipartMemory = 10 << 20
+)
+
+// bodyTimeout is the read deadline (from the end of the headers) of a body of declared length
+// cl (-1: chunked), base being Config.BodyReadTimeout.
+func bodyTimeout(base time.Duration, cl int) time.Duration {
+	if cl < 0 {
+		return base * chunkedBodyFactor
+	}
+	return min(base+time.Duration(cl/bodyMinRate)*time.Second, bodyTimeoutMax)
+}
+
+// headerReceived configures each request once its headers are read (fasthttp's
+// HeaderReceived): the body's read deadline, and a pre-read of at most one byte (the handler
+// reads the rest).
+//
+// A declared length over every cap of the request's path is answered 413 at once, before a
+// body byte arrives: the request continues as one without a body (fasthttp reads none), marked
+// with overCapHeader for its handler, and its connection closes after the answer.
+func (s *Service) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if len(h.Peek(overCapHeader)) > 0 {
+		h.Del(overCapHeader) // only this function sets it
+	}
+	cl := h.ContentLength()
+	if cl > minBodyCap && cl > s.routeBodyCap(h.Method(), h.RequestURI()) {
+		h.Set(overCapHeader, strconv.Itoa(cl))
+		h.SetContentLength(0)
+		return fasthttp.RequestConfig{ReadTimeout: headerTimeout, MaxRequestBodySize: 1}
+	}
+	return fasthttp.RequestConfig{ReadTimeout: bodyTimeout(s.cfg.BodyReadTimeout, cl), MaxRequestBodySize: 1}
+}
+
+// overCapHeader marks a request whose declared body was over its path's caps
+// (headerReceived): its value is the declared length.
+const overCapHeader = "X-Flipbook-Body-Over-Cap"
+
+// declaredLength is the request's declared body length (-1 chunked, 0 none), the one it
+// declared when headerReceived set it aside.
+func declaredLength(ctx *fasthttp.RequestCtx) int {
+	if v := ctx.Request.Header.Peek(overCapHeader); len(v) > 0 {
+		if n, err := strconv.Atoi(string(v)); err == nil {
+			return n
+		}
+	}
+	return ctx.Request.Header.ContentLength()
+}
+
+// minBodyCap is the smallest cap of any route: a declared length under it is never looked up.
+const minBodyCap = 16 << 10
+
+// routeBodyCap is the body cap of the route method and uri go to (capRouter, built with the
+// routes): an operation's MaxBody, MCP's MaxBodyBytes, routeBody for the rest.
+func (s *Service) routeBodyCap(method, uri []byte) int {
+	path := uri
+	if i := bytes.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	lc := capCtxPool.Get().(*fasthttp.RequestCtx)
+	defer func() {
+		lc.ResetUserValues()
+		capCtxPool.Put(lc)
+	}()
+	h, _ := s.caps.Lookup(string(method), string(path), lc)
+	if h == nil {
+		return routeBody // 404 and 405 answers read no more than that
+	}
+	h(lc)
+	n, _ := lc.UserValue(bodyCapKey).(int)
+	return n
+}
+
+var capCtxPool = sync.Pool{New: func() any { return new(fasthttp.RequestCtx) }}
+
+// bodyCapKey holds a route's cap in capRouter's lookups.
+const bodyCapKey = "\x00flipbook.cap"
+
+// capHandler is a route's entry in capRouter.
+func capHandler(n int) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) { ctx.SetUserValue(bodyCapKey, n) }
+}
+
+// bodyBudget is the memory the service lets request bodies hold at once.
+type bodyBudget struct {
+	mu        sync.Mutex
+	used, max int64
+}
+
+// take reserves n bytes; false when the budget cannot spare them.
+func (b *bodyBudget) take(n int64) bool {
+	if n <= 0 {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.max > 0 && b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *bodyBudget) give(n int64) {
+	if n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+}
+
+// inUse is the memory reserved now (metrics).
+func (b *bodyBudget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// errBusyBodies is the answer when the body budget is spent.
+func errBusyBodies() *Error {
+	return &Error{Status: 503, Type: TypeUnavailable, RetryAfter: 1,
+		Message: "the service is holding as many request bodies as it allows; retry shortly"}
+}
+
+// body is one request's body as its route reads it: at most once, at most limit bytes, with
+// the memory it holds reserved until release.
+type body struct {
+	s        *Service
+	ctx      *fasthttp.RequestCtx
+	limit    int
+	held     int64
+	loaded   bool
+	err      *Error
+	pooled   *bytebufferpool.ByteBuffer
+	multi    bool // read as a multipart form (files on disk)
+	declared int
+}
+
+// newBody prepares ctx's body for reading; multipart forms are parsed with files on disk.
+func (s *Service) newBody(ctx *fasthttp.RequestCtx, limit int, multipart bool) *body {
+	return &body{s: s, ctx: ctx, limit: limit, multi: multipart, declared: declaredLength(ctx)}
+}
+
+// overCap says whether the declared length is over the cap (a 413 before anything else).
+func (b *body) overCap() bool { return b.declared > b.limit }
+
+// tooLarge refuses the body and closes the connection (its bytes are not read).
+func (b *body) tooLarge() *Error {
+	refusedUnread(b.ctx)
+	return errTooLarge(b.limit)
+}
+
+// refusedUnread says ctx is answered with (part of) its body still unsent or unread: the
+// connection closes after the answer, with a lingering close (lingerClose).
+func refusedUnread(ctx *fasthttp.RequestCtx) {
+	if ri := reqInfoOf(ctx); ri != nil {
+		ri.unread = true
+		return
+	}
+	ctx.SetConnectionClose()
+}
+
+// Lingering close (as nginx's lingering_close): a client still sending a body it was refused
+// would get a connection reset, often before it reads the answer. The answer is written, then
+// what the client still sends is read and discarded for at most lingerTime (nothing of it is
+// kept), then the connection closes.
+const (
+	lingerTime  = 2 * time.Second
+	lingerBytes = 64 << 20
+)
+
+// lingerClose sends ctx's response and closes its connection lingering.
+func lingerClose(ctx *fasthttp.RequestCtx) {
+	ctx.Response.SetConnectionClose()
+	var answer bytes.Buffer
+	w := bufio.NewWriter(&answer)
+	if err := ctx.Response.Write(w); err != nil || w.Flush() != nil {
+		return // fasthttp writes it and closes
+	}
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(c net.Conn) {
+		_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write(answer.Bytes()); err != nil {
+			return
+		}
+		if tc, ok := c.(interface{ CloseWrite() error }); ok {
+			_ = tc.CloseWrite()
+		}
+		_ = c.SetReadDeadline(time.Now().Add(lingerTime))
+		_, _ = io.CopyN(io.Discard, c, lingerBytes)
+	})
+}
+
+// load reads the body into the request (ctx.PostBody, or ctx.MultipartForm for a multipart
+// form). It reads at most once; later calls return the first result.
+func (b *body) load() *Error {
+	if b.loaded {
+		return b.err
+	}
+	b.loaded = true
+	b.err = b.read()
+	if b.err != nil {
+		// Whatever was not read of the body is still on the connection (a sender too slow
+		// for its deadline is not waited for any longer).
+		if b.err.Status == fasthttp.StatusRequestTimeout {
+			b.ctx.SetConnectionClose()
+		} else {
+			refusedUnread(b.ctx)
+		}
+	}
+	return b.err
+}
+
+func (b *body) read() *Error {
+	req := &b.ctx.Request
+	if b.overCap() {
+		return b.tooLarge()
+	}
+	if !req.IsBodyStream() {
+		// Already in memory (a request built in-process, or one without a body).
+		if len(req.Body()) > b.limit {
+			return b.tooLarge()
+		}
+		return nil
+	}
+	if b.multi {
+		if !b.reserve(multipartMemory) {
+			return errBusyBodies()
+		}
+		if _, err := req.MultipartFormWithLimit(b.limit); err != nil {
+			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+				return b.tooLarge()
+			}
+			return bodyReadError(err, "the multipart/form-data body cannot be read: ")
+		}
+		return nil
+	}
+	if b.declared >= 0 && b.declared <= smallBody {
+		// Most requests: a pooled buffer, copied into the request's own.
+		bb := bytebufferpool.Get()
+		defer bytebufferpool.Put(bb)
+		if _, err := bb.ReadFrom(io.LimitReader(req.BodyStream(), int64(b.limit)+1)); err != nil {
+			return bodyReadError(err, "the request body cannot be read: ")
+		}
+		if bb.Len() > b.limit {
+			return b.tooLarge()
+		}
+		req.SetBody(bb.B)
+		return nil
+	}
+	// Larger or chunked bodies: reserved against the budget as they arrive (what a slow
+	// sender has not sent holds nothing), ×bufferedFactor for what the request makes of them,
+	// held until the request is answered.
+	const step = 64 << 10
+	var buf bytes.Buffer
+	buf.Grow(smallBody) // then grows with what arrives, not with what is claimed
+	reserved := 0
+	src := io.LimitReader(req.BodyStream(), int64(b.limit)+1)
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(chunk)
+		if n > 0 {
+			if buf.Len()+n > b.limit {
+				return b.tooLarge()
+			}
+			if buf.Len()+n > reserved {
+				more := (buf.Len() + n - reserved + step - 1) / step * step
+				if !b.reserve(int64(more) * bufferedFactor) {
+					return errBusyBodies()
+				}
+				reserved += more
+			}
+			buf.Write(chunk[:n])
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return bodyReadError(err, "the request body cannot be read: ")
+		}
+	}
+	req.SetBodyRaw(buf.Bytes())
+	return nil
+}
+
+func (b *body) reserve(n int64) bool {
+	if !b.s.bodies.take(n) {
+		return false
+	}
+	b.held += n
+	return true
+}
+
+// release returns the body's memory to the budget (when its request is answered).
+func (b *body) release() {
+	b.s.bodies.give(b.held)
+	b.held = 0
+}
+
+// bodyReadError is the answer to a body that stopped arriving: 408 for a sender too slow for
+// its deadline, 400 for a connection that broke or a malformed body.
+func bodyReadError(err error, prefix string) *Error {
+	if isTimeout(err) {
+		return &Error{Status: fasthttp.StatusRequestTimeout, Type: TypeBadRequest,
+			Message: "the request body did not arrive in time"}
+	}
+	return errBadRequest(prefix + scrubTransport(err.Error()))
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, fasthttp.ErrTimeout) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// withBody is a route outside the operation table: its body (at most limit bytes) is read
+// before h runs, so h may call ctx.PostBody.
+func (s *Service) withBody(limit int, h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		b := s.newBody(ctx, limit, false)
+		defer b.release()
+		if err := b.load(); err != nil {
+			ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
+			s.writeError(ctx, err)
+			return
+		}
+		h(ctx)
+	}
+}
+
+// bodyKey holds an MCP request's body (Options.ReadBody reads it).
+const bodyKey = "\x00flipbook.body"

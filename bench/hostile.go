@@ -186,6 +186,20 @@ func Hostile(ctx context.Context, o HostileOptions, out io.Writer) (*Report, err
 	// system within minutes, fasthttp's idle workers stop after 10 s).
 	time.Sleep(30 * time.Second)
 	after := treeRSS(pid)
+	if os.Getenv("HOSTILE_DEBUG") != "" {
+		tok, _ := os.ReadFile(dir + "/admin-token")
+		req, _ := http.NewRequest("GET", c.base+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(l, "go_memstats_heap") || strings.HasPrefix(l, "go_goroutines") || strings.HasPrefix(l, "go_memstats_stack") || strings.HasPrefix(l, "go_memstats_sys") || strings.HasPrefix(l, "flipbook_duckdb") || strings.HasPrefix(l, "flipbook_pebble") {
+					fmt.Fprintln(out, "   ", l)
+				}
+			}
+		}
+	}
 	fmt.Fprintf(out, "  after: RSS %s (%+.1f MB from idle)\n", mb(after), float64(after-idle)/(1<<20))
 	rep.checkValue(out, "RSS growth under attack", float64(peak-idle)/(1<<20), "<=", 100, " MB")
 	rep.checkValue(out, "health p99 under attack", float64(during.P99)/float64(time.Millisecond), "<=", 100, " ms")

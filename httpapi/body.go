@@ -311,24 +311,29 @@ func (b *body) read() *Error {
 	// held until the request is answered.
 	const step = 64 << 10
 	var buf bytes.Buffer
-	buf.Grow(smallBody) // then grows with what arrives, not with what is claimed
 	reserved := 0
 	src := io.LimitReader(req.BodyStream(), int64(b.limit)+1)
-	chunk := make([]byte, 32<<10)
 	for {
-		n, err := src.Read(chunk)
-		if n > 0 {
-			if buf.Len()+n > b.limit {
-				return b.tooLarge()
-			}
-			if buf.Len()+n > reserved {
-				more := (buf.Len() + n - reserved + step - 1) / step * step
+		if buf.Available() == 0 {
+			// The buffer grows with what arrives (doubling from 4 KiB), never with what is
+			// claimed: a socket trickling its body holds a few KiB.
+			grow := max(buf.Len(), 4<<10)
+			if buf.Len()+grow > reserved {
+				more := (buf.Len() + grow - reserved + step - 1) / step * step
 				if !b.reserve(int64(more) * bufferedFactor) {
 					return errBusyBodies()
 				}
 				reserved += more
 			}
-			buf.Write(chunk[:n])
+			buf.Grow(grow)
+		}
+		free := buf.AvailableBuffer()[:buf.Available()]
+		n, err := src.Read(free)
+		if n > 0 {
+			if buf.Len()+n > b.limit {
+				return b.tooLarge()
+			}
+			buf.Write(free[:n])
 		}
 		if err == io.EOF {
 			break

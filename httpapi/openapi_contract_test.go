@@ -41,32 +41,37 @@ type apiContract struct {
 const contractServer = "http://contract.test" + APIBase
 
 // sharedContract is the document served by the first harness that needed it, loaded once per
-// test binary (the document does not depend on the configuration beyond its server URL).
+// test binary (the document does not depend on the configuration beyond its server URL). A
+// failed load is not kept: the next answer tries again (and its test fails meanwhile).
 var sharedContract struct {
-	once sync.Once
-	c    *apiContract
-	err  error
+	mu sync.Mutex
+	c  *apiContract
 }
 
 func contractFor(base string) (*apiContract, error) {
-	sharedContract.once.Do(func() {
-		res, err := http.Get(base + APIBase + "/openapi.json") // not through a hooked client
-		if err != nil {
-			sharedContract.err = err
-			return
-		}
-		defer res.Body.Close()
-		raw, err := io.ReadAll(res.Body)
-		if err == nil && res.StatusCode != 200 {
-			err = fmt.Errorf("GET /api/v1/openapi.json: %d", res.StatusCode)
-		}
-		if err != nil {
-			sharedContract.err = err
-			return
-		}
-		sharedContract.c, sharedContract.err = newContract(raw)
-	})
-	return sharedContract.c, sharedContract.err
+	sharedContract.mu.Lock()
+	defer sharedContract.mu.Unlock()
+	if sharedContract.c != nil {
+		return sharedContract.c, nil
+	}
+	res, err := http.Get(base + APIBase + "/openapi.json") // not through a hooked client
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err == nil && res.StatusCode != 200 {
+		err = fmt.Errorf("GET /api/v1/openapi.json: %d", res.StatusCode)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c, err := newContract(raw)
+	if err != nil {
+		return nil, err
+	}
+	sharedContract.c = c
+	return c, nil
 }
 
 // newContract loads and validates a document and builds its router.

@@ -144,6 +144,12 @@ type Operation struct {
 	Handler  Handler
 }
 
+// withErrors adds error statuses to ExtraErrors (for table entries built by a helper).
+func (op *Operation) withErrors(codes ...int) *Operation {
+	op.ExtraErrors = append(op.ExtraErrors, codes...)
+	return op
+}
+
 // Idempotent reports whether repeating the call has no further effect (MCP idempotentHint):
 // reads, PUT and DELETE.
 func (op *Operation) Idempotent() bool {

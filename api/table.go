@@ -504,7 +504,7 @@ func analyticsOperations(b Backend) []*Operation {
 		op("reader_journey", "reader-journey", "analytics_get_reader_journey",
 			"One reader's (viewer_id) or one anonymous session's (session_id) activity across every flipbook of the workspace: totals, per book, and a timeline of visits. Exactly one of viewer_id and session_id.",
 			[]Param{pViewerID(), pSessionID(), pDate()},
-			journeySchema, nil, b.ReaderJourney),
+			journeySchema, nil, b.ReaderJourney).withErrors(404), // a viewer_id not among the workspace's readers
 	}
 }
 

@@ -27,6 +27,10 @@ type harness struct {
 	base  string
 	admin string
 	http  *http.Client
+	// tb is the test that started the harness; contract, when set, replaces the served
+	// document in the OpenAPI hook (openapi_contract_test.go; tests of the hook itself).
+	tb       testing.TB
+	contract *apiContract
 }
 
 const testAdminToken = "adm_test_token"
@@ -41,7 +45,12 @@ func newHarness(tb testing.TB, mod func(*Config)) *harness {
 	if mod != nil {
 		mod(&cfg)
 	}
-	h := &harness{cfg: cfg, admin: testAdminToken, http: &http.Client{Timeout: 30 * time.Second}}
+	h := &harness{cfg: cfg, admin: testAdminToken, http: &http.Client{Timeout: 30 * time.Second}, tb: tb}
+	if _, bench := tb.(*testing.B); !bench {
+		// Every answer of a documented /api/v1 operation is checked against the OpenAPI
+		// document (benchmarks measure streaming and memory: not there).
+		h.http.Transport = &contractTransport{h: h, next: http.DefaultTransport}
+	}
 	h.start(tb)
 	tb.Cleanup(func() { h.stop(tb) })
 	return h
@@ -101,7 +110,8 @@ func (r *resp) details() map[string]any {
 	return d
 }
 
-// do sends a request. body may be nil, a string (sent raw) or a value (sent as JSON).
+// do sends a request. body may be nil, a string (sent raw) or a value (sent as JSON). An answer
+// of a documented /api/v1 operation that the OpenAPI document does not describe fails tb.
 func (h *harness) do(tb testing.TB, method, path, key string, body any, headers ...string) *resp {
 	tb.Helper()
 	var rd io.Reader
@@ -116,7 +126,7 @@ func (h *harness) do(tb testing.TB, method, path, key string, body any, headers 
 		require.NoError(tb, err)
 		rd = bytes.NewReader(j)
 	}
-	req, err := http.NewRequest(method, h.base+path, rd)
+	req, err := http.NewRequestWithContext(context.WithValue(context.Background(), tbKey{}, tb), method, h.base+path, rd)
 	require.NoError(tb, err)
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)

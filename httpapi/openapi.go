@@ -65,10 +65,12 @@ func (s *Service) serveAPIDocs(ctx *fasthttp.RequestCtx) {
 // OpenAPI is the OpenAPI 3.1 document of the public operations.
 func (s *Service) OpenAPI() map[string]any {
 	paths := map[string]map[string]any{}
+	tags := map[string]bool{}
 	for _, op := range s.ops {
 		if op.Internal || op.Base != APIBase {
 			continue
 		}
+		tags[tagOf(op)] = true
 		item := paths[op.Path]
 		if item == nil {
 			item = map[string]any{}
@@ -86,7 +88,9 @@ func (s *Service) OpenAPI() map[string]any {
 			"description": "REST API of the flipbook publishing service. Success bodies are `{data, meta}`; errors are " +
 				"`{error: {message, type, details}}` (spec §7). Write operations accept `Idempotency-Key`. " +
 				"The same operations are MCP tools at `/mcp/public-api`.",
+			"license": apiLicense,
 		},
+		"tags":     tagList(tags),
 		"servers":  []any{map[string]any{"url": s.cfg.PublicURL + APIBase}},
 		"security": []any{map[string]any{"bearerAuth": []string{}}},
 		"paths":    paths,
@@ -110,6 +114,46 @@ func (s *Service) OpenAPI() map[string]any {
 	}
 }
 
+// apiLicense is the document's info.license (redocly's info-license and info-license-strict
+// rules): the service is not published under an open licence, so the SPDX identifier is a
+// LicenseRef of its own (docs/API.md).
+var apiLicense = map[string]any{"name": "Proprietary", "identifier": "LicenseRef-Proprietary"}
+
+// tagDescriptions describe the tags tagOf gives operations (redocly's tag-description rule).
+var tagDescriptions = map[string]string{
+	"general":       "Service health and the calling key.",
+	"books":         "Flipbooks: uploads, the editor, templates, batches and publishing.",
+	"subscribers":   "Access lists: who may open a gated flipbook.",
+	"embed domains": "Sites allowed to embed a flipbook.",
+	"tracked links": "Links that attribute readers to a channel.",
+	"brand":         "The workspace's brand (logo, colours, take-over branding).",
+	"analytics":     "Reading analytics (Company plan).",
+	"exports":       "CSV exports of analytics and audit data.",
+	"webhooks":      "Webhook subscriptions and deliveries.",
+	"catalogs":      "Product catalogs and catalog-rendered flipbooks.",
+	"templates":     "Catalog templates.",
+	"bulk settings": "Settings applied to many flipbooks at once.",
+	"integrations":  "Connectors to other platforms (Shopify).",
+}
+
+// tagList is the document's tags, sorted, each with its description.
+func tagList(used map[string]bool) []any {
+	names := make([]string, 0, len(used))
+	for t := range used {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	out := make([]any, 0, len(names))
+	for _, t := range names {
+		d := tagDescriptions[t]
+		if d == "" {
+			d = "Operations on " + t + "."
+		}
+		out = append(out, map[string]any{"name": t, "description": d})
+	}
+	return out
+}
+
 // errorResponses are the error statuses an operation may answer, with their meaning.
 var errorResponses = map[int]string{
 	400: "The body cannot be read (not JSON, or not the expected media type).",
@@ -117,7 +161,7 @@ var errorResponses = map[int]string{
 	403: "The key lacks the operation's scope (the body lists the key's scopes), or the workspace's plan is below the operation's.",
 	404: "Not found (objects of other workspaces are not found either).",
 	409: "A request with the same Idempotency-Key is still running, or the object's state forbids the change.",
-	413: "The request body is over the operation's limit.",
+	413: "The request body is over the operation's limit (any operation: a body sent where none is expected counts against the 1 MiB default).",
 	422: "Validation failed: error.details maps each field to its messages.",
 	429: "Rate limit exceeded: wait Retry-After seconds.",
 	502: "The send to the given URL failed: error.message says why.",
@@ -241,12 +285,13 @@ func openAPIOperation(op *Operation) map[string]any {
 
 // errorStatuses are the error statuses op can answer.
 func errorStatuses(op *Operation) []int {
-	set := map[int]bool{500: true}
+	// Every operation caps the body it is sent (none expected: DefaultMaxJSONBody) with a 413.
+	set := map[int]bool{413: true, 500: true}
 	if op.Auth == AuthKey {
 		set[401], set[403], set[429], set[503] = true, true, true, true
 	}
 	if op.HasBody() {
-		set[400], set[413] = true, true
+		set[400] = true
 	}
 	for i := range op.Params {
 		p := &op.Params[i]

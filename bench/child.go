@@ -42,9 +42,13 @@ func startChildLog(ctx context.Context, dir string, stderr io.Writer, extra ...s
 // startChildOn is startChildLog; without needKey it does not wait for a first-start key (a
 // data directory that already has workspaces prints none).
 func startChildOn(ctx context.Context, dir string, needKey bool, stderr io.Writer, extra ...string) (*child, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
+	// FLIPBOOK_BENCH_SERVE runs another build of the service (an earlier commit, to compare).
+	exe := os.Getenv("FLIPBOOK_BENCH_SERVE")
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, err
+		}
 	}
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir,
 		"--rate-limit-workspace", "0", "--rate-limit-endpoint", "0", "--rate-limit-unauthenticated", "0"}, extra...)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -113,11 +114,35 @@ func (s *Server) csrfFor(nonce string) string {
 }
 
 func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	if !s.limit(w, r, "authorize", "authorization requests") {
 		return
 	}
+	// fosite's parsing, done first: the form is read below.
+	if err := r.ParseMultipartForm(1 << 20); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_request", "error_description": "the form could not be parsed"})
+		return
+	}
+	// The client lookup learns the redirect URI asked for (loopback redirects on any port).
+	ctx := withRedirect(r.Context(), r.Form.Get("redirect_uri"))
+	r = r.WithContext(ctx)
+	// state is optional (OAuth 2.1 §4.1.1: PKCE, required here, protects the flow; the
+	// TypeScript SDK sends none unless its host supplies one), but fosite refuses a state
+	// shorter than 8 characters, none included, whatever its configuration: a request without
+	// one is given a placeholder for fosite's check, taken off again at once. The redirect then
+	// carries no state (stateless drops the empty one fosite adds).
+	noState := r.Form.Get("state") == ""
+	if noState {
+		r.Form.Set("state", statePlaceholder)
+	}
+	w = &stateless{ResponseWriter: w}
 	ar, err := s.provider.NewAuthorizeRequest(ctx, r)
+	if a, ok := ar.(*fosite.AuthorizeRequest); ok && noState {
+		a.State = ""
+		a.Form.Del("state")
+	}
+	if err == nil {
+		err = checkState(ar.GetState())
+	}
 	if err != nil {
 		if limited(w, err) {
 			return
@@ -281,17 +306,42 @@ func (s *Server) tokenRules(ctx context.Context, r *http.Request, ar fosite.Acce
 	if err := s.checkKey(sess); err != nil {
 		return err
 	}
+	// The grant's scopes and resources: a refresh request carries them already (fosite copies
+	// them from the refresh token in its request handler); a code exchange gets them only when
+	// the response is made, so they are read from the code here.
+	granted, scopes := ar.GetGrantedAudience(), ar.GetGrantedScopes()
+	if ar.GetGrantTypes().ExactOne("authorization_code") {
+		code := ar.GetRequestForm().Get("code")
+		req, err := s.store.GetAuthorizeCodeSession(ctx, s.strategy.AuthorizeCodeSignature(ctx, code), nil)
+		if err != nil {
+			return fosite.ErrInvalidGrant.WithHint("The authorization code is unknown.")
+		}
+		granted, scopes = req.GetGrantedAudience(), req.GetGrantedScopes()
+	}
 	if len(asked) > 0 {
 		res, err := s.resourceOf(asked)
 		if err != nil {
 			return err
 		}
 		for _, x := range res {
-			if !slices.Contains(ar.GetGrantedAudience(), x) {
-				return &fosite.RFC6749Error{ErrorField: "invalid_target", CodeField: http.StatusBadRequest,
-					DescriptionField: "The requested resource is invalid, unknown, or malformed.",
-					HintField:        "The grant was not issued for " + x + "."}
+			if !slices.Contains(granted, x) {
+				return errTarget("The grant was not issued for " + x + ".")
 			}
+		}
+	}
+	// RFC 6749 §6: a refresh may ask for the scopes of the grant or fewer, never others. (The
+	// new tokens keep the grant's scopes: the refresh token's scope must stay the original's,
+	// and fosite issues the access token with the same ones; the answer's scope says which.)
+	if ar.GetGrantTypes().ExactOne("refresh_token") {
+		var outside []string
+		for _, sc := range strings.Fields(r.PostForm.Get("scope")) {
+			if !slices.Contains(scopes, sc) && !(slices.Contains(scopes, "*") && slices.Contains(allScopes(), sc)) {
+				outside = append(outside, sc)
+			}
+		}
+		if len(outside) > 0 {
+			return fosite.ErrInvalidScope.WithHintf("The grant does not include %s: a refresh may ask only for scopes the grant holds.",
+				strings.Join(outside, ", "))
 		}
 	}
 	return nil
@@ -408,14 +458,29 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 500, map[string]any{"error": "server_error"})
 		return
 	}
-	out := map[string]any{"client_id": c.ID, "client_id_issued_at": now.Unix(), "client_name": c.Name,
+	writeJSON(w, 201, registration(c, secret))
+}
+
+// registration is RFC 7591 §3.2.1's answer: the client_id, when it was issued, and the
+// metadata as registered (what hosts store and read back: redirect_uris, grant_types,
+// response_types, token_endpoint_auth_method). Optional fields are left out rather than null
+// or empty (the TypeScript SDK's schema refuses a null or empty client_uri); a secret comes
+// with client_secret_expires_at 0 (it does not expire).
+func registration(c *Client, secret string) map[string]any {
+	out := map[string]any{"client_id": c.ID, "client_id_issued_at": c.CreatedAt.Unix(),
 		"redirect_uris": orEmpty(c.RedirectURIs), "grant_types": c.GrantTypes, "response_types": orEmpty(c.ResponseTypes),
 		"token_endpoint_auth_method": c.AuthMethod}
+	if c.Name != "" {
+		out["client_name"] = c.Name
+	}
+	if c.URI != "" {
+		out["client_uri"] = c.URI
+	}
 	if secret != "" {
 		out["client_secret"], out["client_secret_expires_at"] = secret, 0
 		out["scope"] = strings.Join(c.Scopes, " ")
 	}
-	writeJSON(w, 201, out)
+	return out
 }
 
 func orEmpty(s []string) []string {
@@ -423,6 +488,40 @@ func orEmpty(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// statePlaceholder stands for a missing state during fosite's parsing (serveAuthorize).
+const statePlaceholder = "no-state-sent"
+
+// checkState is the service's rule for state: optional (PKCE protects the flow), and when sent
+// at least 8 characters (a shorter one protects nothing) and at most 1024.
+func checkState(state string) error {
+	switch {
+	case state == "":
+		return nil
+	case len(state) < 8:
+		return fosite.ErrInvalidState.WithHint("state, when sent, must be at least 8 characters (or leave it out: PKCE protects the flow).")
+	case len(state) > 1024:
+		return fosite.ErrInvalidState.WithHint("state is at most 1024 characters.")
+	}
+	return nil
+}
+
+// stateless drops an empty state parameter from a redirect's query: an authorization request
+// without state gets a response without one (RFC 6749 §4.1.2: state is returned when it was sent).
+type stateless struct{ http.ResponseWriter }
+
+func (w *stateless) WriteHeader(code int) {
+	if loc := w.Header().Get("Location"); loc != "" {
+		if u, err := url.Parse(loc); err == nil {
+			if q := u.Query(); q.Has("state") && q.Get("state") == "" {
+				q.Del("state")
+				u.RawQuery = q.Encode()
+				w.Header().Set("Location", u.String())
+			}
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
 }
 
 // Grant is a verified access token.

@@ -32,12 +32,26 @@ var noRedirect = &http.Client{Timeout: 20 * time.Second,
 func codeFlow(t *testing.T, h *harness, cfg *oauth2.Config, key string, opts ...oauth2.AuthCodeOption) *oauth2.Token {
 	t.Helper()
 	verifier := oauth2.GenerateVerifier()
-	q := approve(t, h, cfg.AuthCodeURL("state-"+oauth2.GenerateVerifier()[:12],
-		append([]oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}, opts...)...), key)
+	authURL := cfg.AuthCodeURL("state-"+oauth2.GenerateVerifier()[:12],
+		append([]oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}, opts...)...)
+	q := approve(t, h, authURL, key)
 	require.NotEmpty(t, q.Get("code"), "%v", q)
-	tok, err := cfg.Exchange(context.Background(), q.Get("code"), oauth2.VerifierOption(verifier))
+	tok, err := cfg.Exchange(context.Background(), q.Get("code"), exchangeOpts(authURL, verifier)...)
 	require.NoError(t, err)
 	return tok
+}
+
+// exchangeOpts are a code exchange's options as MCP hosts send them: the PKCE verifier and the
+// resource of the authorization request again (RFC 8707 §2.2; the MCP authorization spec
+// requires it in both requests).
+func exchangeOpts(authURL, verifier string) []oauth2.AuthCodeOption {
+	opts := []oauth2.AuthCodeOption{oauth2.VerifierOption(verifier)}
+	if u, err := url.Parse(authURL); err == nil {
+		if res := u.Query().Get("resource"); res != "" {
+			opts = append(opts, oauth2.SetAuthURLParam("resource", res))
+		}
+	}
+	return opts
 }
 
 // refresh spends a refresh token.
@@ -358,7 +372,7 @@ func TestOAuthXRevokedRefreshToken(t *testing.T) {
 	rev(tok2.RefreshToken, "refresh_token")
 	rev("ory_rt_unknown.unknown", "refresh_token")
 	// Another client cannot revoke this client's token.
-	cfg2 := oauthClient(t, h, "http://127.0.0.1:9/cb")
+	cfg2 := oauthClient(t, h, "http://127.0.0.1:9/cb2")
 	res, err := http.PostForm(h.base+"/oauth/revoke", url.Values{"token": {keep.AccessToken}, "client_id": {cfg2.ClientID}})
 	require.NoError(t, err)
 	res.Body.Close()

@@ -36,6 +36,9 @@ type Client struct {
 	Source        string    `json:"source"` // dcr, cimd, key
 	CreatedAt     time.Time `json:"created_at"`
 	FetchedAt     time.Time `json:"fetched_at,omitempty"` // metadata documents: when fetched
+	// RegisteredAt is when a public client's metadata was last registered again (the same
+	// metadata is the same client): the purge keeps an unused client that long from then.
+	RegisteredAt time.Time `json:"registered_at,omitzero"`
 	// A client-credentials client acts for the API key it was registered with.
 	Workspace int64    `json:"workspace,omitempty"`
 	Mode      string   `json:"mode,omitempty"`
@@ -172,8 +175,9 @@ func redirectFrom(ctx context.Context) string {
 
 // loopbackMatch reports whether asked is the registered loopback redirect reg on any port (RFC
 // 8252 §7.3: a native app listens on whatever port it gets): both http, the same loopback host
-// (localhost, 127.0.0.1 or [::1]; fosite already matches the IP literals, localhost is what
-// Claude Code, Gemini CLI and others register), path and query; no user info, no fragment.
+// (localhost, 127.0.0.1 or [::1]; fosite already matches the IP literals with the same path,
+// localhost is what Claude Code, Gemini CLI and others register), path (the empty one as /) and
+// query; no user info, no fragment.
 func loopbackMatch(asked, reg string) bool {
 	a, err1 := url.Parse(asked)
 	r, err2 := url.Parse(reg)
@@ -183,7 +187,16 @@ func loopbackMatch(asked, reg string) bool {
 	}
 	h := a.Hostname()
 	return (h == "localhost" || h == "127.0.0.1" || h == "::1") && strings.EqualFold(h, r.Hostname()) &&
-		a.EscapedPath() == r.EscapedPath() && a.RawQuery == r.RawQuery
+		rootPath(a.EscapedPath()) == rootPath(r.EscapedPath()) && a.RawQuery == r.RawQuery
+}
+
+// rootPath is an http URL's path with the empty path as "/" (RFC 3986 §6.2.3): VS Code
+// registers http://127.0.0.1:33418 and may come back to http://127.0.0.1:33418/.
+func rootPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
 }
 
 // load returns a client, fetching its metadata document if needed.

@@ -283,21 +283,24 @@ func TestMetadataDocumentFetchOnceAndNegativeCache(t *testing.T) {
 func TestOAuthRateLimits(t *testing.T) {
 	s, _ := testServer(t, 3)
 	h := s.Handler()
-	body := map[string]any{"redirect_uris": []string{testRedirect}}
+	body := func(i int) map[string]any {
+		return map[string]any{"client_name": "c" + strconv.Itoa(i), "redirect_uris": []string{testRedirect}}
+	}
 	for i := 0; i < 3; i++ {
-		w := register(t, h, "192.0.2.1", body)
+		w := register(t, h, "192.0.2.1", body(i))
 		require.Equal(t, 201, w.Code, w.Body.String())
 	}
-	w := register(t, h, "192.0.2.1", body)
+	w := register(t, h, "192.0.2.1", body(3))
 	require.Equal(t, 429, w.Code, w.Body.String())
 	require.NotEmpty(t, w.Header().Get("Retry-After"))
 	require.Equal(t, "3", w.Header().Get("RateLimit-Limit"))
 	require.Contains(t, w.Body.String(), "too_many_requests")
-	require.Equal(t, 201, register(t, h, "192.0.2.2", body).Code, "another address has its own budget")
+	require.Equal(t, 201, register(t, h, "192.0.2.1", body(1)).Code, "the same metadata again is the same client: not counted")
+	require.Equal(t, 201, register(t, h, "192.0.2.2", body(3)).Code, "another address has its own budget")
 	var reg struct {
 		ClientID string `json:"client_id"`
 	}
-	require.NoError(t, json.Unmarshal(register(t, h, "192.0.2.3", body).Body.Bytes(), &reg))
+	require.NoError(t, json.Unmarshal(register(t, h, "192.0.2.3", body(4)).Body.Bytes(), &reg))
 
 	authorize := func(ip, id string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("GET", authorizeURL("", id), nil)

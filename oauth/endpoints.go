@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -250,6 +251,10 @@ func redirectOrigin(u string) string {
 // refresh token revokes its family) and client credentials.
 func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	if err := s.grantTargets(ctx, r); err != nil {
+		s.provider.WriteAccessError(ctx, w, nil, err)
+		return
+	}
 	ar, err := s.provider.NewAccessRequest(ctx, r, newSession())
 	if err != nil {
 		if limited(w, err) {
@@ -271,8 +276,9 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // tokenRules adds the service's rules to a token request fosite accepted: the approving key
-// must still be valid, resource indicators must be within the grant, and a client-credentials
-// client gets its key's workspace and scopes.
+// must still be valid (resource indicators and a refresh's scope were checked against the
+// grant before, grantTargets), and a client-credentials client gets its key's workspace,
+// scopes and resources.
 func (s *Server) tokenRules(ctx context.Context, r *http.Request, ar fosite.AccessRequester) error {
 	asked := r.PostForm["resource"]
 	if ar.GetGrantTypes().ExactOne("client_credentials") {
@@ -306,36 +312,50 @@ func (s *Server) tokenRules(ctx context.Context, r *http.Request, ar fosite.Acce
 	if err := s.checkKey(sess); err != nil {
 		return err
 	}
-	// The grant's scopes and resources: a refresh request carries them already (fosite copies
-	// them from the refresh token in its request handler); a code exchange gets them only when
-	// the response is made, so they are read from the code here.
-	granted, scopes := ar.GetGrantedAudience(), ar.GetGrantedScopes()
-	if ar.GetGrantTypes().ExactOne("authorization_code") {
-		code := ar.GetRequestForm().Get("code")
-		req, err := s.store.GetAuthorizeCodeSession(ctx, s.strategy.AuthorizeCodeSignature(ctx, code), nil)
-		if err != nil {
-			return fosite.ErrInvalidGrant.WithHint("The authorization code is unknown.")
-		}
-		granted, scopes = req.GetGrantedAudience(), req.GetGrantedScopes()
+	return nil
+}
+
+// grantTargets checks a code exchange's or a refresh's resource indicators (RFC 8707: each
+// must be one the grant holds) and a refresh's scope (RFC 6749 §6: the grant's or fewer;
+// invalid_scope otherwise, never a token with other scopes). It runs before fosite handles the
+// request: fosite spends a code's PKCE record while reading it, so a request refused after
+// that could not be made again right. Unknown or spent codes and tokens are left to fosite.
+// (The new tokens keep the grant's scopes and resources: a refresh token's scope must stay the
+// original's, and the answer's scope says which were issued.)
+func (s *Server) grantTargets(ctx context.Context, r *http.Request) error {
+	if err := r.ParseMultipartForm(1 << 20); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+		return nil // fosite answers
 	}
-	if len(asked) > 0 {
+	f := r.PostForm
+	var req fosite.Requester
+	var err error
+	switch f.Get("grant_type") {
+	case "authorization_code":
+		req, err = s.store.GetAuthorizeCodeSession(ctx, s.strategy.AuthorizeCodeSignature(ctx, f.Get("code")), nil)
+	case "refresh_token":
+		req, err = s.store.GetRefreshTokenSession(ctx, s.strategy.RefreshTokenSignature(ctx, f.Get("refresh_token")), nil)
+	default:
+		return nil
+	}
+	if err != nil || req == nil || req.GetClient() == nil || req.GetClient().GetID() != f.Get("client_id") && f.Get("client_id") != "" {
+		return nil
+	}
+	if asked := f["resource"]; len(asked) > 0 {
 		res, err := s.resourceOf(asked)
 		if err != nil {
 			return err
 		}
 		for _, x := range res {
-			if !slices.Contains(granted, x) {
+			if !slices.Contains(req.GetGrantedAudience(), x) {
 				return errTarget("The grant was not issued for " + x + ".")
 			}
 		}
 	}
-	// RFC 6749 §6: a refresh may ask for the scopes of the grant or fewer, never others. (The
-	// new tokens keep the grant's scopes: the refresh token's scope must stay the original's,
-	// and fosite issues the access token with the same ones; the answer's scope says which.)
-	if ar.GetGrantTypes().ExactOne("refresh_token") {
+	if f.Get("grant_type") == "refresh_token" {
+		granted := req.GetGrantedScopes()
 		var outside []string
-		for _, sc := range strings.Fields(r.PostForm.Get("scope")) {
-			if !slices.Contains(scopes, sc) && !(slices.Contains(scopes, "*") && slices.Contains(allScopes(), sc)) {
+		for _, sc := range strings.Fields(f.Get("scope")) {
+			if !slices.Contains(granted, sc) && !(slices.Contains(granted, "*") && slices.Contains(allScopes(), sc)) {
 				outside = append(outside, sc)
 			}
 		}
@@ -375,9 +395,6 @@ func limited(w http.ResponseWriter, err error) bool {
 // purged after Options.UnusedClientTTL.
 func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	if !s.limit(w, r, "register", "client registrations") {
-		return
-	}
 	var in struct {
 		RedirectURIs  []string `json:"redirect_uris"`
 		Name          string   `json:"client_name"`
@@ -404,6 +421,9 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 	cc := slices.Contains(in.GrantTypes, "client_credentials")
 	var secret string
 	if cc {
+		if !s.limit(w, r, "register", "client registrations") {
+			return
+		}
 		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		key, err := s.st.KeyByHash(storage.HashSecret(strings.TrimSpace(tok)))
 		if tok == "" || err != nil {
@@ -444,6 +464,29 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		c.RedirectURIs, c.GrantTypes, c.AuthMethod = in.RedirectURIs, publicGrants(in.GrantTypes), "none"
+		// The same metadata registered again is the same client (publicClientID): hosts
+		// register on every new connection (Claude does), and hosted ones from few addresses.
+		// The answer is the client as first registered; it is not counted against the limit,
+		// and it restarts the time an unused client is kept (RegisteredAt).
+		c.ID = s.publicClientID(c)
+		if old, err := s.store.clients.registered(c.ID); err == nil && old.Source == "dcr" {
+			old.RegisteredAt = now
+			b := s.st.NewOAuthBatch()
+			if err := b.Put(kindClient, old.ID, old); err != nil {
+				b.Close()
+				writeJSON(w, 500, map[string]any{"error": "server_error"})
+				return
+			}
+			if err := b.Commit(); err != nil {
+				writeJSON(w, 500, map[string]any{"error": "server_error"})
+				return
+			}
+			writeJSON(w, 201, registration(old, ""))
+			return
+		}
+		if !s.limit(w, r, "register", "client registrations") {
+			return
+		}
 	}
 	b := s.st.NewOAuthBatch()
 	if err := b.Put(kindClient, c.ID, c); err != nil {
@@ -459,6 +502,18 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, 201, registration(c, secret))
+}
+
+// publicClientID is the id of a public client: an HMAC of its metadata (name, URI, redirect
+// URIs, grants) under a secret of the installation, so registering the same metadata again
+// names the same client and nobody can choose or predict another's id. A public client has no
+// secret: what binds it is its redirect URIs, which are part of the id.
+func (s *Server) publicClientID(c *Client) string {
+	canon, _ := json.Marshal([]any{c.Name, c.URI, c.RedirectURIs, c.GrantTypes})
+	m := hmac.New(sha256.New, s.csrfKey)
+	m.Write([]byte("public-client\x00"))
+	m.Write(canon)
+	return "fbc_" + hex.EncodeToString(m.Sum(nil)[:12])
 }
 
 // registration is RFC 7591 §3.2.1's answer: the client_id, when it was issued, and the

@@ -399,8 +399,6 @@ func TestOAuthXRegistrationValidation(t *testing.T) {
 		{"fragment", map[string]any{"redirect_uris": []string{"https://example.com/cb#x"}}, "invalid_redirect_uri"},
 		{"relative", map[string]any{"redirect_uris": []string{"/cb"}}, "invalid_redirect_uri"},
 		{"javascript", map[string]any{"redirect_uris": []string{"javascript:alert(1)"}}, "invalid_redirect_uri"},
-		{"client_secret_basic without key", map[string]any{"redirect_uris": []string{"https://example.com/cb"},
-			"token_endpoint_auth_method": "client_secret_basic"}, "invalid_client_metadata"},
 		{"not JSON", "redirect_uris=x", "invalid_client_metadata"},
 		{"long name", map[string]any{"client_name": strings.Repeat("n", 256), "redirect_uris": []string{"https://example.com/cb"}}, "invalid_client_metadata"},
 	} {
@@ -408,6 +406,15 @@ func TestOAuthXRegistrationValidation(t *testing.T) {
 		require.Equal(t, 400, r.Status, "%s: %s", c.name, r.Body)
 		require.Equal(t, c.code, r.JSON["error"], c.name)
 		require.NotEmpty(t, r.JSON["error_description"], c.name)
+	}
+	// A confidential method asked for without a key (claude.ai asks for client_secret_post):
+	// registered as the public client it is, the answer says so (RFC 7591 §3.2.1).
+	for _, m := range []string{"client_secret_basic", "client_secret_post", "private_key_jwt"} {
+		r := h.do(t, "POST", "/oauth/register", "", map[string]any{"redirect_uris": []string{"https://claude.ai/api/mcp/auth_callback"},
+			"token_endpoint_auth_method": m, "client_name": "Claude " + m})
+		require.Equal(t, 201, r.Status, "%s: %s", m, r.Body)
+		require.Equal(t, "none", r.JSON["token_endpoint_auth_method"], m)
+		require.Nil(t, r.JSON["client_secret"], m)
 	}
 	// What is accepted: https, http on loopback (RFC 8252), a native app's scheme.
 	for _, u := range []string{"https://example.com/cb", "http://localhost:8080/cb", "http://127.0.0.1/cb", "http://[::1]:3000/cb", "com.example.app:/oauth"} {

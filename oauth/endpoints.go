@@ -451,10 +451,10 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		}
 		c.SecretHash = h
 	} else {
-		if in.AuthMethod != "" && in.AuthMethod != "none" {
-			bad("invalid_client_metadata", "clients registered without credentials are public: token_endpoint_auth_method must be none")
-			return
-		}
+		// Registered without credentials, a client is public whatever token_endpoint_auth_method
+		// it asked for: RFC 7591 §3.2.1 lets the server replace a requested value, and the
+		// answer says "none". claude.ai registers asking for client_secret_post and reads the
+		// method from the answer (refusing it fails Claude's connector at registration).
 		if len(in.RedirectURIs) == 0 {
 			bad("invalid_redirect_uri", "redirect_uris is required")
 			return

@@ -467,9 +467,14 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		// The same metadata registered again is the same client (publicClientID): hosts
 		// register on every new connection (Claude does), and hosted ones from few addresses.
 		// The answer is the client as first registered; it is not counted against the limit,
-		// and it restarts the time an unused client is kept (RegisteredAt).
+		// and it restarts the time an unused client is kept (RegisteredAt, written at most
+		// hourly: repeating a registration costs a read, not a write).
 		c.ID = s.publicClientID(c)
 		if old, err := s.store.clients.registered(c.ID); err == nil && old.Source == "dcr" {
+			if now.Sub(old.CreatedAt) < time.Hour || now.Sub(old.RegisteredAt) < time.Hour {
+				writeJSON(w, 201, registration(old, ""))
+				return
+			}
 			old.RegisteredAt = now
 			b := s.st.NewOAuthBatch()
 			if err := b.Put(kindClient, old.ID, old); err != nil {

@@ -20,7 +20,8 @@ func adminCodeToken(t *testing.T, h *harness, cfg *oauth2.Config, key string) *o
 	verifier := oauth2.GenerateVerifier()
 	q := approve(t, h, cfg.AuthCodeURL("state-admin-1", oauth2.S256ChallengeOption(verifier),
 		oauth2.SetAuthURLParam("resource", h.base+APIBase)), key)
-	tok, err := cfg.Exchange(context.Background(), q.Get("code"), oauth2.VerifierOption(verifier))
+	tok, err := cfg.Exchange(context.Background(), q.Get("code"), oauth2.VerifierOption(verifier),
+		oauth2.SetAuthURLParam("resource", h.base+APIBase))
 	require.NoError(t, err)
 	return tok
 }

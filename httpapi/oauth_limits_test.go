@@ -13,18 +13,27 @@ import (
 // registration are bounded.
 func TestOAuthRegistrationRateLimit(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.RateUnauthenticated = 3 })
-	body := map[string]any{"client_name": "x", "redirect_uris": []string{"https://app.example/cb"}}
+	body := func(i int) map[string]any {
+		return map[string]any{"client_name": "x" + itoa(int64(i)), "redirect_uris": []string{"https://app.example/cb"}}
+	}
 	var id string
 	for i := 0; i < 3; i++ {
-		r := h.do(t, "POST", "/oauth/register", "", body)
+		r := h.do(t, "POST", "/oauth/register", "", body(i))
 		require.Equal(t, 201, r.Status, "%s", r.Body)
 		id, _ = r.JSON["client_id"].(string)
 	}
-	r := h.do(t, "POST", "/oauth/register", "", body)
+	r := h.do(t, "POST", "/oauth/register", "", body(3))
 	require.Equal(t, 429, r.Status, "%s", r.Body)
 	require.Equal(t, "too_many_requests", r.JSON["error"])
 	require.NotEmpty(t, r.Header.Get("Retry-After"))
 	require.Equal(t, "3", r.Header.Get("RateLimit-Limit"))
+	// The same metadata registered again (hosts register on every connection) is the same
+	// client, answered over the limit: nothing new is stored.
+	for i := 0; i < 5; i++ {
+		r = h.do(t, "POST", "/oauth/register", "", body(2))
+		require.Equal(t, 201, r.Status, "%s", r.Body)
+		require.Equal(t, id, r.JSON["client_id"])
+	}
 
 	// Authorization requests have a budget of their own.
 	authURL := h.base + "/oauth/authorize?response_type=code&client_id=" + id +

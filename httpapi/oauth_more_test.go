@@ -32,12 +32,26 @@ var noRedirect = &http.Client{Timeout: 20 * time.Second,
 func codeFlow(t *testing.T, h *harness, cfg *oauth2.Config, key string, opts ...oauth2.AuthCodeOption) *oauth2.Token {
 	t.Helper()
 	verifier := oauth2.GenerateVerifier()
-	q := approve(t, h, cfg.AuthCodeURL("state-"+oauth2.GenerateVerifier()[:12],
-		append([]oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}, opts...)...), key)
+	authURL := cfg.AuthCodeURL("state-"+oauth2.GenerateVerifier()[:12],
+		append([]oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}, opts...)...)
+	q := approve(t, h, authURL, key)
 	require.NotEmpty(t, q.Get("code"), "%v", q)
-	tok, err := cfg.Exchange(context.Background(), q.Get("code"), oauth2.VerifierOption(verifier))
+	tok, err := cfg.Exchange(context.Background(), q.Get("code"), exchangeOpts(authURL, verifier)...)
 	require.NoError(t, err)
 	return tok
+}
+
+// exchangeOpts are a code exchange's options as MCP hosts send them: the PKCE verifier and the
+// resource of the authorization request again (RFC 8707 §2.2; the MCP authorization spec
+// requires it in both requests).
+func exchangeOpts(authURL, verifier string) []oauth2.AuthCodeOption {
+	opts := []oauth2.AuthCodeOption{oauth2.VerifierOption(verifier)}
+	if u, err := url.Parse(authURL); err == nil {
+		if res := u.Query().Get("resource"); res != "" {
+			opts = append(opts, oauth2.SetAuthURLParam("resource", res))
+		}
+	}
+	return opts
 }
 
 // refresh spends a refresh token.
@@ -358,7 +372,7 @@ func TestOAuthXRevokedRefreshToken(t *testing.T) {
 	rev(tok2.RefreshToken, "refresh_token")
 	rev("ory_rt_unknown.unknown", "refresh_token")
 	// Another client cannot revoke this client's token.
-	cfg2 := oauthClient(t, h, "http://127.0.0.1:9/cb")
+	cfg2 := oauthClient(t, h, "http://127.0.0.1:9/cb2")
 	res, err := http.PostForm(h.base+"/oauth/revoke", url.Values{"token": {keep.AccessToken}, "client_id": {cfg2.ClientID}})
 	require.NoError(t, err)
 	res.Body.Close()
@@ -385,8 +399,6 @@ func TestOAuthXRegistrationValidation(t *testing.T) {
 		{"fragment", map[string]any{"redirect_uris": []string{"https://example.com/cb#x"}}, "invalid_redirect_uri"},
 		{"relative", map[string]any{"redirect_uris": []string{"/cb"}}, "invalid_redirect_uri"},
 		{"javascript", map[string]any{"redirect_uris": []string{"javascript:alert(1)"}}, "invalid_redirect_uri"},
-		{"client_secret_basic without key", map[string]any{"redirect_uris": []string{"https://example.com/cb"},
-			"token_endpoint_auth_method": "client_secret_basic"}, "invalid_client_metadata"},
 		{"not JSON", "redirect_uris=x", "invalid_client_metadata"},
 		{"long name", map[string]any{"client_name": strings.Repeat("n", 256), "redirect_uris": []string{"https://example.com/cb"}}, "invalid_client_metadata"},
 	} {
@@ -394,6 +406,15 @@ func TestOAuthXRegistrationValidation(t *testing.T) {
 		require.Equal(t, 400, r.Status, "%s: %s", c.name, r.Body)
 		require.Equal(t, c.code, r.JSON["error"], c.name)
 		require.NotEmpty(t, r.JSON["error_description"], c.name)
+	}
+	// A confidential method asked for without a key (claude.ai asks for client_secret_post):
+	// registered as the public client it is, the answer says so (RFC 7591 §3.2.1).
+	for _, m := range []string{"client_secret_basic", "client_secret_post", "private_key_jwt"} {
+		r := h.do(t, "POST", "/oauth/register", "", map[string]any{"redirect_uris": []string{"https://claude.ai/api/mcp/auth_callback"},
+			"token_endpoint_auth_method": m, "client_name": "Claude " + m})
+		require.Equal(t, 201, r.Status, "%s: %s", m, r.Body)
+		require.Equal(t, "none", r.JSON["token_endpoint_auth_method"], m)
+		require.Nil(t, r.JSON["client_secret"], m)
 	}
 	// What is accepted: https, http on loopback (RFC 8252), a native app's scheme.
 	for _, u := range []string{"https://example.com/cb", "http://localhost:8080/cb", "http://127.0.0.1/cb", "http://[::1]:3000/cb", "com.example.app:/oauth"} {

@@ -104,8 +104,12 @@ func TestOAuthAuthorizationCodeFlow(t *testing.T) {
 	_, err := cfg.Exchange(ctx, code, oauth2.VerifierOption(oauth2.GenerateVerifier()))
 	require.Error(t, err)
 	require.Equal(t, "invalid_grant", oauthErr(err))
+	// The code exchange names the resource again (RFC 8707 §2.2, as MCP hosts do): another
+	// resource than the grant's is refused (and spends nothing), the granted one succeeds.
 	q = approve(t, h, authURL, key)
-	tok, err := cfg.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(verifier))
+	_, err = cfg.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", h.base+mcp.Path))
+	require.Equal(t, "invalid_target", oauthErr(err), "%v", err)
+	tok, err := cfg.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", h.base+APIBase))
 	require.NoError(t, err)
 	require.NotEmpty(t, tok.RefreshToken)
 
@@ -132,7 +136,8 @@ func TestOAuthAuthorizationCodeFlow(t *testing.T) {
 	_, err = cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: tok2.RefreshToken, Expiry: time.Now().Add(-time.Minute)}).Token()
 	require.Error(t, err, "the newer refresh token of the family too")
 
-	// A code used twice is refused, and the tokens issued for it are revoked.
+	// A code used twice is refused, and the tokens issued for it are revoked. (This exchange
+	// leaves resource out, as RFC 8707 allows: the token has the grant's resources.)
 	q = approve(t, h, authURL, key)
 	tok3, err := cfg.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(verifier))
 	require.NoError(t, err)
@@ -166,7 +171,7 @@ func TestOAuthMCPAndRevocation(t *testing.T) {
 	verifier := oauth2.GenerateVerifier()
 	q := approve(t, h, cfg.AuthCodeURL("state-5678", oauth2.S256ChallengeOption(verifier),
 		oauth2.SetAuthURLParam("resource", h.base+mcp.Path)), key)
-	tok, err := cfg.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(verifier))
+	tok, err := cfg.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", h.base+mcp.Path))
 	require.NoError(t, err)
 
 	// The MCP Go SDK client lists and calls tools with the token.

@@ -2,6 +2,8 @@ package oauth
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ory/fosite"
@@ -33,6 +36,9 @@ type Client struct {
 	Source        string    `json:"source"` // dcr, cimd, key
 	CreatedAt     time.Time `json:"created_at"`
 	FetchedAt     time.Time `json:"fetched_at,omitempty"` // metadata documents: when fetched
+	// RegisteredAt is when a public client's metadata was last registered again (the same
+	// metadata is the same client): the purge keeps an unused client that long from then.
+	RegisteredAt time.Time `json:"registered_at,omitzero"`
 	// A client-credentials client acts for the API key it was registered with.
 	Workspace int64    `json:"workspace,omitempty"`
 	Mode      string   `json:"mode,omitempty"`
@@ -114,12 +120,24 @@ const maxFailed = 1024
 
 func newClients(st *storage.Store, allowPrivate bool, resources []string, lim *limiter) *clients {
 	p := outbound.Policy{AllowPrivate: allowPrivate}
+	tr := p.Transport(outbound.TransportOptions{Timeout: cimdTimeout, MaxIdlePerHost: 2})
+	if roots := testRoots.Load(); roots != nil {
+		tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	}
 	return &clients{st: st, policy: p, resources: resources, lim: lim,
 		inflight: map[string]*fetchCall{}, failed: map[string]fetchFailure{},
-		http: &http.Client{Timeout: cimdTimeout,
-			Transport:     p.Transport(outbound.TransportOptions{Timeout: cimdTimeout, MaxIdlePerHost: 2}),
+		http: &http.Client{Timeout: cimdTimeout, Transport: tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
+
+// testRoots replace the system's roots for the metadata document fetches of servers made after
+// TrustRootsForTesting.
+var testRoots atomic.Pointer[x509.CertPool]
+
+// TrustRootsForTesting makes the authorization servers created afterwards verify metadata
+// documents served over https against roots instead of the system's: tests serve documents
+// from httptest TLS servers (MCP clients insist on an https client_id URL). Not for production.
+func TrustRootsForTesting(roots *x509.CertPool) { testRoots.Store(roots) }
 
 // isCIMD reports whether a client id is a metadata document URL.
 func isCIMD(id string) bool {
@@ -133,7 +151,52 @@ func (s *Store) GetClient(ctx context.Context, id string) (fosite.Client, error)
 	if err != nil {
 		return nil, err
 	}
+	if asked := redirectFrom(ctx); asked != "" && !slices.Contains(c.RedirectURIs, asked) &&
+		slices.ContainsFunc(c.RedirectURIs, func(reg string) bool { return loopbackMatch(asked, reg) }) {
+		cc := *c
+		cc.RedirectURIs = append(slices.Clone(c.RedirectURIs), asked)
+		c = &cc
+	}
 	return c.fositeClient(s.clients.resources), nil
+}
+
+type redirectKey struct{}
+
+// withRedirect records the redirect URI an authorization request asks for: the client lookup
+// accepts it when it is a registered loopback redirect on another port (loopbackMatch).
+func withRedirect(ctx context.Context, uri string) context.Context {
+	return context.WithValue(ctx, redirectKey{}, uri)
+}
+
+func redirectFrom(ctx context.Context) string {
+	uri, _ := ctx.Value(redirectKey{}).(string)
+	return uri
+}
+
+// loopbackMatch reports whether asked is the registered loopback redirect reg on any port (RFC
+// 8252 §7.3: a native app listens on whatever port it gets): both http, the same loopback host
+// (localhost, 127.0.0.1 or [::1]; fosite already matches the IP literals with the same path,
+// localhost is what Claude Code, Gemini CLI and others register), path (the empty one as /) and
+// query; no user info, no fragment.
+func loopbackMatch(asked, reg string) bool {
+	a, err1 := url.Parse(asked)
+	r, err2 := url.Parse(reg)
+	if err1 != nil || err2 != nil || a.Scheme != "http" || r.Scheme != "http" || a.User != nil || r.User != nil ||
+		a.Fragment != "" || strings.Contains(asked, "#") {
+		return false
+	}
+	h := a.Hostname()
+	return (h == "localhost" || h == "127.0.0.1" || h == "::1") && strings.EqualFold(h, r.Hostname()) &&
+		rootPath(a.EscapedPath()) == rootPath(r.EscapedPath()) && a.RawQuery == r.RawQuery
+}
+
+// rootPath is an http URL's path with the empty path as "/" (RFC 3986 §6.2.3): VS Code
+// registers http://127.0.0.1:33418 and may come back to http://127.0.0.1:33418/.
+func rootPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
 }
 
 // load returns a client, fetching its metadata document if needed.

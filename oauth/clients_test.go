@@ -283,21 +283,24 @@ func TestMetadataDocumentFetchOnceAndNegativeCache(t *testing.T) {
 func TestOAuthRateLimits(t *testing.T) {
 	s, _ := testServer(t, 3)
 	h := s.Handler()
-	body := map[string]any{"redirect_uris": []string{testRedirect}}
+	body := func(i int) map[string]any {
+		return map[string]any{"client_name": "c" + strconv.Itoa(i), "redirect_uris": []string{testRedirect}}
+	}
 	for i := 0; i < 3; i++ {
-		w := register(t, h, "192.0.2.1", body)
+		w := register(t, h, "192.0.2.1", body(i))
 		require.Equal(t, 201, w.Code, w.Body.String())
 	}
-	w := register(t, h, "192.0.2.1", body)
+	w := register(t, h, "192.0.2.1", body(3))
 	require.Equal(t, 429, w.Code, w.Body.String())
 	require.NotEmpty(t, w.Header().Get("Retry-After"))
 	require.Equal(t, "3", w.Header().Get("RateLimit-Limit"))
 	require.Contains(t, w.Body.String(), "too_many_requests")
-	require.Equal(t, 201, register(t, h, "192.0.2.2", body).Code, "another address has its own budget")
+	require.Equal(t, 201, register(t, h, "192.0.2.1", body(1)).Code, "the same metadata again is the same client: not counted")
+	require.Equal(t, 201, register(t, h, "192.0.2.2", body(3)).Code, "another address has its own budget")
 	var reg struct {
 		ClientID string `json:"client_id"`
 	}
-	require.NoError(t, json.Unmarshal(register(t, h, "192.0.2.3", body).Body.Bytes(), &reg))
+	require.NoError(t, json.Unmarshal(register(t, h, "192.0.2.3", body(4)).Body.Bytes(), &reg))
 
 	authorize := func(ip, id string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("GET", authorizeURL("", id), nil)
@@ -398,6 +401,7 @@ func TestPurgeUnusedClients(t *testing.T) {
 	put(kindClient, &Client{ID: "fbc_granted", Source: "dcr", CreatedAt: old})
 	put(kindClient, &Client{ID: "fbc_legacy", Source: "dcr", CreatedAt: old})
 	put(kindClient, &Client{ID: "fbc_key", Source: "key", CreatedAt: old, Workspace: 1})
+	put(kindClient, &Client{ID: "fbc_reregistered", Source: "dcr", CreatedAt: old, RegisteredAt: young})
 	put(kindCIMD, &Client{ID: "https://a.example/old.json", Source: "cimd", CreatedAt: old, FetchedAt: old})
 	put(kindCIMD, &Client{ID: "https://a.example/granted.json", Source: "cimd", CreatedAt: old, FetchedAt: old})
 	put(kindCIMD, &Client{ID: "https://a.example/fresh.json", Source: "cimd", CreatedAt: young, FetchedAt: young})
@@ -421,7 +425,7 @@ func TestPurgeUnusedClients(t *testing.T) {
 	var c Client
 	require.ErrorIs(t, st.OAuthGet(kindClient, "fbc_unused", &c), storage.ErrNotFound)
 	require.ErrorIs(t, st.OAuthGet(kindCIMD, "https://a.example/old.json", &c), storage.ErrNotFound)
-	for _, id := range []string{"fbc_young", "fbc_coded", "fbc_granted", "fbc_legacy", "fbc_key"} {
+	for _, id := range []string{"fbc_young", "fbc_coded", "fbc_granted", "fbc_legacy", "fbc_key", "fbc_reregistered"} {
 		require.NoError(t, st.OAuthGet(kindClient, id, &c), id)
 	}
 	for _, id := range []string{"https://a.example/granted.json", "https://a.example/fresh.json"} {
@@ -434,6 +438,41 @@ func TestPurgeUnusedClients(t *testing.T) {
 	dcr, docs, err := s.store.purgeClients(now.Add(-DefaultUnusedClientTTL))
 	require.NoError(t, err)
 	require.Zero(t, dcr+docs)
+}
+
+// Registering the same public-client metadata again answers the client as first registered
+// and restarts the time an unused client is kept (written at most hourly).
+func TestReRegistration(t *testing.T) {
+	s, st := testServer(t, 0)
+	h := s.Handler()
+	body := map[string]any{"client_name": "Host", "redirect_uris": []string{testRedirect}, "token_endpoint_auth_method": "client_secret_post"}
+	var first, again map[string]any
+	require.NoError(t, json.Unmarshal(register(t, h, "192.0.2.1", body).Body.Bytes(), &first))
+	id := first["client_id"].(string)
+	require.Equal(t, "none", first["token_endpoint_auth_method"])
+	// Registered 8 days ago, never used: the purge would take it, unless registered again.
+	var c Client
+	require.NoError(t, st.OAuthGet(kindClient, id, &c))
+	c.CreatedAt = time.Now().Add(-8 * 24 * time.Hour)
+	b := st.NewOAuthBatch()
+	require.NoError(t, b.Put(kindClient, id, &c))
+	require.NoError(t, b.Commit())
+	w := register(t, h, "192.0.2.9", body)
+	require.Equal(t, 201, w.Code, w.Body.String())
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &again))
+	require.Equal(t, id, again["client_id"])
+	require.Equal(t, float64(c.CreatedAt.Unix()), again["client_id_issued_at"], "as first registered")
+	require.NoError(t, st.OAuthGet(kindClient, id, &c))
+	require.WithinDuration(t, time.Now(), c.RegisteredAt, time.Minute)
+	_, err := s.Purge(time.Now())
+	require.NoError(t, err)
+	require.NoError(t, st.OAuthGet(kindClient, id, &c), "kept: registered again a moment ago")
+	// Other metadata, another client; the id is not guessable from the metadata alone.
+	body["redirect_uris"] = []string{testRedirect + "2"}
+	require.NoError(t, json.Unmarshal(register(t, h, "192.0.2.1", body).Body.Bytes(), &again))
+	require.NotEqual(t, id, again["client_id"])
+	s2, _ := testServer(t, 0)
+	require.NotEqual(t, s.publicClientID(&Client{Name: "x"}), s2.publicClientID(&Client{Name: "x"}), "keyed per installation")
 }
 
 // The limiter's sweep runs as requests come and forgets idle addresses.

@@ -5,11 +5,13 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -113,11 +115,35 @@ func (s *Server) csrfFor(nonce string) string {
 }
 
 func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	if !s.limit(w, r, "authorize", "authorization requests") {
 		return
 	}
+	// fosite's parsing, done first: the form is read below.
+	if err := r.ParseMultipartForm(1 << 20); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_request", "error_description": "the form could not be parsed"})
+		return
+	}
+	// The client lookup learns the redirect URI asked for (loopback redirects on any port).
+	ctx := withRedirect(r.Context(), r.Form.Get("redirect_uri"))
+	r = r.WithContext(ctx)
+	// state is optional (OAuth 2.1 §4.1.1: PKCE, required here, protects the flow; the
+	// TypeScript SDK sends none unless its host supplies one), but fosite refuses a state
+	// shorter than 8 characters, none included, whatever its configuration: a request without
+	// one is given a placeholder for fosite's check, taken off again at once. The redirect then
+	// carries no state (stateless drops the empty one fosite adds).
+	noState := r.Form.Get("state") == ""
+	if noState {
+		r.Form.Set("state", statePlaceholder)
+	}
+	w = &stateless{ResponseWriter: w}
 	ar, err := s.provider.NewAuthorizeRequest(ctx, r)
+	if a, ok := ar.(*fosite.AuthorizeRequest); ok && noState {
+		a.State = ""
+		a.Form.Del("state")
+	}
+	if err == nil {
+		err = checkState(ar.GetState())
+	}
 	if err != nil {
 		if limited(w, err) {
 			return
@@ -225,6 +251,10 @@ func redirectOrigin(u string) string {
 // refresh token revokes its family) and client credentials.
 func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	if err := s.grantTargets(ctx, r); err != nil {
+		s.provider.WriteAccessError(ctx, w, nil, err)
+		return
+	}
 	ar, err := s.provider.NewAccessRequest(ctx, r, newSession())
 	if err != nil {
 		if limited(w, err) {
@@ -246,8 +276,9 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // tokenRules adds the service's rules to a token request fosite accepted: the approving key
-// must still be valid, resource indicators must be within the grant, and a client-credentials
-// client gets its key's workspace and scopes.
+// must still be valid (resource indicators and a refresh's scope were checked against the
+// grant before, grantTargets), and a client-credentials client gets its key's workspace,
+// scopes and resources.
 func (s *Server) tokenRules(ctx context.Context, r *http.Request, ar fosite.AccessRequester) error {
 	asked := r.PostForm["resource"]
 	if ar.GetGrantTypes().ExactOne("client_credentials") {
@@ -281,17 +312,56 @@ func (s *Server) tokenRules(ctx context.Context, r *http.Request, ar fosite.Acce
 	if err := s.checkKey(sess); err != nil {
 		return err
 	}
-	if len(asked) > 0 {
+	return nil
+}
+
+// grantTargets checks a code exchange's or a refresh's resource indicators (RFC 8707: each
+// must be one the grant holds) and a refresh's scope (RFC 6749 §6: the grant's or fewer;
+// invalid_scope otherwise, never a token with other scopes). It runs before fosite handles the
+// request: fosite spends a code's PKCE record while reading it, so a request refused after
+// that could not be made again right. Unknown or spent codes and tokens are left to fosite.
+// (The new tokens keep the grant's scopes and resources: a refresh token's scope must stay the
+// original's, and the answer's scope says which were issued.)
+func (s *Server) grantTargets(ctx context.Context, r *http.Request) error {
+	if err := r.ParseMultipartForm(1 << 20); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+		return nil // fosite answers
+	}
+	f := r.PostForm
+	var req fosite.Requester
+	var err error
+	switch f.Get("grant_type") {
+	case "authorization_code":
+		req, err = s.store.GetAuthorizeCodeSession(ctx, s.strategy.AuthorizeCodeSignature(ctx, f.Get("code")), nil)
+	case "refresh_token":
+		req, err = s.store.GetRefreshTokenSession(ctx, s.strategy.RefreshTokenSignature(ctx, f.Get("refresh_token")), nil)
+	default:
+		return nil
+	}
+	if err != nil || req == nil || req.GetClient() == nil || req.GetClient().GetID() != f.Get("client_id") && f.Get("client_id") != "" {
+		return nil
+	}
+	if asked := f["resource"]; len(asked) > 0 {
 		res, err := s.resourceOf(asked)
 		if err != nil {
 			return err
 		}
 		for _, x := range res {
-			if !slices.Contains(ar.GetGrantedAudience(), x) {
-				return &fosite.RFC6749Error{ErrorField: "invalid_target", CodeField: http.StatusBadRequest,
-					DescriptionField: "The requested resource is invalid, unknown, or malformed.",
-					HintField:        "The grant was not issued for " + x + "."}
+			if !slices.Contains(req.GetGrantedAudience(), x) {
+				return errTarget("The grant was not issued for " + x + ".")
 			}
+		}
+	}
+	if f.Get("grant_type") == "refresh_token" {
+		granted := req.GetGrantedScopes()
+		var outside []string
+		for _, sc := range strings.Fields(f.Get("scope")) {
+			if !slices.Contains(granted, sc) && !(slices.Contains(granted, "*") && slices.Contains(allScopes(), sc)) {
+				outside = append(outside, sc)
+			}
+		}
+		if len(outside) > 0 {
+			return fosite.ErrInvalidScope.WithHintf("The grant does not include %s: a refresh may ask only for scopes the grant holds.",
+				strings.Join(outside, ", "))
 		}
 	}
 	return nil
@@ -325,9 +395,6 @@ func limited(w http.ResponseWriter, err error) bool {
 // purged after Options.UnusedClientTTL.
 func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	if !s.limit(w, r, "register", "client registrations") {
-		return
-	}
 	var in struct {
 		RedirectURIs  []string `json:"redirect_uris"`
 		Name          string   `json:"client_name"`
@@ -354,6 +421,9 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 	cc := slices.Contains(in.GrantTypes, "client_credentials")
 	var secret string
 	if cc {
+		if !s.limit(w, r, "register", "client registrations") {
+			return
+		}
 		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		key, err := s.st.KeyByHash(storage.HashSecret(strings.TrimSpace(tok)))
 		if tok == "" || err != nil {
@@ -381,10 +451,10 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		}
 		c.SecretHash = h
 	} else {
-		if in.AuthMethod != "" && in.AuthMethod != "none" {
-			bad("invalid_client_metadata", "clients registered without credentials are public: token_endpoint_auth_method must be none")
-			return
-		}
+		// Registered without credentials, a client is public whatever token_endpoint_auth_method
+		// it asked for: RFC 7591 §3.2.1 lets the server replace a requested value, and the
+		// answer says "none". claude.ai registers asking for client_secret_post and reads the
+		// method from the answer (refusing it fails Claude's connector at registration).
 		if len(in.RedirectURIs) == 0 {
 			bad("invalid_redirect_uri", "redirect_uris is required")
 			return
@@ -394,6 +464,34 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		c.RedirectURIs, c.GrantTypes, c.AuthMethod = in.RedirectURIs, publicGrants(in.GrantTypes), "none"
+		// The same metadata registered again is the same client (publicClientID): hosts
+		// register on every new connection (Claude does), and hosted ones from few addresses.
+		// The answer is the client as first registered; it is not counted against the limit,
+		// and it restarts the time an unused client is kept (RegisteredAt, written at most
+		// hourly: repeating a registration costs a read, not a write).
+		c.ID = s.publicClientID(c)
+		if old, err := s.store.clients.registered(c.ID); err == nil && old.Source == "dcr" {
+			if now.Sub(old.CreatedAt) < time.Hour || now.Sub(old.RegisteredAt) < time.Hour {
+				writeJSON(w, 201, registration(old, ""))
+				return
+			}
+			old.RegisteredAt = now
+			b := s.st.NewOAuthBatch()
+			if err := b.Put(kindClient, old.ID, old); err != nil {
+				b.Close()
+				writeJSON(w, 500, map[string]any{"error": "server_error"})
+				return
+			}
+			if err := b.Commit(); err != nil {
+				writeJSON(w, 500, map[string]any{"error": "server_error"})
+				return
+			}
+			writeJSON(w, 201, registration(old, ""))
+			return
+		}
+		if !s.limit(w, r, "register", "client registrations") {
+			return
+		}
 	}
 	b := s.st.NewOAuthBatch()
 	if err := b.Put(kindClient, c.ID, c); err != nil {
@@ -408,14 +506,41 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 500, map[string]any{"error": "server_error"})
 		return
 	}
-	out := map[string]any{"client_id": c.ID, "client_id_issued_at": now.Unix(), "client_name": c.Name,
+	writeJSON(w, 201, registration(c, secret))
+}
+
+// publicClientID is the id of a public client: an HMAC of its metadata (name, URI, redirect
+// URIs, grants) under a secret of the installation, so registering the same metadata again
+// names the same client and nobody can choose or predict another's id. A public client has no
+// secret: what binds it is its redirect URIs, which are part of the id.
+func (s *Server) publicClientID(c *Client) string {
+	canon, _ := json.Marshal([]any{c.Name, c.URI, c.RedirectURIs, c.GrantTypes})
+	m := hmac.New(sha256.New, s.csrfKey)
+	m.Write([]byte("public-client\x00"))
+	m.Write(canon)
+	return "fbc_" + hex.EncodeToString(m.Sum(nil)[:12])
+}
+
+// registration is RFC 7591 §3.2.1's answer: the client_id, when it was issued, and the
+// metadata as registered (what hosts store and read back: redirect_uris, grant_types,
+// response_types, token_endpoint_auth_method). Optional fields are left out rather than null
+// or empty (the TypeScript SDK's schema refuses a null or empty client_uri); a secret comes
+// with client_secret_expires_at 0 (it does not expire).
+func registration(c *Client, secret string) map[string]any {
+	out := map[string]any{"client_id": c.ID, "client_id_issued_at": c.CreatedAt.Unix(),
 		"redirect_uris": orEmpty(c.RedirectURIs), "grant_types": c.GrantTypes, "response_types": orEmpty(c.ResponseTypes),
 		"token_endpoint_auth_method": c.AuthMethod}
+	if c.Name != "" {
+		out["client_name"] = c.Name
+	}
+	if c.URI != "" {
+		out["client_uri"] = c.URI
+	}
 	if secret != "" {
 		out["client_secret"], out["client_secret_expires_at"] = secret, 0
 		out["scope"] = strings.Join(c.Scopes, " ")
 	}
-	writeJSON(w, 201, out)
+	return out
 }
 
 func orEmpty(s []string) []string {
@@ -423,6 +548,40 @@ func orEmpty(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// statePlaceholder stands for a missing state during fosite's parsing (serveAuthorize).
+const statePlaceholder = "no-state-sent"
+
+// checkState is the service's rule for state: optional (PKCE protects the flow), and when sent
+// at least 8 characters (a shorter one protects nothing) and at most 1024.
+func checkState(state string) error {
+	switch {
+	case state == "":
+		return nil
+	case len(state) < 8:
+		return fosite.ErrInvalidState.WithHint("state, when sent, must be at least 8 characters (or leave it out: PKCE protects the flow).")
+	case len(state) > 1024:
+		return fosite.ErrInvalidState.WithHint("state is at most 1024 characters.")
+	}
+	return nil
+}
+
+// stateless drops an empty state parameter from a redirect's query: an authorization request
+// without state gets a response without one (RFC 6749 §4.1.2: state is returned when it was sent).
+type stateless struct{ http.ResponseWriter }
+
+func (w *stateless) WriteHeader(code int) {
+	if loc := w.Header().Get("Location"); loc != "" {
+		if u, err := url.Parse(loc); err == nil {
+			if q := u.Query(); q.Has("state") && q.Get("state") == "" {
+				q.Del("state")
+				u.RawQuery = q.Encode()
+				w.Header().Set("Location", u.String())
+			}
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
 }
 
 // Grant is a verified access token.

@@ -172,13 +172,15 @@ func (s *Store) removeGroups(groups []reqGroup) error {
 func (s *Store) purgeClients(before time.Time) (dcr, docs int, err error) {
 	var regs, cached []string
 	var entry struct {
-		Source    string    `json:"source"`
-		CreatedAt time.Time `json:"created_at"`
-		FetchedAt time.Time `json:"fetched_at"`
+		Source       string    `json:"source"`
+		CreatedAt    time.Time `json:"created_at"`
+		FetchedAt    time.Time `json:"fetched_at"`
+		RegisteredAt time.Time `json:"registered_at"`
 	}
 	if err := s.st.OAuthList(kindClient, "", func(id string, v []byte) bool {
-		entry.Source, entry.CreatedAt = "", time.Time{}
-		if json.Unmarshal(v, &entry) == nil && entry.Source == "dcr" && !entry.CreatedAt.IsZero() && entry.CreatedAt.Before(before) {
+		entry.Source, entry.CreatedAt, entry.RegisteredAt = "", time.Time{}, time.Time{}
+		if json.Unmarshal(v, &entry) == nil && entry.Source == "dcr" && !entry.CreatedAt.IsZero() && entry.CreatedAt.Before(before) &&
+			entry.RegisteredAt.Before(before) {
 			regs = append(regs, id)
 		}
 		return true

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -164,21 +165,50 @@ func (s *Server) ResourceMetadataURL(resource string) string {
 	return s.o.Issuer + "/.well-known/oauth-protected-resource" + path
 }
 
-// normResource is a resource URL as compared: no trailing slash.
-func normResource(r string) string { return strings.TrimRight(r, "/") }
+// normResource is a resource URL as compared (RFC 3986 §6.2.2/§6.2.3 normalization): scheme
+// and host in lower case, no default port, no trailing slash; "" for a value that is not an
+// absolute http(s) URL without a fragment (RFC 8707 §2: a resource must not have one).
+func normResource(r string) string {
+	u, err := url.Parse(r)
+	if err != nil || u.Host == "" || u.User != nil || strings.Contains(r, "#") {
+		return ""
+	}
+	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname())
+	if scheme != "http" && scheme != "https" {
+		return ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if p := u.Port(); p != "" && !(scheme == "http" && p == "80") && !(scheme == "https" && p == "443") {
+		host += ":" + p
+	}
+	out := scheme + "://" + host + strings.TrimRight(u.EscapedPath(), "/")
+	if u.RawQuery != "" {
+		out += "?" + u.RawQuery
+	}
+	return out
+}
 
-// resourceOf checks requested resource indicators (RFC 8707): each must be one of ours.
+// errTarget is RFC 8707's invalid_target.
+func errTarget(hint string) error {
+	return &fosite.RFC6749Error{ErrorField: "invalid_target", CodeField: http.StatusBadRequest,
+		DescriptionField: "The requested resource is invalid, unknown, or malformed.", HintField: hint}
+}
+
+// resourceOf checks requested resource indicators (RFC 8707): each must name one of ours, as
+// normResource compares them (with or without a trailing slash, any case of scheme and host,
+// with or without the default port); the resources are returned as configured.
 func (s *Server) resourceOf(values []string) ([]string, error) {
 	var out []string
 	for _, v := range values {
-		v = normResource(v)
-		if !slices.Contains(s.o.Resources, v) {
-			return nil, &fosite.RFC6749Error{ErrorField: "invalid_target", CodeField: http.StatusBadRequest,
-				DescriptionField: "The requested resource is invalid, unknown, or malformed.",
-				HintField:        "resource must be one of: " + strings.Join(s.o.Resources, ", ")}
+		n := normResource(v)
+		i := slices.IndexFunc(s.o.Resources, func(x string) bool { return n != "" && normResource(x) == n })
+		if i < 0 {
+			return nil, errTarget("resource must be one of: " + strings.Join(s.o.Resources, ", "))
 		}
-		if !slices.Contains(out, v) {
-			out = append(out, v)
+		if !slices.Contains(out, s.o.Resources[i]) {
+			out = append(out, s.o.Resources[i])
 		}
 	}
 	if len(out) == 0 { // no indicator: the token is good for both of the service's resources

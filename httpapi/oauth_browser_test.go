@@ -72,13 +72,14 @@ func browser(t *testing.T, exe string) context.Context {
 }
 
 // TestOAuthXConsentInBrowser goes through the consent page in headless Chromium as a person
-// would: a wrong key, a key lacking a scope, then the right key; and Deny.
+// would: a wrong key, a key with none of the scopes asked for, then the right key; and Deny. (A
+// key with some of them gets those: TestOAuthXNarrowerKey.)
 func TestOAuthXConsentInBrowser(t *testing.T) {
 	exe := chromium(t)
 	h := newHarness(t, nil)
 	ctx := browser(t, exe)
 	key, ws := h.workspaceKey(t, "company", "live", "books:read", "books:write")
-	narrow := h.key(t, ws, "live", "books:read")
+	unrelated := h.key(t, ws, "live", "subscribers:read")
 	h.konva(t, key, "consent book", "draft")
 	target := newRedirectTarget(t)
 	cfg := oauthClient(t, h, target.URL+"/cb")
@@ -122,15 +123,15 @@ func TestOAuthXConsentInBrowser(t *testing.T) {
 	require.True(t, strings.HasPrefix(loc, h.base+"/oauth/authorize"), loc)
 	require.Empty(t, target.all())
 
-	// A key without books:write: the error names the scope.
-	submit(narrow, "#approve")
+	// A key with none of the scopes asked for: the error names them.
+	submit(unrelated, "#approve")
 	require.NoError(t, chromedp.Run(ctx,
 		chromedp.WaitVisible("#error", chromedp.ByID),
 		chromedp.Text("#error", &errText, chromedp.ByID),
 		chromedp.Text("#scopes", &scopes, chromedp.ByID),
 	))
 	require.Contains(t, errText, "books:write")
-	require.NotContains(t, errText, "books:read")
+	require.Contains(t, errText, "none of the scopes")
 	require.Contains(t, scopes, "books:write", "the page still asks for the same scopes")
 	require.Empty(t, target.all())
 

@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"html"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"testing"
@@ -217,4 +219,45 @@ func TestOAuthXRegistrationAnswer(t *testing.T) {
 		Endpoint: oauth2.Endpoint{AuthURL: h.base + "/oauth/authorize", TokenURL: h.base + "/oauth/token", AuthStyle: oauth2.AuthStyleInParams}}
 	tok := codeFlow(t, h, cfg, key, oauth2.SetAuthURLParam("resource", h.base+APIBase))
 	require.Equal(t, 200, h.do(t, "GET", "/api/v1/books", tok.AccessToken, nil).Status)
+}
+
+// TestOAuthXNarrowerKey: a host asking for every scope (SEP-835) approved with a key holding
+// fewer gets the overlap, and the token answer says which; a key with none of them is refused
+// on the consent page.
+func TestOAuthXNarrowerKey(t *testing.T) {
+	h := newHarness(t, nil)
+	key, _ := h.workspaceKey(t, "company", "live", "books:read")
+	cfg := oauthClient(t, h, "http://127.0.0.1:9/cb")
+	cfg.Scopes = []string{"books:read", "books:write", "analytics:read"}
+	verifier := oauth2.GenerateVerifier()
+	authURL := cfg.AuthCodeURL("state-narrow", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", h.base+APIBase))
+	q := approve(t, h, authURL, key)
+	require.NotEmpty(t, q.Get("code"), "%v", q)
+	tok, err := cfg.Exchange(context.Background(), q.Get("code"), exchangeOpts(authURL, verifier)...)
+	require.NoError(t, err)
+	require.Equal(t, "books:read", tok.Extra("scope"), "the answer names the scopes granted")
+	require.Equal(t, 200, h.do(t, "GET", "/api/v1/books", tok.AccessToken, nil).Status)
+	r := h.do(t, "POST", "/api/v1/books/konva", tok.AccessToken, konvaBody("x", "draft", 1))
+	require.Equal(t, 403, r.Status, "%s", r.Body)
+
+	// A key with nothing asked for: the consent page refuses it and stays.
+	other, _ := h.workspaceKey(t, "company", "live", "subscribers:read")
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := c.Get(authURL)
+	require.NoError(t, err)
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	form := url.Values{}
+	for _, m := range hiddenRe.FindAllStringSubmatch(string(page), -1) {
+		form.Add(m[1], html.UnescapeString(m[2]))
+	}
+	form.Set("api_key", other)
+	form.Set("decision", "approve")
+	res, err = c.PostForm(h.base+"/oauth/authorize", form)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, 403, res.StatusCode, "%s", body)
+	require.Contains(t, string(body), "none of the scopes")
 }

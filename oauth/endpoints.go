@@ -87,7 +87,7 @@ button{font:inherit;padding:.5rem 1.2rem;margin:1rem .5rem 0 0;border-radius:6px
 button.ok{background:#1e3a8a;color:#fff;border-color:#1e3a8a}ul{padding-left:1.2rem}</style></head>
 <body><h1>Authorize {{.ClientName}}</h1>
 <p><strong>{{.ClientName}}</strong> (<code>{{.ClientID}}</code>) asks for access to your flipbook workspace{{if .Resource}} through <code>{{.Resource}}</code>{{end}}.</p>
-<p>It will be able to:</p><ul id="scopes">{{range .Scopes}}<li><code>{{.}}</code></li>{{else}}<li>everything the API key below may do</li>{{end}}</ul>
+<p>It asks to:</p><ul id="scopes">{{range .Scopes}}<li><code>{{.}}</code></li>{{else}}<li>everything the API key below may do</li>{{end}}</ul>
 <p>It will return to <code>{{.RedirectURI}}</code>.</p>
 {{if .Error}}<p class="err" id="error">{{.Error}}</p>{{end}}
 <form method="post" action="/oauth/authorize">
@@ -95,7 +95,7 @@ button.ok{background:#1e3a8a;color:#fff;border-color:#1e3a8a}ul{padding-left:1.2
 <input type="hidden" name="csrf_token" value="{{.CSRF}}">
 <label for="api_key">An API key of the workspace</label>
 <input type="password" id="api_key" name="api_key" autocomplete="off" placeholder="wsk_live_…">
-<p>The access it grants is at most this key's scopes, and it ends when the key is revoked or rotated.</p>
+<p>It gets what it asks for that this key may do (never more than the key's scopes), until the key is revoked or rotated.</p>
 <button class="ok" type="submit" name="decision" value="approve" id="approve">Approve</button>
 <button type="submit" name="decision" value="deny" id="deny">Deny</button>
 </form></body></html>`))
@@ -183,9 +183,16 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		s.consent(w, r, ar, "That API key is wrong or has been revoked.", http.StatusUnauthorized)
 		return
 	}
+	// The grant is what was asked and the key may do (RFC 6749 §3.3 lets the server issue less
+	// than asked; the token answer's scope says what): hosts following SEP-835 ask for every
+	// scope the resource metadata lists, and a person approving with a narrower key means that
+	// key's access. Nothing in common is a refusal.
 	scopes, missing := grantScopes(key.Scopes, ar.GetRequestedScopes())
 	if len(missing) > 0 {
-		s.consent(w, r, ar, "This API key lacks "+strings.Join(missing, ", ")+": use a key with those scopes, or ask the application for fewer.", http.StatusForbidden)
+		scopes = slices.DeleteFunc(slices.Clone(scopes), func(sc string) bool { return slices.Contains(missing, sc) })
+	}
+	if len(scopes) == 0 {
+		s.consent(w, r, ar, "This API key has none of the scopes asked for ("+strings.Join(missing, ", ")+"): use another key, or ask the application for others.", http.StatusForbidden)
 		return
 	}
 	for _, sc := range scopes {

@@ -1,7 +1,8 @@
 // Every tool of the service called at least once, with valid arguments, through the official
 // MCP TypeScript SDK (Client + StreamableHTTPClientTransport with the API key header), which
-// checks each result's structuredContent against the tool's outputSchema. Exits 1 naming every
-// tool that failed: a tool error, an output the SDK refused, or a tool never called.
+// checks each result's structuredContent against the tool's outputSchema (and this script, that
+// the content has no property the schema does not declare). Exits 1 naming every tool that
+// failed: a tool error, an output the SDK refused, an undeclared property, or a tool never called.
 // docs/CLIENTS.md. Run by httpapi/clients_mcp_test.go (make test); by hand:
 //
 //   MCP_URL=http://127.0.0.1:8080/mcp/public-api MCP_KEY=wsk_live_… BOOK_ID=… VIEWER_ID=… \
@@ -84,6 +85,45 @@ const failures = new Map(); // tool → why
 const succeeded = new Set();
 const timings = [];
 
+// undeclared lists the properties of value that schema does not declare, where schema is an
+// object schema with properties and no additionalProperties (a schema without properties is
+// free-form). The SDK's validator checks types and required properties only; this holds the
+// outputSchema to the structured content the other way too, as TestOpenAPIDocumentMatchesResponses
+// does for REST. An anyOf is satisfied by its closest branch.
+function undeclared(schema, value, path) {
+  if (typeof schema !== 'object' || schema === null) return [];
+  if (Array.isArray(schema.anyOf)) {
+    let best;
+    for (const branch of schema.anyOf) {
+      if (!typeMatches(branch.type, value)) continue;
+      const found = undeclared(branch, value, path);
+      if (best === undefined || found.length < best.length) best = found;
+    }
+    return best ?? [];
+  }
+  if (Array.isArray(value)) {
+    return schema.items ? value.flatMap((v, i) => undeclared(schema.items, v, `${path}[${i}]`)) : [];
+  }
+  if (typeof value !== 'object' || value === null || !schema.properties) return [];
+  const out = [];
+  for (const [k, v] of Object.entries(value)) {
+    const sub = schema.properties[k];
+    if (sub !== undefined) out.push(...undeclared(sub, v, `${path}.${k}`));
+    else if (schema.additionalProperties === undefined || schema.additionalProperties === false) out.push(`${path}.${k}`);
+    else out.push(...undeclared(schema.additionalProperties, v, `${path}.${k}`));
+  }
+  return out;
+}
+
+function typeMatches(type, value) {
+  if (type === undefined) return true;
+  if (value === null) return type === 'null';
+  if (Array.isArray(value)) return type === 'array';
+  if (typeof value === 'object') return type === 'object';
+  if (typeof value === 'number') return type === 'number' || (type === 'integer' && Number.isInteger(value));
+  return type === typeof value;
+}
+
 // call calls a tool and returns its structuredContent, or undefined after recording why the
 // call failed (a thrown error: transport, JSON-RPC, or the SDK's output-schema check; or a
 // result with isError).
@@ -99,6 +139,11 @@ async function call(name, args = {}) {
     const tool = tools.find((t) => t.name === name);
     if (tool?.outputSchema && !client.getToolOutputValidator(name)) {
       failures.set(name, 'the SDK holds no output validator for the tool');
+      return undefined;
+    }
+    const extra = tool?.outputSchema ? undeclared(tool.outputSchema, res.structuredContent, '$') : [];
+    if (extra.length > 0) {
+      failures.set(name, `structuredContent has properties its outputSchema does not declare: ${extra.join(', ')}`);
       return undefined;
     }
     succeeded.add(name);

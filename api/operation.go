@@ -68,6 +68,9 @@ type Param struct {
 	// Arg is the MCP argument name when it differs from Name (path values: book → book_id,
 	// spec §4.11); see ArgName.
 	Arg string
+	// Schema, when set, is the parameter's JSON Schema instead of the one its Kind gives (a
+	// KAny value the handler reads in more than one form: webhook event types).
+	Schema *jsonschema.Schema
 }
 
 // ArgName is the parameter's name as a tool argument.

@@ -3,6 +3,8 @@ package api
 import (
 	"strconv"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"flipbook/actors"
 )
 
@@ -90,7 +92,7 @@ func webhookParams(create bool) []Param {
 		req(Str("target_url", InBody, 2048).WithFormat("uri")).
 			Describe("https URL receiving the deliveries; private, loopback and link-local addresses are refused"),
 		req(Param{Name: "event_types", In: InBody, Kind: KArray, MinItems: 1, MaxItems: len(actors.WebhookEventTypes),
-			Items: &Param{Kind: KAny},
+			Items: &Param{Kind: KAny, Schema: eventTypeSchema()},
 			Desc:  "event types: strings of " + joinValues() + ", or {value} objects as returned"}),
 		Str("signing_secret", InBody, MaxSigningSecret).MinLength(MinSigningSecret).Null().
 			Describe("the HMAC key of X-Webhook-Signature (never returned); null on update removes it"),
@@ -106,6 +108,16 @@ func webhookParams(create bool) []Param {
 			}},
 		Bool("is_active", InBody).Describe("default true; setting it true again clears a deactivation"),
 	}
+}
+
+// eventTypeSchema is an item of event_types as the handler reads it: an event type, or a
+// {value} object as subscriptions and options return them.
+func eventTypeSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
+		enumOf(WebhookEventValues()...),
+		{Type: "object", Required: []string{"value"},
+			Properties: map[string]*jsonschema.Schema{"value": enumOf(WebhookEventValues()...)}},
+	}}
 }
 
 func joinValues() string {

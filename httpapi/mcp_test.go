@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -150,7 +151,11 @@ func TestMCPToolSchemas(t *testing.T) {
 	upd := schema("books_update_settings")
 	require.ElementsMatch(t, []any{"book_id", "status"}, upd["required"])
 	props := upd["properties"].(map[string]any)
-	require.Equal(t, "date-time", props["expires_at"].(map[string]any)["format"])
+	// A nullable value is anyOf a single-type branch and null (docs/CLIENTS.md), not a type array.
+	expires := props["expires_at"].(map[string]any)
+	require.NotContains(t, expires, "type")
+	require.Equal(t, []any{map[string]any{"type": "string", "format": "date-time"}, map[string]any{"type": "null"}}, expires["anyOf"])
+	require.NotEmpty(t, expires["description"], "annotations stay on the outer schema")
 	require.Contains(t, props, mcp.IdempotencyKeyArg)
 	// Tool-only arguments.
 	require.Contains(t, schema("books_upload_pdfs")["properties"], "files")
@@ -163,6 +168,94 @@ func TestMCPToolSchemas(t *testing.T) {
 	require.False(t, tools["books_create_konva"].Annotations.IdempotentHint)
 	require.NotNil(t, tools["books_get"].OutputSchema)
 	require.NotNil(t, tools["exports_download_book_leads_csv"].OutputSchema)
+	// Webhook event types are an enum (or {value} objects), not a bare true.
+	items := schema("webhooks_create_subscription")["properties"].(map[string]any)["event_types"].(map[string]any)["items"].(map[string]any)
+	require.Len(t, items["anyOf"], 2)
+	require.Len(t, items["anyOf"].([]any)[0].(map[string]any)["enum"], 9)
+	// health_check answers its data bare: so is its outputSchema (no data envelope).
+	health := mustJSON(t, tools["health_check"].OutputSchema)
+	var hs map[string]any
+	require.NoError(t, json.Unmarshal([]byte(health), &hs))
+	require.ElementsMatch(t, []any{"status", "timestamp", "version", "details"}, hs["required"])
+}
+
+// TestMCPToolSchemasPortable holds every tool schema to the rules of mcp-inspector --strict
+// (its schemaLint: no boolean schema, no type array, no schema without a validation keyword,
+// no remote $ref), without Node: the Inspector itself runs in clients_mcp_test.go.
+func TestMCPToolSchemasPortable(t *testing.T) {
+	h := newHarness(t, nil)
+	key := h.workspace(t, "company", "live")
+	cs := h.mcpSession(t, key, "2025-11-25")
+	constraining := []string{"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+		"exclusiveMinimum", "maxLength", "minLength", "pattern", "format", "contentMediaType", "contentEncoding",
+		"contentSchema", "maxItems", "minItems", "uniqueItems", "maxContains", "minContains", "maxProperties",
+		"minProperties", "required", "dependentRequired", "allOf", "anyOf", "oneOf", "not", "items", "prefixItems",
+		"contains", "additionalItems", "unevaluatedItems", "properties", "patternProperties", "additionalProperties",
+		"unevaluatedProperties", "propertyNames", "dependentSchemas", "dependencies", "$ref", "$dynamicRef", "$recursiveRef"}
+	var problems []string
+	var walk func(tool, path string, node any, keyword string)
+	walk = func(tool, path string, node any, keyword string) {
+		m, ok := node.(map[string]any)
+		if !ok {
+			if _, isBool := node.(bool); isBool && keyword != "additionalProperties" && keyword != "unevaluatedProperties" {
+				problems = append(problems, tool+" "+path+": a boolean schema")
+			}
+			return
+		}
+		if _, isArray := m["type"].([]any); isArray {
+			problems = append(problems, tool+" "+path+": a type array")
+		}
+		if ref, _ := m["$ref"].(string); ref != "" && !strings.HasPrefix(ref, "#") {
+			problems = append(problems, tool+" "+path+": a remote $ref")
+		}
+		if keyword != "not" && !slices.ContainsFunc(constraining, func(k string) bool { _, ok := m[k]; return ok }) {
+			problems = append(problems, tool+" "+path+": no validation keyword")
+		}
+		for _, k := range []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"} {
+			if sub, ok := m[k].(map[string]any); ok {
+				for name, s := range sub {
+					walk(tool, path+"."+k+"."+name, s, k)
+				}
+			}
+		}
+		for _, k := range []string{"allOf", "anyOf", "oneOf", "prefixItems"} {
+			if list, ok := m[k].([]any); ok {
+				for i, s := range list {
+					walk(tool, fmt.Sprintf("%s.%s[%d]", path, k, i), s, k)
+				}
+			}
+		}
+		for _, k := range []string{"items", "contains", "not", "propertyNames", "if", "then", "else", "additionalProperties",
+			"unevaluatedProperties", "additionalItems", "unevaluatedItems", "contentSchema"} {
+			if s, ok := m[k]; ok {
+				walk(tool, path+"."+k, s, k)
+			}
+		}
+	}
+	n := 0
+	for tool, err := range cs.Tools(context.Background(), nil) {
+		require.NoError(t, err)
+		n++
+		for name, s := range map[string]any{"inputSchema": tool.InputSchema, "outputSchema": tool.OutputSchema} {
+			var v any
+			require.NoError(t, json.Unmarshal([]byte(mustJSON(t, s)), &v))
+			walk(tool.Name, name, v, "")
+		}
+	}
+	require.Equal(t, len(specTools), n)
+	require.Empty(t, problems)
+}
+
+// TestMCPCapabilities: tools without listChanged (the list never changes, and no stream could
+// carry the notification), logging (logging/setLevel is answered), nothing else.
+func TestMCPCapabilities(t *testing.T) {
+	h := newHarness(t, nil)
+	key := h.workspace(t, "company", "live")
+	for _, version := range []string{"2025-11-25", ""} {
+		cs := h.mcpSession(t, key, version)
+		caps := mustJSON(t, cs.InitializeResult().Capabilities)
+		require.JSONEq(t, `{"logging":{},"tools":{}}`, caps, "revision %q", version)
+	}
 }
 
 func TestMCPCallsUnderBothRevisions(t *testing.T) {

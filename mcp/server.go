@@ -104,6 +104,12 @@ func New(caller *api.Caller, ops []*api.Operation, o Options) *Server {
 				"and read reader analytics and CSV exports. Every tool acts on the workspace of the API key; " +
 				"each needs the scope of its REST operation. Path values are book_id and batch_id.",
 			Logger: discard(),
+			// The SDK infers tools: {listChanged: true} from the tools added. The list never
+			// changes while the process runs, and a stateless server answering in JSON has no
+			// stream to carry notifications/tools/list_changed: advertise tools without it.
+			// logging stays (the SDK's default): logging/setLevel is answered, and no log
+			// notification is ever sent (docs/CLIENTS.md).
+			Capabilities: &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}, Tools: &sdk.ToolCapabilities{}},
 		})
 	for _, op := range ops {
 		if op.Tool == "" || op.Internal {

@@ -48,11 +48,13 @@ func toolOf(op *api.Operation) *sdk.Tool {
 		in.Properties[IdempotencyKeyArg] = &jsonschema.Schema{Type: "string", MaxLength: ptr(api.MaxIdempotencyKey),
 			Description: "a fresh UUID per logical operation: a retry with the same key returns the first result instead of acting twice (24 hours)"}
 	}
+	// The output schema is the structured content exactly: the body of the REST answer (bare
+	// for health_check), or the export result.
 	var out *jsonschema.Schema
 	if op.CSV {
 		out = exportSchema
 	} else if op.Response != nil {
-		out = api.Envelope(op)
+		out = api.ResultSchema(op)
 	}
 	desc := op.Summary + " REST: " + op.Method + " " + op.Base + op.Path + "."
 	if op.Scope != "" {
@@ -67,7 +69,8 @@ func toolOf(op *api.Operation) *sdk.Tool {
 	if op.CSV {
 		desc += fmt.Sprintf(" Returns the CSV inline up to %s; pass output_path to store a larger one in the workspace's export area.", "1 MiB")
 	}
-	t := &sdk.Tool{Name: op.Tool, Description: desc, InputSchema: in,
+	// Both schemas in the portable subset hosts map tool schemas onto (docs/CLIENTS.md).
+	t := &sdk.Tool{Name: op.Tool, Description: desc, InputSchema: api.Portable(in),
 		Annotations: &sdk.ToolAnnotations{
 			Title:           op.Summary,
 			ReadOnlyHint:    op.ReadOnly,
@@ -76,7 +79,7 @@ func toolOf(op *api.Operation) *sdk.Tool {
 			OpenWorldHint:   ptr(op.OpenWorld),
 		}}
 	if out != nil {
-		t.OutputSchema = out
+		t.OutputSchema = api.Portable(out)
 	}
 	return t
 }

@@ -71,13 +71,13 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	workers := num("conversion-workers", 0, "batches converted at once and renderer processes at once (0 = number of cores)")
 	longEdge := num("page-long-edge", 1600, "page image size: pixels of the longer side")
 	maxPages := num("max-pages", 2000, "most pages of an uploaded PDF or Office document (more: the file fails before rendering)")
-	private := str("allow-private-targets", "false", "allow http and private, loopback and link-local addresses for outbound requests (webhook targets, template images): local use and tests only")
+	private := boolVar(fs, getenv, "allow-private-targets", "allow http and private, loopback and link-local addresses for outbound requests (webhook targets, template images): local use and tests only")
 	whSchedule := str("webhook-retry-schedule", "", "delays before each delivery attempt, comma-separated (default 0s,10s,1m,5m,30m,2h,6h,12h)")
 	whTimeout := str("webhook-timeout", actors.DefaultWebhookTimeout.String(), "how long a webhook receiver has to answer")
 	oauthTTL := str("oauth-access-ttl", "1h", "how long an OAuth access token lives")
 	oauthRefresh := str("oauth-refresh-ttl", "720h", "how long an OAuth refresh token lives")
 	whDisable := str("webhook-disable-after", actors.DefaultWebhookDisableAfter.String(), "a subscription whose deliveries fail this long without a success is deactivated")
-	geoHdr := str("trust-geo-headers", "false", "take readers' locations from an edge's visitor-location headers (Cloudflare, CloudFront)")
+	geoHdr := boolVar(fs, getenv, "trust-geo-headers", "take readers' locations from an edge's visitor-location headers (Cloudflare, CloudFront)")
 	mcpOrigins := str("mcp-allowed-origins", "", "comma-separated browser origins (https://app.example) allowed to call the MCP endpoint besides the service's own")
 	mcpPage := num("mcp-page-size", mcp.DefaultPageSize, "tools per page of the MCP tools/list answer")
 	idle := str("book-idle", actors.DefaultBookIdle.String(), "how long an idle book actor lives")
@@ -98,11 +98,11 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if err != nil {
 		return nil, fmt.Errorf("--book-idle: %w", err)
 	}
-	allowPrivate, err := strconv.ParseBool(*private)
+	allowPrivate, err := strconv.ParseBool(private.s)
 	if err != nil {
 		return nil, fmt.Errorf("--allow-private-targets: %w", err)
 	}
-	trustGeo, err := strconv.ParseBool(*geoHdr)
+	trustGeo, err := strconv.ParseBool(geoHdr.s)
 	if err != nil {
 		return nil, fmt.Errorf("--trust-geo-headers: %w", err)
 	}

@@ -2,9 +2,12 @@ package httpapi
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"flipbook/actors"
+	"flipbook/ingest"
 	"flipbook/storage"
 )
 
@@ -201,4 +204,55 @@ func TestInputHygieneDomains(t *testing.T) {
 	res, out = callTool(t, cs, "books_create_embed_domain", map[string]any{"book_id": rid, "domain": "[::1]"})
 	require.True(t, res.IsError, "%v", out)
 	require.Contains(t, toolErr(out)["details"], "domain")
+}
+
+// Reader events carry only http, https, mailto and tel URLs, through the collector's generic
+// and fast paths alike; one stored before the rule shows as "" in analytics, exports and
+// webhook payloads.
+func TestInputHygieneLinkURLs(t *testing.T) {
+	h := newHarness(t, nil)
+	key, ws := h.workspaceKey(t, "company", "live", "*")
+	rid := h.konva(t, key, "links", "publish")
+	click := func(u string) *resp {
+		return h.do(t, "POST", "/collect", "", collectBody(rid, map[string]any{"type": "link_clicked", "page_number": 1, "url": u}))
+	}
+	for _, u := range []string{"javascript:alert(1)", "JavaScript:alert(1)", " javascript:alert(1)", "java\tscript:alert(1)",
+		"data:text/html,<script>alert(1)</script>", "vbscript:x", "file:///etc/passwd", "/relative", "//host.example/x",
+		"https:evil.example", "https://user:pw@x.example/", "https://x.example/\u202e", "mailto:", "http://"} {
+		r := click(u)
+		require.Equal(t, 422, r.Status, "%q: %s", u, r.Body)
+		require.Contains(t, r.details(), "events.0.url", u)
+	}
+	// The fast path (no escapes in the body) agrees.
+	raw := `{"book_id":"` + rid + `","session_id":"s1","events":[{"type":"link_clicked","page_number":1,"url":"javascript:alert(1)"}]}`
+	r := h.do(t, "POST", "/collect", "", raw)
+	require.Equal(t, 422, r.Status, "%s", r.Body)
+	require.Contains(t, r.details(), "events.0.url")
+	// Checkout redirects and other types are held to the same rule.
+	r = h.do(t, "POST", "/collect", "", collectBody(rid, map[string]any{"type": "checkout_redirect_clicked", "url": "javascript:x"}))
+	require.Equal(t, 422, r.Status, "%s", r.Body)
+	for _, u := range []string{"https://shop.example/p?id=1#x", "HTTP://Shop.Example/", "mailto:sales@example.com", "tel:+44-20-7946-0000"} {
+		r := click(u)
+		require.Equal(t, 202, r.Status, "%q: %s", u, r.Body)
+	}
+
+	// An event stored before the rule (written past the collector here).
+	bad := ingest.Event{Workspace: ws, Mode: byte(storage.ModeLive), BookID: rid, SessionID: "old", Type: ingest.LinkClicked,
+		PageNumber: 1, URL: "javascript:alert(document.cookie)", SourceType: "direct",
+		OccurredAt: time.Now().UTC(), ReceivedAt: time.Now().UTC()}
+	require.NoError(t, h.svc.appendEvents([]ingest.Event{bad}))
+	require.Len(t, h.logged(t), 5)
+	list := h.walk(t, key, "/api/v1/analytics/interaction-events?book_id="+rid, 100)
+	require.Len(t, list, 5)
+	csv := h.export(t, key, "/api/v1/exports/books/"+rid+"/interaction-events")
+	require.Len(t, csv.rows, 5)
+	for i := range list {
+		require.NotContains(t, list[i]["url"], "javascript", "JSON analytics")
+		require.NotContains(t, csv.rows[i]["url"], "javascript", "CSV export")
+	}
+	p := actors.BuildPayload(1, &bad, "links", "https://svc.example/view/"+rid)
+	require.Empty(t, p.Data.URL, "webhook payload")
+	good := bad
+	good.URL = "https://shop.example/"
+	require.Equal(t, "https://shop.example/", actors.BuildPayload(1, &good, "links", "").Data.URL)
 }

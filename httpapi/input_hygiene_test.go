@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -255,4 +256,44 @@ func TestInputHygieneLinkURLs(t *testing.T) {
 	good := bad
 	good.URL = "https://shop.example/"
 	require.Equal(t, "https://shop.example/", actors.BuildPayload(1, &good, "links", "").Data.URL)
+}
+
+// Tracked-link slugs are case-insensitive and unique across workspaces: stored in lower case,
+// found in any case.
+func TestInputHygieneSlugCase(t *testing.T) {
+	h := newHarness(t, nil)
+	keyA := h.workspace(t, "company", "live")
+	keyB := h.workspace(t, "company", "live")
+	ridA, ridB := h.konva(t, keyA, "a", "publish"), h.konva(t, keyB, "b", "publish")
+	r := h.do(t, "POST", "/api/v1/books/"+ridA+"/tracked-links", keyA, map[string]any{"name": "a", "slug": "SLUG-A-X"})
+	require.Equal(t, 201, r.Status, "%s", r.Body)
+	require.Equal(t, "slug-a-x", r.data()["slug"])
+	require.Equal(t, h.base+"/l/slug-a-x", r.data()["url"])
+	for _, s := range []string{"slug-a-x", "Slug-A-X", "SLUG-A-X"} {
+		r = h.do(t, "POST", "/api/v1/books/"+ridB+"/tracked-links", keyB, map[string]any{"name": "b", "slug": s})
+		require.Equal(t, 422, r.Status, "%s: %s", s, r.Body)
+		require.Contains(t, r.details(), "slug")
+	}
+	cs := h.mcpSession(t, keyB, "")
+	res, out := callTool(t, cs, "tracked_links_create", map[string]any{"book_id": ridB, "name": "b", "slug": "sLuG-a-X"})
+	require.True(t, res.IsError, "%v", out)
+	require.Contains(t, toolErr(out)["details"], "slug")
+	res, out = callTool(t, cs, "tracked_links_create", map[string]any{"book_id": ridB, "name": "b", "slug": "Mine-B"})
+	require.False(t, res.IsError, "%v", out)
+	require.Equal(t, "mine-b", out["data"].(map[string]any)["slug"])
+
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, s := range []string{"slug-a-x", "SLUG-A-X", "Slug-a-X"} {
+		res, err := client.Get(h.base + "/l/" + s)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, 302, res.StatusCode, s)
+		require.Equal(t, h.base+"/view/"+ridA+"?tl=slug-a-x", res.Header.Get("Location"), s)
+	}
+	// The collector attributes a link however its slug is spelled.
+	body := collectBody(ridA, map[string]any{"type": "session_started"})
+	body["tracked_link"] = "SLUG-A-X"
+	require.Equal(t, 202, h.do(t, "POST", "/collect", "", body).Status)
+	ev := h.logged(t)
+	require.Equal(t, "tracked_link", ev[len(ev)-1].SourceType)
 }

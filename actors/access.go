@@ -171,6 +171,7 @@ func (w *workspace) createTrackedLink(m *CreateTrackedLink) (*storage.TrackedLin
 	// go through one lock.
 	w.s.slugMu.Lock()
 	defer w.s.slugMu.Unlock()
+	l.Slug = strings.ToLower(l.Slug) // slugs are case-insensitive (storage/slugcase.go)
 	if l.Slug == "" {
 		for {
 			l.Slug = strings.ToLower(RandomString(slugLen))

@@ -173,7 +173,7 @@ func BuildPayload(id int64, ev *ingest.Event, title, bookURL string) WebhookPayl
 		s := float64(ev.ActiveMs) / 1000
 		d.ActiveSeconds = &s
 	case ingest.LinkClicked:
-		d.URL = ev.URL
+		d.URL = ingest.SafeURL(ev.URL) // a URL stored before intake refused it is left out
 	case ingest.SessionEnded:
 		d.ExitReason = ev.ExitReason
 	case ingest.AccessRequested, ingest.AccessGranted, ingest.AccessRejected:

@@ -57,9 +57,11 @@ type Param struct {
 	MinItems int
 	MaxItems int // arrays (0 = none)
 	Enum     []string
-	Format   string // email, uri
+	Format   string // email, uri, background (validate_text.go), domain (validate_domain.go)
 	Items    *Param
 	Props    []Param
+	// Multiline marks free text: tab, line breaks and bidi controls allowed (validate_text.go).
+	Multiline bool
 	// Refuse lists properties an object must not have (a 422 with RefuseMsg names each one
 	// present): catalog product data refuses template and styling fields.
 	Refuse    []string

@@ -91,7 +91,7 @@ func productParams() []Param {
 		s("sku", 255), s("status", 50), s("product_type", 255),
 		s("price", 64), s("regular_price", 64), s("sale_price", 64), s("currency", 10),
 		uri("image"), uri("url").Describe("the product page: a rendered product links to it"),
-		s("description", 50000), s("short_description", 5000), s("stock_status", 100),
+		s("description", 50000).Lines(), s("short_description", 5000).Lines(), s("stock_status", 100),
 		{Name: "gallery", In: InBody, Kind: KArray, MaxItems: 20, Nullable: true,
 			Items: &Param{Kind: KString, MaxLen: 2048, Format: "uri"}},
 		{Name: "categories", In: InBody, Kind: KArray, MaxItems: 50, Nullable: true, Items: &Param{Kind: KString, MaxLen: 255}},
@@ -192,7 +192,7 @@ func catalogOperations(b Backend) []*Operation {
 					Items: &Param{Kind: KString, MaxLen: 255, MinLen: 1},
 					Desc:  "the products, in page order: item ids, or external item keys (product id, or product id:variant id)"},
 				{Name: "cover", In: InBody, Kind: KObject, Nullable: true, Props: []Param{
-					Str("title", InBody, 255).Null(), Str("description", InBody, 5000).Null(),
+					Str("title", InBody, 255).Null(), Str("description", InBody, 5000).Null().Lines(),
 					Str("website", InBody, 2048).Null().WithFormat("uri")}},
 				{Name: "settings", In: InBody, Kind: KObject, Nullable: true, Props: konvaSettingsParams()},
 				Enum("status", InBody, "draft", "publish").Describe("default draft"),

@@ -352,6 +352,10 @@ func checkString(p *Param, field *fieldPath, s string, v Validation) bool {
 		v.Add(field.String(), "must be valid UTF-8")
 		return false
 	}
+	if msg := textProblem(s, p.Multiline); msg != "" {
+		v.Add(field.String(), msg)
+		return false
+	}
 	if p.Required && strings.TrimSpace(s) == "" {
 		v.Add(field.String(), "is required")
 		return false
@@ -376,6 +380,15 @@ func checkString(p *Param, field *fieldPath, s string, v Validation) bool {
 	case "email":
 		if a, err := mail.ParseAddress(s); err != nil || a.Address != s || a.Name != "" {
 			v.Add(field.String(), "must be a valid email address")
+			return false
+		}
+		if msg := EmailProblem(s); msg != "" {
+			v.Add(field.String(), msg)
+			return false
+		}
+	case "background":
+		if msg := backgroundProblem(s); msg != "" {
+			v.Add(field.String(), msg)
 			return false
 		}
 	case "uri":

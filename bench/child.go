@@ -24,8 +24,9 @@ type child struct {
 }
 
 var (
-	listenRe = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
-	keyRe    = regexp.MustCompile(`wsk_test_[0-9A-Za-z]+`)
+	listenRe  = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
+	keyRe     = regexp.MustCompile(`wsk_test_[0-9A-Za-z]+`)
+	keyFileRe = regexp.MustCompile(`API key written to (\S+) \(`)
 )
 
 // startChild starts `<this executable> serve` on a free port with data in dir and returns once
@@ -81,8 +82,10 @@ func startChildOn(ctx context.Context, dir string, needKey bool, stderr io.Write
 			if m := listenRe.FindStringSubmatch(l); m != nil {
 				c.base = m[1]
 			}
-			if k := keyRe.FindString(l); k != "" && c.key == "" {
-				c.key = k
+			if m := keyFileRe.FindStringSubmatch(l); m != nil && c.key == "" {
+				if b, err := os.ReadFile(m[1]); err == nil { // the first start's key (never printed)
+					c.key = keyRe.FindString(string(b))
+				}
 			}
 		case <-deadline:
 			c.stop()

@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"flipbook/actors"
+	"flipbook/api"
 	"flipbook/storage"
 )
 
@@ -29,7 +30,10 @@ func subJSON(s *storage.Subscriber) subscriberJSON {
 }
 
 // normalizeAccessEntry checks an access-list entry and returns it in its stored form: an
-// address (lower case) or a domain (lower case, no "@").
+// address (lower case) or a domain (lower case, no "@"). Without a type, an entry holding "@"
+// (after the first character: "@acme.com" is the domain acme.com) is an address, anything else
+// a domain; either way a domain must be registrable (api.DomainProblem), so "not-an-email" is
+// refused rather than stored as a domain.
 func normalizeAccessEntry(raw, typ string) (string, string, bool) {
 	e := strings.ToLower(strings.TrimSpace(raw))
 	if typ == "" {
@@ -41,19 +45,24 @@ func normalizeAccessEntry(raw, typ string) (string, string, bool) {
 	switch typ {
 	case "email":
 		a, err := mail.ParseAddress(e)
-		if err != nil || a.Address != e || a.Name != "" || !validHost(e[strings.LastIndexByte(e, '@')+1:]) {
+		if err != nil || a.Address != e || a.Name != "" {
 			return "", "", false
 		}
-		return e, typ, true
+		at := strings.LastIndexByte(e, '@')
+		host, ok := api.ASCIIHost(e[at+1:])
+		if !ok || !api.RegistrableDomain(host) {
+			return "", "", false
+		}
+		return e[:at+1] + host, typ, true
 	default:
 		e = strings.TrimPrefix(e, "@")
 		h, ok := normalizeHost(e)
-		return h, "domain", ok
+		return h, "domain", ok && api.RegistrableDomain(h)
 	}
 }
 
-// normalizeHost reduces a pasted URL or host to a bare host name (lower case, no port, no
-// trailing dot) and checks it.
+// normalizeHost reduces a pasted URL or host to a bare host name (lower case, internationalised
+// names in ASCII form, no port, no trailing dot) and checks it is a host name or an address.
 func normalizeHost(raw string) (string, bool) {
 	s := strings.TrimSpace(raw)
 	if s == "" {
@@ -66,8 +75,8 @@ func normalizeHost(raw string) (string, bool) {
 	if err != nil || u.Hostname() == "" || u.User != nil {
 		return "", false
 	}
-	h := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	return h, validHost(h)
+	h, ok := api.ASCIIHost(strings.TrimSuffix(u.Hostname(), "."))
+	return h, ok && validHost(h)
 }
 
 // validHost accepts DNS names of letter-digit-hyphen labels, and IP addresses.
@@ -136,11 +145,11 @@ func (s *Service) CreateSubscriber(r *Request) (*Result, error) {
 	}
 	entry, typ, ok := normalizeAccessEntry(r.Str("email"), r.Str("type"))
 	if !ok {
-		msg := "must be an email address or a domain"
+		msg := "must be an email address (name@example.com) or a registrable domain (example.com; not a public suffix such as co.uk, a bare name or an IP address)"
 		if r.Str("type") == "email" {
-			msg = "must be a valid email address"
+			msg = "must be a valid email address at a registrable domain, such as name@example.com"
 		} else if r.Str("type") == "domain" {
-			msg = "must be a valid domain, such as example.com"
+			msg = "must be a registrable domain such as example.com (not a public suffix such as co.uk, a bare name or an IP address)"
 		}
 		return nil, fieldError("email", msg)
 	}
@@ -205,6 +214,9 @@ func (s *Service) CreateEmbedDomain(r *Request) (*Result, error) {
 	host, ok := normalizeHost(r.Str("domain"))
 	if !ok {
 		return nil, fieldError("domain", "must be a host name such as example.com (a pasted URL is reduced to its host)")
+	}
+	if msg := api.DomainProblem(host); msg != "" {
+		return nil, fieldError("domain", msg+"; it also allows its subdomains")
 	}
 	added, err := s.Actors.AddEmbedDomain(r.Auth.Tenant, b.RandomID, host)
 	if err != nil {

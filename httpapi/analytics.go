@@ -13,6 +13,7 @@ import (
 
 	"flipbook/actors"
 	"flipbook/analytics"
+	"flipbook/ingest"
 	"flipbook/storage"
 )
 
@@ -275,6 +276,7 @@ func scanInteraction(rows *sql.Rows) (interactionEventJSON, keyset, error) {
 	e.SourceHost, e.Country, e.Region, e.City = nullStr(host), nullStr(country), nullStr(region), nullStr(city)
 	e.Latitude, e.Longitude = nullFloat(lat), nullFloat(lon)
 	e.Metadata = formFields(meta)
+	e.URL = ingest.SafeURL(e.URL) // one stored before intake refused it shows as ""
 	e.OccurredAt, e.CreatedAt = fmtTime(occurred), fmtTime(created)
 	return e, keyset{at: occurred, id: e.ID}, nil
 }

@@ -292,7 +292,7 @@ func TestBulkSettingsValidation(t *testing.T) {
 	r := h.do(t, "POST", bulkPath, key, map[string]any{"books": bulkBooks([]string{foreign}), "settings": ok})
 	require.Contains(t, r.details()["books.0.id"].([]any)[0], "no such book", "a foreign book reads as unknown")
 	// Limits hold at their edges.
-	edge := map[string]any{"title": long(255), "description": long(50000), "background": long(2048), "watermark": long(2048),
+	edge := map[string]any{"title": long(255), "description": long(50000), "background": "https://img.example/" + long(2048-len("https://img.example/")), "watermark": long(2048),
 		"pdf_password": long(255), "pdf_privacy_status": long(50), "magic_link_message": long(1000),
 		"magic_link_error_message": long(1000), "downloadable_pdf": "single", "image_display": "center/cover",
 		"animation_type": "flick-through", "mobile_animation_type": "cut"}

@@ -129,6 +129,9 @@ func (s *Service) collect(r *Request) (*Result, error) {
 			}
 		}
 		field := func(name, msg string) { v.Add(fmt.Sprintf("events.%d.%s", i, name), msg) }
+		if msg := ingest.URLProblem(e.URL); e.URL != "" && msg != "" {
+			field("url", msg)
+		}
 		switch e.Type {
 		case ingest.PageSegmentCompleted:
 			if e.PageNumber == 0 {

@@ -5,6 +5,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"flipbook/api"
 	"flipbook/ingest"
 )
 
@@ -134,7 +135,7 @@ func fastCollect(body []byte) (map[string]any, bool) {
 // fastString reports whether a JSON string's content (no escapes) is a valid string of at
 // most max characters.
 func fastString(v []byte, max int) bool {
-	if !utf8.Valid(v) {
+	if !utf8.Valid(v) || !api.LineOK(v) {
 		return false
 	}
 	return len(v) <= max || utf8.RuneCount(v) <= max

@@ -76,7 +76,7 @@ func interactionColumns() []csvColumn {
 		{name: "exit_reason"}, {name: "source_type"}, {name: "source_host"},
 		{name: "country"}, {name: "region"}, {name: "city"}, {name: "latitude"}, {name: "longitude"},
 		{name: "metadata", bind: bindString(formFieldsText)},
-		{name: "url"}, {name: "occurred_at"}, {name: "created_at"},
+		{name: "url", bind: bindString(ingest.SafeURL)}, {name: "occurred_at"}, {name: "created_at"},
 	}
 }
 

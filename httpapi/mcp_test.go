@@ -396,7 +396,12 @@ func TestMCPExportToPath(t *testing.T) {
 	file := filepath.Join(h.cfg.DataDir, "exports", itoa(ws)+"-live", "reports", "nov", "events.csv")
 	b, err := os.ReadFile(file)
 	require.NoError(t, err)
-	require.Equal(t, d["location"], file)
+	require.Equal(t, "exports/"+itoa(ws)+"-live/reports/nov/events.csv", d["location"], "relative to the data directory")
+	for k, v := range d {
+		if s, ok := v.(string); ok {
+			require.NotContains(t, s, h.cfg.DataDir, "%s names no server path", k)
+		}
+	}
 	require.True(t, strings.HasPrefix(string(b), "id,"), "%s", b)
 	require.EqualValues(t, len(b), d["bytes"])
 

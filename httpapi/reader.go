@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"flipbook/api"
 	"flipbook/storage"
 )
 
@@ -134,8 +135,10 @@ func billingExpired(b *storage.Book, now time.Time) bool {
 	return b.BillingExpiresAt != nil && now.After(b.BillingExpiresAt.Add(BillingGrace))
 }
 
-// accessMatch tells whether an address may read a gated book: the address itself, its domain or
-// a parent domain is on the book's access list. It returns the reason for the audit log.
+// accessMatch tells whether an address may read a gated book: the address itself is on the
+// book's access list, or a domain entry covers its domain (api.DomainCovers: the domain or a
+// parent of it, down to the registrable domain; never a public suffix, so an entry such as co.uk
+// stored before it was refused opens nothing). It returns the reason for the audit log.
 func (s *Service) accessMatch(b *storage.Book, email string) (bool, string, error) {
 	t := b.Tenant()
 	if _, err := s.Store.BookSubscriber(t, b.RandomID, email); err == nil {
@@ -143,8 +146,7 @@ func (s *Service) accessMatch(b *storage.Book, email string) (bool, string, erro
 	} else if !errors.Is(err, storage.ErrNotFound) {
 		return false, "", err
 	}
-	domain := email[strings.LastIndexByte(email, '@')+1:]
-	for d := domain; strings.Contains(d, "."); d = d[strings.IndexByte(d, '.')+1:] {
+	for _, d := range api.CoveringDomains(email[strings.LastIndexByte(email, '@')+1:]) {
 		if _, err := s.Store.BookSubscriber(t, b.RandomID, d); err == nil {
 			return true, "domain " + d + " on the access list", nil
 		} else if !errors.Is(err, storage.ErrNotFound) {
@@ -166,7 +168,7 @@ func (s *Service) hostAllowed(b *storage.Book, host string) (bool, error) {
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	for _, d := range list {
-		if host == d.Domain || strings.HasSuffix(host, "."+d.Domain) {
+		if api.DomainCovers(d.Domain, host) {
 			return true, nil
 		}
 	}

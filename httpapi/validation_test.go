@@ -84,7 +84,7 @@ func TestValidationUpdateBook(t *testing.T) {
 		{"published_date ok", "PUT", p, with("published_date", "2030-01-02T03:04:05Z"), 200, ""},
 		{"expires_at format", "PUT", p, with("expires_at", "2030-13-01"), 422, "expires_at"},
 		{"background max", "PUT", p, with("background", long(2049)), 422, "background"},
-		{"background edge", "PUT", p, with("background", long(2048)), 200, ""},
+		{"background edge", "PUT", p, with("background", "https://img.example/"+long(2048-len("https://img.example/"))), 200, ""},
 		{"watermark max", "PUT", p, with("watermark", long(2049)), 422, "watermark"},
 		{"magic_link_message max", "PUT", p, with("magic_link_message", long(1001)), 422, "magic_link_message"},
 		{"magic_link_error_message max", "PUT", p, with("magic_link_error_message", long(1001)), 422, "magic_link_error_message"},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"flipbook/api"
 	"flipbook/httpapi/viewer"
 	"flipbook/storage"
 )
@@ -71,7 +72,9 @@ func (s *Service) frameAncestors(b *storage.Book) (string, error) {
 	}
 	srcs := []string{"'self'"}
 	for _, d := range list {
-		srcs = append(srcs, d.Domain, "*."+d.Domain)
+		if api.RegistrableDomain(d.Domain) { // an entry stored before the rule covers nothing
+			srcs = append(srcs, d.Domain, "*."+d.Domain)
+		}
 	}
 	return "frame-ancestors " + strings.Join(srcs, " "), nil
 }

@@ -3,7 +3,11 @@
 // Kafka) that the analytics consumer reads into DuckDB.
 package ingest
 
-import "time"
+import (
+	"net/url"
+	"strings"
+	"time"
+)
 
 // Interaction event types (spec §2.8).
 const (
@@ -76,3 +80,49 @@ func (r Record) ID() int64 { return int64(r.Offset)<<10 | int64(r.Partition) }
 
 // MaxPartitions bounds partitions so that Record.ID stays unique.
 const MaxPartitions = 1024
+
+// LinkURLSchemes are the schemes a reader event's URL may have: web pages (http, https) and the
+// mailto: and tel: links a document's link areas hold. Anything else (javascript:, data:,
+// vbscript:, file:, a relative reference) is refused at intake and never reaches analytics,
+// exports or webhooks (issue 25).
+var LinkURLSchemes = []string{"http", "https", "mailto", "tel"}
+
+// URLProblem is why u may not be a reader event's URL, "" when it may: an absolute URL of a
+// LinkURLSchemes scheme, in printable ASCII (browsers send URLs percent-encoded), http and https
+// with a host and no credentials, mailto and tel with something after the colon.
+func URLProblem(u string) string {
+	const msg = "must be an absolute http, https, mailto or tel URL"
+	for i := 0; i < len(u); i++ {
+		if u[i] <= 0x20 || u[i] >= 0x7f {
+			return msg + " (percent-encoded: no spaces, control or non-ASCII characters)"
+		}
+	}
+	colon := strings.IndexByte(u, ':')
+	if colon <= 0 {
+		return msg
+	}
+	scheme, rest := strings.ToLower(u[:colon]), u[colon+1:]
+	switch scheme {
+	case "http", "https":
+		p, err := url.Parse(u)
+		if err != nil || p.Host == "" || p.User != nil || !strings.HasPrefix(rest, "//") {
+			return msg
+		}
+	case "mailto", "tel":
+		if rest == "" {
+			return msg
+		}
+	default:
+		return msg
+	}
+	return ""
+}
+
+// SafeURL is u when URLProblem accepts it, else "": what an answer shows of a URL stored
+// before the rule held.
+func SafeURL(u string) string {
+	if u == "" || URLProblem(u) != "" {
+		return ""
+	}
+	return u
+}

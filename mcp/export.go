@@ -60,7 +60,8 @@ func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]a
 	if aerr != nil {
 		return toolError(aerr), nil
 	}
-	area := filepath.Join(s.opts.ExportDir, fmt.Sprintf("%d-%s", p.Tenant.Workspace, p.Tenant.Mode))
+	areaName := fmt.Sprintf("%d-%s", p.Tenant.Workspace, p.Tenant.Mode)
+	area := filepath.Join(s.opts.ExportDir, areaName)
 	if err := os.MkdirAll(area, 0o755); err != nil {
 		return toolResult{}, s.internal(reqID, "export area", err)
 	}
@@ -113,7 +114,9 @@ func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]a
 		return toolResult{}, s.internal(reqID, "export file", err)
 	}
 	ok = true
-	data["rows"], data["bytes"], data["location"] = cw.rows(), n, target
+	// The location is relative to the service's data directory (exports/<area>/<path>): an
+	// answer never names the server's own file system (issue 25).
+	data["rows"], data["bytes"], data["location"] = cw.rows(), n, path.Join(filepath.Base(s.opts.ExportDir), areaName, rel)
 	if keyArg == "output_object_key" {
 		data["object_key"] = rel
 	} else {

@@ -94,7 +94,7 @@ var exportSchema = &jsonschema.Schema{Type: "object", Required: []string{"data"}
 		"csv":        {Type: "string", Description: "the CSV itself, when no output_path was given"},
 		"path":       {Type: "string", Description: "where the CSV was stored, relative to the workspace's export area"},
 		"object_key": {Type: "string"},
-		"location":   {Type: "string", Description: "the stored file's path on the server"},
+		"location":   {Type: "string", Description: "the stored file's path relative to the service's data directory (exports/<workspace>-<mode>/<path>)"},
 	}},
 }}
 

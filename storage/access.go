@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -168,12 +170,19 @@ func (bt *Batch) PutTrackedLink(l *TrackedLink) error {
 	return bt.setJSON(tlKey(t, l.BookID, l.ID), l)
 }
 
-// SlugTaken reports whether a tracked-link slug is in use anywhere.
+// SlugTaken reports whether a tracked-link slug (in lower case) is in use anywhere.
 func (s *Store) SlugTaken(slug string) (bool, error) { return s.has(tlSlugKey(slug)) }
 
-// TrackedLinkBySlug resolves a public tracked-link slug.
+// TrackedLinkBySlug resolves a public tracked-link slug, case-insensitively: the slug as given
+// (a pre-existing slug with capitals that shares its lower-case form, slugcase.go), else in
+// lower case.
 func (s *Store) TrackedLinkBySlug(slug string) (*TrackedLink, error) {
 	v, err := s.get(tlSlugKey(slug))
+	if errors.Is(err, ErrNotFound) {
+		if lower := strings.ToLower(slug); lower != slug {
+			v, err = s.get(tlSlugKey(lower))
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -88,6 +88,10 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s := &Store{db: db, dir: dir, Blobs: blobs, books: newBookCache()}
 	s.seqs = newSequences(s)
+	if err := s.lowerSlugs(); err != nil { // tracked-link slugs are case-insensitive (slugcase.go)
+		_ = db.Close()
+		return nil, fmt.Errorf("storage: lower tracked-link slugs: %w", err)
+	}
 	return s, nil
 }
 

@@ -104,8 +104,8 @@ func TestBulkSettingsKill(t *testing.T) {
 		"--rate-limit-endpoint", "0", "--rate-limit-workspace", "0"}
 	child := startChild(t, args...)
 	var key string // printed after the address startChild waited for
-	waitFor(t, 10*time.Second, func() bool { key = keyRE.FindString(child.stdout.String()); return key != "" },
-		"the first start prints an API key")
+	waitFor(t, 10*time.Second, func() bool { key = keyFromStdout(child.stdout.String()); return key != "" },
+		"the first start writes an API key")
 	start := time.Now()
 	ids := bulkKillCreate(t, child.base, key, bulkKillBooks)
 	t.Logf("created %d books in %s", len(ids), time.Since(start).Round(time.Millisecond))

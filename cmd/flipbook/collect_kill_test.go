@@ -293,8 +293,8 @@ func testCollectKill(t *testing.T, backend string) {
 
 	child := startChild(t, args...)
 	var key string // printed after the address startChild waited for
-	waitFor(t, 10*time.Second, func() bool { key = keyRE.FindString(child.stdout.String()); return key != "" },
-		"the first start prints an API key")
+	waitFor(t, 10*time.Second, func() bool { key = keyFromStdout(child.stdout.String()); return key != "" },
+		"the first start writes an API key")
 	body := konvaBody(t, "Read under fire", killBookPages, 40, 60)
 	body["status"] = "publish"
 	created := call(t, "POST", child.base+"/api/v1/books/konva", key, body)

@@ -128,14 +128,32 @@ func (s *server) stop() error {
 	}
 }
 
-// firstKey is the API key a first start printed.
+// keyRE is what an API key looks like.
 var keyRE = regexp.MustCompile(`wsk_(?:test|live)_[A-Za-z0-9]+`)
 
+// keyFileRE finds the file a first start wrote its API key to (the key itself is not printed).
+var keyFileRE = regexp.MustCompile(`API key written to (\S+) \(`)
+
+// keyFromStdout is the API key of a first start: read from the file its stdout names; "" until
+// that line is out.
+func keyFromStdout(out string) string {
+	m := keyFileRE.FindStringSubmatch(out)
+	if m == nil {
+		return ""
+	}
+	b, err := os.ReadFile(m[1])
+	if err != nil {
+		return ""
+	}
+	return keyRE.FindString(string(b))
+}
+
+// firstKey is the API key a first start created.
 func (s *server) firstKey(t *testing.T) string {
 	t.Helper()
-	keys := keyRE.FindAllString(s.stdout.String(), -1)
-	require.NotEmpty(t, keys, "no API key on stdout:\n%s", s.stdout.String())
-	return keys[0]
+	key := keyFromStdout(s.stdout.String())
+	require.NotEmpty(t, key, "no API key file named on stdout:\n%s", s.stdout.String())
+	return key
 }
 
 // reply is a decoded HTTP answer.
@@ -240,16 +258,20 @@ func TestFirstStart(t *testing.T) {
 
 	require.Contains(t, out, "listening on "+s.base)
 	require.Equal(t, 1, strings.Count(out, "First start:"), "stdout:\n%s", out)
-	require.Equal(t, 1, strings.Count(out, "API key (shown only now"), "stdout:\n%s", out)
-	keys := map[string]bool{}
-	for _, k := range keyRE.FindAllString(out, -1) {
-		keys[k] = true
-	}
-	require.Len(t, keys, 1, "exactly one distinct key on stdout:\n%s", out)
+	// The key goes to a file only its owner reads, never to stdout (which lands in logs).
+	require.NotRegexp(t, keyRE, out, "a key on stdout")
+	require.NotRegexp(t, keyRE, s.stderr.String(), "a key on stderr")
+	keyFile := filepath.Join(dir, "first-api-key")
+	require.Equal(t, 1, strings.Count(out, "API key written to "+keyFile+" (mode 0600"), "stdout:\n%s", out)
+	fi, err := os.Stat(keyFile)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	key := s.firstKey(t)
 	require.True(t, strings.HasPrefix(key, "wsk_test_"), key)
-	require.Contains(t, out, "API key (shown only now, keep it): "+key+"\n")
-	require.Contains(t, out, "curl -H 'Authorization: Bearer "+key+"' "+s.base+"/api/v1/me")
+	raw, err := os.ReadFile(keyFile)
+	require.NoError(t, err)
+	require.Equal(t, key+"\n", string(raw))
+	require.Contains(t, out, `curl -H "Authorization: Bearer $(cat '`+keyFile+`')" `+s.base+"/api/v1/me")
 	require.Contains(t, out, "Admin token written to "+filepath.Join(dir, "admin-token"))
 
 	me := call(t, "GET", s.base+"/api/v1/me", key, nil)
@@ -268,7 +290,7 @@ func TestFirstStart(t *testing.T) {
 	noKey := call(t, "GET", s.base+"/api/v1/me", "", nil)
 	require.Equal(t, 401, noKey.status, "%s", noKey.raw)
 
-	fi, err := os.Stat(filepath.Join(dir, "admin-token"))
+	fi, err = os.Stat(filepath.Join(dir, "admin-token"))
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	tok, err := os.ReadFile(filepath.Join(dir, "admin-token"))

@@ -71,13 +71,13 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	workers := num("conversion-workers", 0, "batches converted at once and renderer processes at once (0 = number of cores)")
 	longEdge := num("page-long-edge", 1600, "page image size: pixels of the longer side")
 	maxPages := num("max-pages", 2000, "most pages of an uploaded PDF or Office document (more: the file fails before rendering)")
-	private := str("allow-private-targets", "false", "allow http and private, loopback and link-local addresses for outbound requests (webhook targets, template images): local use and tests only")
+	private := boolVar(fs, getenv, "allow-private-targets", "allow http and private, loopback and link-local addresses for outbound requests (webhook targets, template images): local use and tests only")
 	whSchedule := str("webhook-retry-schedule", "", "delays before each delivery attempt, comma-separated (default 0s,10s,1m,5m,30m,2h,6h,12h)")
 	whTimeout := str("webhook-timeout", actors.DefaultWebhookTimeout.String(), "how long a webhook receiver has to answer")
 	oauthTTL := str("oauth-access-ttl", "1h", "how long an OAuth access token lives")
 	oauthRefresh := str("oauth-refresh-ttl", "720h", "how long an OAuth refresh token lives")
 	whDisable := str("webhook-disable-after", actors.DefaultWebhookDisableAfter.String(), "a subscription whose deliveries fail this long without a success is deactivated")
-	geoHdr := str("trust-geo-headers", "false", "take readers' locations from an edge's visitor-location headers (Cloudflare, CloudFront)")
+	geoHdr := boolVar(fs, getenv, "trust-geo-headers", "take readers' locations from an edge's visitor-location headers (Cloudflare, CloudFront)")
 	mcpOrigins := str("mcp-allowed-origins", "", "comma-separated browser origins (https://app.example) allowed to call the MCP endpoint besides the service's own")
 	mcpPage := num("mcp-page-size", mcp.DefaultPageSize, "tools per page of the MCP tools/list answer")
 	idle := str("book-idle", actors.DefaultBookIdle.String(), "how long an idle book actor lives")
@@ -98,11 +98,11 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if err != nil {
 		return nil, fmt.Errorf("--book-idle: %w", err)
 	}
-	allowPrivate, err := strconv.ParseBool(*private)
+	allowPrivate, err := strconv.ParseBool(private.s)
 	if err != nil {
 		return nil, fmt.Errorf("--allow-private-targets: %w", err)
 	}
-	trustGeo, err := strconv.ParseBool(*geoHdr)
+	trustGeo, err := strconv.ParseBool(geoHdr.s)
 	if err != nil {
 		return nil, fmt.Errorf("--trust-geo-headers: %w", err)
 	}
@@ -152,6 +152,31 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 
 // adminTokenFile is where the generated admin token is kept.
 func adminTokenFile(dataDir string) string { return filepath.Join(dataDir, "admin-token") }
+
+// firstKeyFile is where the first start writes the API key it created. The key is never
+// printed: stdout of a service is collected into logs, which must not hold credentials.
+func firstKeyFile(dataDir string) string { return filepath.Join(dataDir, "first-api-key") }
+
+// writeSecretFile writes a secret to a file only its owner can read (0600, also when the file
+// existed with a wider mode).
+func writeSecretFile(path, secret string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.WriteString(secret + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// shellQuote quotes s for a POSIX shell (single quotes).
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // listenAddrFile is where serve writes the address it listens on, for `flipbook admin --data`.
 func listenAddrFile(dataDir string) string { return filepath.Join(dataDir, "listen-addr") }
@@ -249,12 +274,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	base := "http://" + cfg.Addr
 	fmt.Fprintf(stdout, "flipbook %s listening on %s (data in %s)\n", httpapi.Version, base, cfg.DataDir)
 	if first != nil {
-		k := first.Key.Secret
-		fmt.Fprintf(stdout, "\nFirst start: created workspace %q (id %d, %s plan) and a test-mode API key with every scope.\n",
-			first.Workspace.Name, first.Workspace.ID, first.Workspace.Plan)
-		fmt.Fprintf(stdout, "API key (shown only now, keep it): %s\n\n", k)
-		fmt.Fprintf(stdout, "Try it:\n  curl -H 'Authorization: Bearer %s' %s/api/v1/me\n", k, base)
-		fmt.Fprintf(stdout, "  curl -H 'Authorization: Bearer %s' '%s/api/v1/books?limit=10'\n\n", k, base)
+		path := firstKeyFile(cfg.DataDir)
+		if err := writeSecretFile(path, first.Key.Secret); err != nil {
+			// The key exists but nobody can read it: say so, and how to get another one.
+			cfg.Logger.Error("cannot write the first API key; create one with `flipbook admin keys create`",
+				"file", path, "err", err)
+		} else {
+			fmt.Fprintf(stdout, "\nFirst start: created workspace %q (id %d, %s plan) and a test-mode API key with every scope.\n",
+				first.Workspace.Name, first.Workspace.ID, first.Workspace.Plan)
+			fmt.Fprintf(stdout, "API key written to %s (mode 0600; it is not printed, so it stays out of logs:\n"+
+				"copy it somewhere safe, then delete the file).\n\n", path)
+			k := "$(cat " + shellQuote(path) + ")"
+			fmt.Fprintf(stdout, "Try it:\n  curl -H \"Authorization: Bearer %s\" %s/api/v1/me\n", k, base)
+			fmt.Fprintf(stdout, "  curl -H \"Authorization: Bearer %s\" '%s/api/v1/books?limit=10'\n\n", k, base)
+		}
 	}
 	if createdToken {
 		fmt.Fprintf(stdout, "Admin token written to %s (used by `flipbook admin`).\n", adminTokenFile(cfg.DataDir))

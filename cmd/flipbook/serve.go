@@ -67,6 +67,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	kafka := str("kafka-brokers", "", "comma-separated Kafka brokers for the event log (default: the embedded log)")
 	topic := str("kafka-topic", "", "Kafka topic of reader events (default flipbook-events)")
 	maxBody := num("max-body-bytes", def.MaxBodyBytes, "largest request body accepted")
+	maxBuffered := num("max-buffered-bytes", httpapi.DefaultMaxBufferedBytes, "memory request bodies may hold at once (each counted 3 times its size); past it a request gets 503, -1 = no limit")
+	bodyTimeout := str("body-read-timeout", "30s", "how long a request body may take beyond its length at 256 KiB/s (slower senders are cut with 408)")
 	maxUpload := num("max-upload-bytes", def.MaxUploadBytes, "largest file POST /books accepts")
 	workers := num("conversion-workers", 0, "batches converted at once and renderer processes at once (0 = number of cores)")
 	longEdge := num("page-long-edge", 1600, "page image size: pixels of the longer side")
@@ -130,6 +132,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if err != nil || refreshTTL <= 0 {
 		return nil, fmt.Errorf("--oauth-refresh-ttl: %q is not a positive duration", *oauthRefresh)
 	}
+	bodyRead, err := time.ParseDuration(*bodyTimeout)
+	if err != nil || bodyRead <= 0 {
+		return nil, fmt.Errorf("--body-read-timeout: %q is not a positive duration", *bodyTimeout)
+	}
 	shutdown, err := time.ParseDuration(*grace)
 	if err != nil {
 		return nil, fmt.Errorf("--shutdown-timeout: %w", err)
@@ -141,7 +147,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	return &serveFlags{shutdown: shutdown, cpuprofile: *cpuprofile, observe: obs, cfg: httpapi.Config{
 		Addr: *addr, DataDir: *data, PublicURL: *public, AdminToken: *token,
 		RateWorkspace: *rws, RateEndpoint: *rep, RateUnauthenticated: *run,
-		MaxBodyBytes: *maxBody, BookIdle: bookIdle, AllowPrivateTargets: allowPrivate,
+		MaxBodyBytes: *maxBody, MaxBufferedBytes: int64(*maxBuffered), BodyReadTimeout: bodyRead, BookIdle: bookIdle, AllowPrivateTargets: allowPrivate,
 		OAuthAccessTTL: accessTTL, OAuthRefreshTTL: refreshTTL,
 		MaxUploadBytes: *maxUpload, ConversionWorkers: *workers, PageLongEdge: *longEdge, MaxPages: *maxPages,
 		RateCollect: *rcol, IngestBacklog: *backlog, AnalyticsMemory: *amem, KafkaBrokers: splitList(*kafka), KafkaTopic: *topic,

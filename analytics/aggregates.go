@@ -492,6 +492,10 @@ type LinkClickStats struct {
 	TopURLs       []URLStat `json:"top_urls"`
 }
 
+// safeURLSQL keeps the URLs of the schemes intake accepts (ingest.URLProblem) in top_urls: one
+// stored before it refused the others (javascript:, data:) is neither counted there nor shown.
+const safeURLSQL = `(lower(url) LIKE 'http://%' OR lower(url) LIKE 'https://%' OR lower(url) LIKE 'mailto:%' OR lower(url) LIKE 'tel:%')`
+
 // URLStat is one clicked URL.
 type URLStat struct {
 	URL           string `json:"url"`
@@ -536,7 +540,7 @@ SELECT 'link', NULL, NULL, count(*), count(DISTINCT reader), NULL, NULL FROM rev
 	WHERE event_type = '` + ingest.LinkClicked + `'
 UNION ALL
 SELECT * FROM (SELECT 'url', NULL, NULL, count(*) AS c, count(DISTINCT reader), url, NULL FROM rev
-	WHERE event_type = '` + ingest.LinkClicked + `' GROUP BY url ORDER BY c DESC, url LIMIT ` + fmt.Sprint(TopURLs) + `)`
+	WHERE event_type = '` + ingest.LinkClicked + `' AND ` + safeURLSQL + ` GROUP BY url ORDER BY c DESC, url LIMIT ` + fmt.Sprint(TopURLs) + `)`
 	flow := &BookFlow{BookID: f.BookID, PageCount: pageCount, Transitions: []FlowTransition{},
 		LinkClicks: LinkClickStats{TopURLs: []URLStat{}}}
 	pages := map[int64]*FlowPage{}
@@ -576,7 +580,10 @@ SELECT * FROM (SELECT 'url', NULL, NULL, count(*) AS c, count(DISTINCT reader), 
 		case "link":
 			flow.LinkClicks.Count, flow.LinkClicks.UniqueReaders = c.Int64, d.Int64
 		case "url":
-			flow.LinkClicks.TopURLs = append(flow.LinkClicks.TopURLs, URLStat{URL: u.String, Count: c.Int64, UniqueReaders: d.Int64})
+			// A URL stored before intake refused it (javascript:, data:) is not listed.
+			if ingest.SafeURL(u.String) != "" {
+				flow.LinkClicks.TopURLs = append(flow.LinkClicks.TopURLs, URLStat{URL: u.String, Count: c.Int64, UniqueReaders: d.Int64})
+			}
 		}
 		return nil
 	})

@@ -251,6 +251,10 @@ func TestInputHygieneLinkURLs(t *testing.T) {
 		require.NotContains(t, list[i]["url"], "javascript", "JSON analytics")
 		require.NotContains(t, csv.rows[i]["url"], "javascript", "CSV export")
 	}
+	flow := h.do(t, "GET", "/api/v1/analytics/book-flow?book_id="+rid, key, nil)
+	require.Equal(t, 200, flow.Status, "%s", flow.Body)
+	require.NotContains(t, string(flow.Body), "javascript", "book-flow's top_urls")
+	require.Contains(t, string(flow.Body), "top_urls")
 	p := actors.BuildPayload(1, &bad, "links", "https://svc.example/view/"+rid)
 	require.Empty(t, p.Data.URL, "webhook payload")
 	good := bad

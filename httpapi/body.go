@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/bytebufferpool"
@@ -142,6 +143,7 @@ func capHandler(n int) fasthttp.RequestHandler {
 type bodyBudget struct {
 	mu        sync.Mutex
 	used, max int64
+	refused   atomic.Int64 // requests refused for want of budget (metrics)
 }
 
 // take reserves n bytes; false when the budget cannot spare them.
@@ -152,6 +154,7 @@ func (b *bodyBudget) take(n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.max > 0 && b.used+n > b.max {
+		b.refused.Add(1)
 		return false
 	}
 	b.used += n

@@ -163,6 +163,8 @@ func TestBodyBudget(t *testing.T) {
 	r = h.upload(t, key, "a.pdf", pdf)
 	require.NotEqual(t, 503, r.Status, "%s", r.Body)
 	require.NotEqual(t, 413, r.Status, "%s", r.Body)
+	_, fams := scrape(t, h.base+"/metrics", h.admin)
+	require.GreaterOrEqual(t, sample(fams, "flipbook_request_body_budget_refusals_total"), 1.0)
 	// Everything reserved was given back.
 	eventually(t, 5*time.Second, func() bool { return h.svc.bodies.inUse() == 0 }, "the budget is free again")
 	// Small bodies never touch it.

@@ -119,6 +119,10 @@ var (
 		"What DuckDB holds: the sum over the partitions of the first offset not stored.", nil, nil)
 	descLag = prometheus.NewDesc("flipbook_event_log_lag_events",
 		"Events durable in the log and not yet stored in DuckDB (not yet visible to analytics).", nil, nil)
+	descBodyReserved = prometheus.NewDesc("flipbook_request_body_reserved_bytes",
+		"Memory reserved by request bodies being read or held (3 times their buffered size; --max-buffered-bytes bounds it).", nil, nil)
+	descBodyRefused = prometheus.NewDesc("flipbook_request_body_budget_refusals_total",
+		"Requests answered 503 because request bodies held all of --max-buffered-bytes.", nil, nil)
 	descConvQueued = prometheus.NewDesc("flipbook_conversion_queued_batches",
 		"Upload batches waiting for a conversion worker.", nil, nil)
 	descConvRunning = prometheus.NewDesc("flipbook_conversion_running_batches",
@@ -143,7 +147,7 @@ type serviceCollector struct{ s *Service }
 func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMailbox, descActors, descAppended, descStored, descLogEnd,
 		descLogStored, descLag, descConvQueued, descConvRunning, descConvPages, descPebbleCache, descPebbleMem,
-		descDuckMem, descDuckTemp, descBuild} {
+		descDuckMem, descDuckTemp, descBuild, descBodyReserved, descBodyRefused} {
 		ch <- d
 	}
 }
@@ -161,6 +165,8 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descMailbox, float64(st.Waiting), kind)
 		gauge(descActors, float64(st.Live), kind)
 	}
+	gauge(descBodyReserved, float64(s.bodies.inUse()))
+	counter(descBodyRefused, float64(s.bodies.refused.Load()))
 	cs := s.Actors.ConversionStats()
 	gauge(descConvQueued, float64(cs.Queued))
 	gauge(descConvRunning, float64(cs.Running))

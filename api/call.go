@@ -113,8 +113,6 @@ type Input struct {
 	// and its Idempotency-Key is not a replay (a REST JSON or multipart body: decoding it
 	// before would answer 400 to a caller that should get 401).
 	Decode func(*Args) error
-	// Oversize, when > 0, says the body was over that many bytes: 413 once authorized.
-	Oversize int
 	// IdempotencyKey is the Idempotency-Key of a write ("" for none).
 	IdempotencyKey string
 	IP             string // the caller's address (unauthenticated and public per-IP limits)
@@ -153,11 +151,6 @@ func (c *Caller) Call(ctx context.Context, in *Input) (*Result, error) {
 			aerr.Rate = rate
 			return nil, aerr
 		}
-	}
-	if in.Oversize > 0 {
-		e := ErrTooLarge(in.Oversize)
-		e.Rate = rate
-		return nil, e
 	}
 	res, err := c.call(ctx, in, p, now)
 	if err != nil {

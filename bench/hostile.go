@@ -34,7 +34,11 @@ type HostileOptions struct {
 	Declare  int           // sockets declaring huge bodies (default 50)
 	Trickle  int           // sockets trickling bodies (default 500)
 	Duration time.Duration // the attack (default 30 s)
+	Settle   time.Duration // wait after the attack before reading memory (default 30 s)
+	Upload   int           // bytes of the chunked upload (default 300 MB; over --max-body-bytes)
 	Log      io.Writer     // the service's log (nil: discarded)
+	// ChildArgs are extra flipbook serve flags.
+	ChildArgs []string
 }
 
 // Hostile runs the scenario.
@@ -48,6 +52,12 @@ func Hostile(ctx context.Context, o HostileOptions, out io.Writer) (*Report, err
 	if o.Duration == 0 {
 		o.Duration = 30 * time.Second
 	}
+	if o.Settle == 0 {
+		o.Settle = 30 * time.Second
+	}
+	if o.Upload == 0 {
+		o.Upload = 300 << 20
+	}
 	rep := &Report{Scenario: "hostile"}
 	dir, err := os.MkdirTemp("", "flipbook-bench-hostile-")
 	if err != nil {
@@ -58,7 +68,7 @@ func Hostile(ctx context.Context, o HostileOptions, out io.Writer) (*Report, err
 	if logw == nil {
 		logw = io.Discard
 	}
-	c, err := startChildLog(ctx, dir, logw, "--log-level", "warn")
+	c, err := startChildLog(ctx, dir, logw, append([]string{"--log-level", "warn"}, o.ChildArgs...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +158,7 @@ func Hostile(ctx context.Context, o HostileOptions, out io.Writer) (*Report, err
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		uploadStatus.Store(int64(chunkedUpload(actx, c.base, c.key, 300<<20)))
+		uploadStatus.Store(int64(chunkedUpload(actx, c.base, c.key, o.Upload)))
 	}()
 
 	// During: RSS sampled, /health probed.
@@ -177,14 +187,14 @@ func Hostile(ctx context.Context, o HostileOptions, out io.Writer) (*Report, err
 	wg.Wait()
 	close(stopSample)
 	<-sampled
-	fmt.Fprintf(out, "  attack (%s): %d declaring sockets (%d answers, %d of them 401/413 before the body), %d trickling open at the end, chunked 300 MB upload answered %d\n",
-		o.Duration, o.Declare, answered.Load(), refusedEarly.Load(), maxTrickle, uploadStatus.Load())
+	fmt.Fprintf(out, "  attack (%s): %d declaring sockets (%d answers, %d of them 401/413 before the body), %d trickling open at the end, chunked upload of %s answered %d\n",
+		o.Duration, o.Declare, answered.Load(), refusedEarly.Load(), maxTrickle, mb(int64(o.Upload)), uploadStatus.Load())
 	fmt.Fprintf(out, "  during: RSS peak %s (+%s), health p50 %s p99 %s (%d probes, %d errors)\n",
 		mb(peak), mb(peak-idle), during.P50, during.P99, during.Requests, during.Errors)
 
 	// After: the sockets are gone; memory settles (the Go runtime returns freed heap to the
 	// system within minutes, fasthttp's idle workers stop after 10 s).
-	time.Sleep(30 * time.Second)
+	time.Sleep(o.Settle)
 	after := treeRSS(pid)
 	if os.Getenv("HOSTILE_DEBUG") != "" {
 		tok, _ := os.ReadFile(dir + "/admin-token")
@@ -209,7 +219,7 @@ func Hostile(ctx context.Context, o HostileOptions, out io.Writer) (*Report, err
 		rep.Failed = append(rep.Failed, fmt.Sprintf("health failed %d times under attack: %v", during.Errors, during.FirstErr))
 	}
 	if s := uploadStatus.Load(); s != 413 {
-		rep.Failed = append(rep.Failed, fmt.Sprintf("the 300 MB chunked upload was answered %d, not 413", s))
+		rep.Failed = append(rep.Failed, fmt.Sprintf("the chunked upload was answered %d, not 413", s))
 	}
 	return rep, nil
 }

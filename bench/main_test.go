@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -47,12 +48,18 @@ func testServe(args []string) error {
 	fs.IntVar(&cfg.PageLongEdge, "page-long-edge", 1600, "")
 	fs.BoolVar(&cfg.AllowPrivateTargets, "allow-private-targets", false, "")
 	fs.DurationVar(&cfg.Webhooks.Timeout, "webhook-timeout", 0, "")
+	fs.IntVar(&cfg.MaxBodyBytes, "max-body-bytes", 0, "")
+	logLevel := fs.String("log-level", "info", "")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return err
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
@@ -69,7 +76,12 @@ func testServe(args []string) error {
 	go svc.Serve(ln)
 	fmt.Printf("flipbook (test) listening on http://%s\n", cfg.Addr)
 	if first != nil {
-		fmt.Printf("API key: %s\n", first.Key.Secret)
+		// As serve does: the key goes to a file, its path to stdout (startChild reads it).
+		kf := filepath.Join(cfg.DataDir, "first-api-key")
+		if err := os.WriteFile(kf, []byte(first.Key.Secret+"\n"), 0o600); err != nil {
+			return err
+		}
+		fmt.Printf("API key written to %s (mode 0600)\n", kf)
 	}
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -317,10 +318,21 @@ func (b *body) read() *Error {
 	reserved := 0
 	src := io.LimitReader(req.BodyStream(), int64(b.limit)+1)
 	for {
+		if b.declared > 0 && buf.Len() >= b.declared {
+			// All it declared is in: the stream ends there (fasthttp gives no more).
+			var one [1]byte
+			if n, err := src.Read(one[:]); n > 0 || (err != nil && err != io.EOF) {
+				return bodyReadError(fmt.Errorf("more than the declared %d bytes", b.declared), "the request body cannot be read: ")
+			}
+			break
+		}
 		if buf.Available() == 0 {
-			// The buffer grows with what arrives (doubling from 4 KiB), never with what is
-			// claimed: a socket trickling its body holds a few KiB.
+			// The buffer grows with what arrives (doubling from 4 KiB, never past the declared
+			// length), never with what is claimed: a socket trickling its body holds a few KiB.
 			grow := max(buf.Len(), 4<<10)
+			if b.declared > buf.Len() {
+				grow = min(grow, b.declared-buf.Len())
+			}
 			if buf.Len()+grow > reserved {
 				more := (buf.Len() + grow - reserved + step - 1) / step * step
 				if !b.reserve(int64(more) * bufferedFactor) {

@@ -78,11 +78,14 @@ func bodyTimeout(base time.Duration, cl int) time.Duration {
 // A declared length over every cap of the request's path is answered 413 at once, before a
 // body byte arrives: the request continues as one without a body (fasthttp reads none), marked
 // with overCapHeader for its handler, and its connection closes after the answer.
+//
+// A client sending overCapHeader itself only gets its own request refused.
 func (s *Service) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	if len(h.Peek(overCapHeader)) > 0 {
-		h.Del(overCapHeader) // only this function sets it
-	}
 	cl := h.ContentLength()
+	if cl == 0 {
+		// No body (most requests): the deadline of the headers stands (nothing more is read).
+		return fasthttp.RequestConfig{}
+	}
 	if cl > minBodyCap && cl > s.routeBodyCap(h.Method(), h.RequestURI()) {
 		h.Set(overCapHeader, strconv.Itoa(cl))
 		h.SetContentLength(0)
@@ -98,6 +101,9 @@ const overCapHeader = "X-Flipbook-Body-Over-Cap"
 // declaredLength is the request's declared body length (-1 chunked, 0 none), the one it
 // declared when headerReceived set it aside.
 func declaredLength(ctx *fasthttp.RequestCtx) int {
+	if cl := ctx.Request.Header.ContentLength(); cl != 0 {
+		return cl // headerReceived sets the length to 0 when it marks a request
+	}
 	if v := ctx.Request.Header.Peek(overCapHeader); len(v) > 0 {
 		if n, err := strconv.Atoi(string(v)); err == nil {
 			return n

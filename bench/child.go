@@ -86,6 +86,8 @@ func startChildOn(ctx context.Context, dir string, needKey bool, stderr io.Write
 				if b, err := os.ReadFile(m[1]); err == nil { // the first start's key (never printed)
 					c.key = keyRe.FindString(string(b))
 				}
+			} else if k := keyRe.FindString(l); k != "" && c.key == "" {
+				c.key = k // a build before 2026-11-27 printed it (FLIPBOOK_BENCH_SERVE)
 			}
 		case <-deadline:
 			c.stop()

@@ -192,3 +192,30 @@ func TestBodyKeepAlive(t *testing.T) {
 		require.False(t, res.Close)
 	}
 }
+
+// A client sending Expect: 100-continue (curl does above 1 MB) and refused reads its answer, not
+// a reset: without a key, and over the cap.
+func TestBodyExpectContinueRefused(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxBodyBytes = 4 << 20 })
+	key := h.workspace(t, "company", "live")
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{ExpectContinueTimeout: 5 * time.Second}}
+	for _, c := range []struct {
+		key  string
+		size int
+		want int
+	}{{"", 3 << 20, 401}, {key, 6 << 20, 413}} {
+		body := append([]byte("--b\r\nContent-Disposition: form-data; name=\"files[]\"; filename=\"a.pdf\"\r\n\r\n"), bytes.Repeat([]byte("p"), c.size)...)
+		req, err := http.NewRequest("POST", h.base+"/api/v1/books", bytes.NewReader(append(body, "\r\n--b--\r\n"...)))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "multipart/form-data; boundary=b")
+		req.Header.Set("Expect", "100-continue")
+		if c.key != "" {
+			req.Header.Set("Authorization", "Bearer "+c.key)
+		}
+		res, err := client.Do(req)
+		require.NoError(t, err, "the answer, not a reset")
+		raw, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.Equal(t, c.want, res.StatusCode, "%s", raw)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"flipbook/mcp"
-	"flipbook/oauth"
 )
 
 // TestOAuthSDKClientFlow runs the MCP TypeScript SDK's own OAuth client (clients/oauth-flow.mjs:
@@ -22,8 +21,8 @@ func TestOAuthSDKClientFlow(t *testing.T) {
 	docs := newCIMDServer(t, true)
 	roots := x509.NewCertPool()
 	roots.AddCert(docs.Certificate())
-	oauth.TrustRootsForTesting(roots) // the document is https on loopback (the SDK insists on https)
-	h := newHarness(t, func(c *Config) { c.AllowPrivateTargets = true })
+	// The document is https on loopback (the SDK insists on https): its certificate is trusted.
+	h := newHarness(t, func(c *Config) { c.AllowPrivateTargets, c.OAuthDocumentRoots = true, roots })
 	key, _ := h.workspaceKey(t, "company", "live", "*")
 	h.konva(t, key, "sdk oauth book", "draft")
 	cimd := docs.URL + "/mcp/client.json"

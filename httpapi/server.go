@@ -6,6 +6,7 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -76,6 +77,9 @@ type Config struct {
 	// 256 KiB/s (0 = 30 s; body.go).
 	BodyReadTimeout time.Duration
 	BookIdle        time.Duration
+	// OAuthDocumentRoots, when set, replace the system's roots for OAuth client metadata
+	// documents served over https (tests; oauth.Options.DocumentRoots).
+	OAuthDocumentRoots *x509.CertPool
 	// AllowPrivateTargets lets the service fetch URLs that resolve to private, loopback or
 	// link-local addresses (template images; later webhooks). Off by default (SSRF).
 	AllowPrivateTargets bool
@@ -224,7 +228,7 @@ func New(cfg Config) (*Service, error) {
 	// The OAuth authorization server (package oauth): access tokens are accepted wherever keys
 	// are, for the resource they were issued for.
 	if s.oauth, err = oauth.New(st, oauth.Options{Issuer: cfg.PublicURL, Resources: []string{s.mcpResource(), s.restResource()},
-		Scopes: api.Scopes, AllowPrivate: cfg.AllowPrivateTargets, Logger: cfg.Logger,
+		Scopes: api.Scopes, AllowPrivate: cfg.AllowPrivateTargets, DocumentRoots: cfg.OAuthDocumentRoots, Logger: cfg.Logger,
 		AccessTTL: cfg.OAuthAccessTTL, RefreshTTL: cfg.OAuthRefreshTTL, RateLimit: cfg.RateUnauthenticated,
 		OnRevoke: func() { s.caller.InvalidateAuth() }}); err != nil {
 		s.shutdownState()

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ory/fosite"
@@ -118,10 +117,10 @@ const (
 // maxFailed is the size of the failure cache above which expired entries are dropped.
 const maxFailed = 1024
 
-func newClients(st *storage.Store, allowPrivate bool, resources []string, lim *limiter) *clients {
+func newClients(st *storage.Store, allowPrivate bool, roots *x509.CertPool, resources []string, lim *limiter) *clients {
 	p := outbound.Policy{AllowPrivate: allowPrivate}
 	tr := p.Transport(outbound.TransportOptions{Timeout: cimdTimeout, MaxIdlePerHost: 2})
-	if roots := testRoots.Load(); roots != nil {
+	if roots != nil {
 		tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	}
 	return &clients{st: st, policy: p, resources: resources, lim: lim,
@@ -129,15 +128,6 @@ func newClients(st *storage.Store, allowPrivate bool, resources []string, lim *l
 		http: &http.Client{Timeout: cimdTimeout, Transport: tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
-
-// testRoots replace the system's roots for the metadata document fetches of servers made after
-// TrustRootsForTesting.
-var testRoots atomic.Pointer[x509.CertPool]
-
-// TrustRootsForTesting makes the authorization servers created afterwards verify metadata
-// documents served over https against roots instead of the system's: tests serve documents
-// from httptest TLS servers (MCP clients insist on an https client_id URL). Not for production.
-func TrustRootsForTesting(roots *x509.CertPool) { testRoots.Store(roots) }
 
 // isCIMD reports whether a client id is a metadata document URL.
 func isCIMD(id string) bool {

@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"log/slog"
@@ -35,9 +36,12 @@ type Options struct {
 	Scopes    []string // every scope (spec §5.5)
 	// AllowPrivate lets metadata documents be fetched from private addresses (tests, local use).
 	AllowPrivate bool
-	AccessTTL    time.Duration // default 1 hour
-	RefreshTTL   time.Duration // default 30 days
-	Logger       *slog.Logger
+	// DocumentRoots, when set, replace the system's roots for metadata documents served over
+	// https (tests serve them from TLS test servers: MCP clients insist on an https client_id).
+	DocumentRoots *x509.CertPool
+	AccessTTL     time.Duration // default 1 hour
+	RefreshTTL    time.Duration // default 30 days
+	Logger        *slog.Logger
 	// OnRevoke is called after tokens were revoked (the API forgets cached credentials).
 	OnRevoke func()
 	// RateLimit is the per-IP limit, per minute, of each of: registrations (POST
@@ -108,7 +112,7 @@ func New(st *storage.Store, o Options) (*Server, error) {
 		SendDebugMessagesToClients:     true,
 	}
 	lim := newLimiter(o.RateLimit)
-	store := &Store{st: st, clients: newClients(st, o.AllowPrivate, o.Resources, lim), onRevoke: o.OnRevoke}
+	store := &Store{st: st, clients: newClients(st, o.AllowPrivate, o.DocumentRoots, o.Resources, lim), onRevoke: o.OnRevoke}
 	strategy := compose.NewOAuth2HMACStrategy(cfg)
 	provider := compose.Compose(cfg, store, &compose.CommonStrategy{CoreStrategy: strategy},
 		compose.OAuth2AuthorizeExplicitFactory,

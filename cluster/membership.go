@@ -1,7 +1,7 @@
 // Package cluster is cluster mode's membership (issue 26, DESIGN.md §12): which node owns which
 // partition of the workspaces, decided by Kafka's consumer-group protocol, and what every node
 // knows of every partition's owner. It is the first part of cluster mode and is not wired into
-// `flipbook serve` yet (docs/DECISIONS.md "Cluster mode: membership").
+// `flipbook serve` yet (docs/DECISIONS.md "Cluster mode: membership and fencing").
 //
 // A workspace belongs to one partition, ingest.PartitionOf(workspace, N), the same for every
 // topic. The nodes form one consumer group over the changelog topic (N partitions, compacted:

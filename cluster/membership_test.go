@@ -200,6 +200,13 @@ func (c *cutter) dial(ctx context.Context, network, host string) (net.Conn, erro
 	return conn, err
 }
 
+func (c *cutter) resume() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut = false
+	c.conns = nil
+}
+
 func (c *cutter) cutOff() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,0 +1,125 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Fencing (issue 26, "Writes"): a partition's state changes go to the changelog in Kafka
+// transactions under one transactional id per partition, "<group>-p<partition>". Opening a
+// partition's writer initializes that id's producer, which bumps its epoch: from then on the
+// previous owner's producer is fenced, and its next commit fails with ErrFenced, whatever it
+// believes it owns. A write is acknowledged only once its transaction committed, so a node that
+// lost a partition can no longer acknowledge a write for it.
+
+// ErrFenced is a changelog write refused because another node opened the partition's writer
+// since: this node no longer owns the partition.
+var ErrFenced = errors.New("cluster: fenced: another node owns the partition now")
+
+// Change is one state change: a key of the partition's state and its new value (nil: deleted).
+type Change struct {
+	Key, Value []byte
+}
+
+// Writer writes one partition's changes to the changelog, fenced by its transactional id.
+type Writer struct {
+	m      *Member
+	p      int
+	cl     *kgo.Client
+	fenced error // set once fenced: the producer is done for good
+}
+
+// OpenWriter opens partition p's changelog writer and fences every writer of p opened before,
+// on any node. The caller opens it when the partition is assigned (OnAssigned) and closes it
+// when it is revoked.
+func (m *Member) OpenWriter(ctx context.Context, p int) (*Writer, error) {
+	if p < 0 || p >= m.parts {
+		return nil, fmt.Errorf("cluster: no partition %d (of %d)", p, m.parts)
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(m.o.Brokers...),
+		kgo.TransactionalID(m.o.Group + "-p" + strconv.Itoa(p)),
+		kgo.TransactionTimeout(m.o.SessionTimeout * 2),
+		kgo.DefaultProduceTopic(m.o.ChangelogTopic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks())}
+	if m.o.dial != nil {
+		opts = append(opts, kgo.Dialer(m.o.dial))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	// An empty transaction initializes the producer id now (kgo does it lazily), which is
+	// what fences the previous owner, and aborts whatever it left open.
+	if err := cl.BeginTransaction(); err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("cluster: open writer of partition %d: %w", p, err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		cl.Close()
+		return nil, fenced(fmt.Errorf("cluster: open writer of partition %d: %w", p, err))
+	}
+	return &Writer{m: m, p: p, cl: cl}, nil
+}
+
+// Append writes changes to the partition's changelog in one transaction and returns once it
+// committed (then the changes are durable and the write may be acknowledged), or ErrFenced.
+// Writes to one writer are serialized by its caller (the partition's owner).
+func (w *Writer) Append(ctx context.Context, changes ...Change) error {
+	if w.fenced != nil {
+		return w.fenced
+	}
+	err := w.append(ctx, changes)
+	if errors.Is(err, ErrFenced) {
+		w.fenced = err
+	}
+	return err
+}
+
+func (w *Writer) append(ctx context.Context, changes []Change) error {
+	if err := w.cl.BeginTransaction(); err != nil {
+		return fenced(err)
+	}
+	recs := make([]*kgo.Record, len(changes))
+	for i, c := range changes {
+		recs[i] = &kgo.Record{Partition: int32(w.p), Key: c.Key, Value: c.Value}
+	}
+	perr := w.cl.ProduceSync(ctx, recs...).FirstErr()
+	commit := kgo.TransactionEndTry(perr == nil)
+	if err := w.cl.EndTransaction(ctx, commit); err != nil {
+		err = fenced(fmt.Errorf("cluster: changelog of partition %d: %w", w.p, err))
+		if !errors.Is(err, ErrFenced) {
+			// Not committed; the transaction is aborted so the next Append can begin one.
+			_ = w.cl.AbortBufferedRecords(ctx)
+			_ = w.cl.EndTransaction(ctx, kgo.TryAbort)
+		}
+		return err
+	}
+	if perr != nil {
+		return fenced(fmt.Errorf("cluster: changelog of partition %d: %w", w.p, perr))
+	}
+	return nil
+}
+
+// Partition is the writer's partition.
+func (w *Writer) Partition() int { return w.p }
+
+// Close closes the writer (an open transaction is aborted by the broker at its timeout).
+func (w *Writer) Close() { w.cl.Close() }
+
+// fenced maps the broker's fencing errors to ErrFenced (keeping the cause).
+func fenced(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, kerr.InvalidProducerIDMapping) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+		return fmt.Errorf("%w (%v)", ErrFenced, err)
+	}
+	return err
+}

@@ -91,6 +91,18 @@ func (c *bookCache) end(k string) {
 	sh.mu.Unlock()
 }
 
+// reset empties the cache (state written under it: a restore from the changelog); a reader
+// that missed before sees the epoch moved and does not fill.
+func (c *bookCache) reset() {
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		clear(sh.m)
+		sh.epoch++
+		sh.mu.Unlock()
+	}
+}
+
 // Memo carries a rendering of a record version, computed once by whoever needs it (the HTTP
 // layer's wire JSON). A record read from the store is immutable, so its Memo stays valid.
 type Memo struct {

@@ -49,7 +49,11 @@ func (q *sequences) next(name string) (int64, error) {
 	}
 	if st.next >= st.limit {
 		limit := st.next + seqLease
-		if err := q.s.db.Set(seqKey(name), u64(limit), pebble.Sync); err != nil {
+		b := q.s.db.NewBatch()
+		_ = b.Set(seqKey(name), u64(limit), nil)
+		err := q.s.commit(b, pebble.Sync)
+		_ = b.Close()
+		if err != nil {
 			return 0, err
 		}
 		st.limit = limit
@@ -64,8 +68,9 @@ func (q *sequences) close() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	b := q.s.db.NewBatch()
+	defer b.Close()
 	for name, st := range q.m {
 		_ = b.Set(seqKey(name), u64(st.next), nil)
 	}
-	return b.Commit(pebble.Sync)
+	return q.s.commit(b, pebble.Sync)
 }

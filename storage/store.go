@@ -32,6 +32,7 @@ type Store struct {
 	seqs  *sequences
 	books *bookCache
 	idem  idemAccount // stored idempotent responses per tenant (idempotency.go)
+	sink  ChangeSink  // Options.Changes
 }
 
 // Options configure Open.
@@ -40,6 +41,9 @@ type Options struct {
 	CacheBytes int64
 	// MemTableBytes is the size of Pebble's memtables (default DefaultMemTableBytes).
 	MemTableBytes int64
+	// Changes, when set, is given every write's mutations before the write is applied
+	// (cluster mode's changelog; changes.go).
+	Changes ChangeSink
 }
 
 // DefaultCacheBytes is the default Pebble block cache.
@@ -86,7 +90,7 @@ func Open(dir string, o Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	s := &Store{db: db, dir: dir, Blobs: blobs, books: newBookCache()}
+	s := &Store{db: db, dir: dir, Blobs: blobs, books: newBookCache(), sink: o.Changes}
 	s.seqs = newSequences(s)
 	if err := s.lowerSlugs(); err != nil { // tracked-link slugs are case-insensitive (slugcase.go)
 		_ = db.Close()
@@ -187,7 +191,7 @@ func (b *Batch) Commit() error {
 	for _, k := range b.touched {
 		b.s.books.begin(k)
 	}
-	err := b.b.Commit(pebble.Sync)
+	err := b.s.commit(b.b, pebble.Sync)
 	_ = b.b.Close()
 	for _, k := range b.touched {
 		b.s.books.end(k)
@@ -204,7 +208,7 @@ func (b *Batch) CommitNoSync() error {
 	for _, k := range b.touched {
 		b.s.books.begin(k)
 	}
-	err := b.b.Commit(pebble.NoSync)
+	err := b.s.commit(b.b, pebble.NoSync)
 	_ = b.b.Close()
 	for _, k := range b.touched {
 		b.s.books.end(k)

@@ -335,7 +335,10 @@ func (s *Store) SetWebhookHealth(t Tenant, sub int64, h WebhookHealth) error {
 	if err != nil {
 		return err
 	}
-	return s.db.Set(whHealthKey(t, sub), data, pebble.NoSync)
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Set(whHealthKey(t, sub), data, nil)
+	return s.commit(b, pebble.NoSync)
 }
 
 // GetWebhookHealth reads a subscription's health (zero when none is stored).

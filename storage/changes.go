@@ -1,0 +1,103 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Cluster mode's changelog (issue 26, DESIGN.md §12) needs every state change before it is
+// applied: a ChangeSink (Options.Changes) is given each write's mutations before the write
+// reaches Pebble, and an error from it refuses the write (nothing is applied). Without a sink
+// (one process, the default) nothing of this runs.
+
+// Mutation is one key's change in a write.
+type Mutation struct {
+	Key    []byte
+	Value  []byte // nil when Delete
+	Delete bool
+}
+
+// ChangeSink receives the mutations of each write, in order, before the write is applied.
+// The slices are only valid during the call.
+type ChangeSink interface {
+	Changes(muts []Mutation) error
+}
+
+// commit applies a Pebble batch, through the sink first when there is one.
+func (s *Store) commit(pb *pebble.Batch, opts *pebble.WriteOptions) error {
+	if s.sink != nil {
+		muts, err := s.mutations(pb)
+		if err != nil {
+			return err
+		}
+		if len(muts) > 0 {
+			if err := s.sink.Changes(muts); err != nil {
+				return fmt.Errorf("storage: changelog: %w", err)
+			}
+		}
+	}
+	return pb.Commit(opts)
+}
+
+// mutations decodes a batch into point mutations. A range deletion becomes a deletion of each
+// key it removes (those stored, and those set earlier in the batch), so a changelog holds only
+// point records, which a compacted topic can keep one per key.
+func (s *Store) mutations(pb *pebble.Batch) ([]Mutation, error) {
+	var out []Mutation
+	r := pb.Reader()
+	for {
+		kind, key, value, ok, err := r.Next()
+		if err != nil {
+			return nil, fmt.Errorf("storage: read batch: %w", err)
+		}
+		if !ok {
+			return out, nil
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet:
+			out = append(out, Mutation{Key: key, Value: value})
+		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete, pebble.InternalKeyKindDeleteSized:
+			out = append(out, Mutation{Key: key, Delete: true})
+		case pebble.InternalKeyKindRangeDelete:
+			start, end := key, value
+			for _, m := range out { // set earlier in this batch
+				if !m.Delete && bytes.Compare(m.Key, start) >= 0 && bytes.Compare(m.Key, end) < 0 {
+					out = append(out, Mutation{Key: m.Key, Delete: true})
+				}
+			}
+			it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+			if err != nil {
+				return nil, err
+			}
+			for it.First(); it.Valid(); it.Next() {
+				out = append(out, Mutation{Key: append([]byte(nil), it.Key()...), Delete: true})
+			}
+			if err := it.Close(); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("storage: a batch with a %s write cannot go to the changelog", kind)
+		}
+	}
+}
+
+// ApplyChanges applies mutations read back from a changelog (restoring a partition's state)
+// in one synced write; they do not go to the sink again.
+func (s *Store) ApplyChanges(muts []Mutation) error {
+	b := s.db.NewBatch()
+	for _, m := range muts {
+		if m.Delete {
+			_ = b.Delete(m.Key, nil)
+		} else {
+			_ = b.Set(m.Key, m.Value, nil)
+		}
+	}
+	defer b.Close()
+	if err := b.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	s.books.reset()
+	return nil
+}

@@ -41,8 +41,14 @@ func (m *Member) OpenWriter(ctx context.Context, p int) (*Writer, error) {
 	if p < 0 || p >= m.parts {
 		return nil, fmt.Errorf("cluster: no partition %d (of %d)", p, m.parts)
 	}
+	return m.openWriter(ctx, m.o.Group+"-p"+strconv.Itoa(p), p)
+}
+
+// openWriter opens a writer with transactional id id, of changelog partition p (-1: of the
+// global topic only).
+func (m *Member) openWriter(ctx context.Context, id string, p int) (*Writer, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(m.o.Brokers...),
-		kgo.TransactionalID(m.o.Group + "-p" + strconv.Itoa(p)),
+		kgo.TransactionalID(id),
 		kgo.TransactionTimeout(m.o.SessionTimeout * 2),
 		kgo.DefaultProduceTopic(m.o.ChangelogTopic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -81,13 +87,35 @@ func (w *Writer) Append(ctx context.Context, changes ...Change) error {
 	return err
 }
 
+// AppendWith is Append with changes to the global table in the same transaction (a write
+// that touches both: a new book and its random id's lookup).
+func (w *Writer) AppendWith(ctx context.Context, changes, global []Change) error {
+	if w.fenced != nil {
+		return w.fenced
+	}
+	err := w.appendWith(ctx, changes, global)
+	if errors.Is(err, ErrFenced) {
+		w.fenced = err
+	}
+	return err
+}
+
 func (w *Writer) append(ctx context.Context, changes []Change) error {
+	return w.appendWith(ctx, changes, nil)
+}
+
+// appendWith writes changes to the partition and global changes to the global topic in one
+// transaction.
+func (w *Writer) appendWith(ctx context.Context, changes, global []Change) error {
 	if err := w.cl.BeginTransaction(); err != nil {
 		return fenced(err)
 	}
-	recs := make([]*kgo.Record, len(changes))
-	for i, c := range changes {
-		recs[i] = &kgo.Record{Partition: int32(w.p), Key: c.Key, Value: c.Value}
+	recs := make([]*kgo.Record, 0, len(changes)+len(global))
+	for _, c := range changes {
+		recs = append(recs, &kgo.Record{Partition: int32(w.p), Key: c.Key, Value: c.Value})
+	}
+	for _, c := range global {
+		recs = append(recs, &kgo.Record{Topic: w.m.o.GlobalTopic, Partition: 0, Key: c.Key, Value: c.Value})
 	}
 	perr := w.cl.ProduceSync(ctx, recs...).FirstErr()
 	commit := kgo.TransactionEndTry(perr == nil)

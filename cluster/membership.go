@@ -43,6 +43,7 @@ const (
 	DefaultGroup          = "flipbook-cluster"
 	DefaultChangelogTopic = "flipbook-changelog"
 	DefaultOwnersTopic    = "flipbook-owners"
+	DefaultGlobalTopic    = "flipbook-global"
 	DefaultSessionTimeout = 10 * time.Second
 )
 
@@ -55,8 +56,9 @@ type Options struct {
 	// Partitions is the number of partitions, used when the topics are first created (an
 	// existing changelog topic's count wins).
 	Partitions int
-	// Group, ChangelogTopic and OwnersTopic name the consumer group and the topics.
-	Group, ChangelogTopic, OwnersTopic string
+	// Group, ChangelogTopic, OwnersTopic and GlobalTopic name the consumer group and the
+	// topics (GlobalTopic: the state every node holds, state.go).
+	Group, ChangelogTopic, OwnersTopic, GlobalTopic string
 	// ReplicationFactor of the topics created (0: the brokers' default).
 	ReplicationFactor int16
 	// SessionTimeout is how long a silent node keeps its partitions (heartbeats every third).
@@ -105,6 +107,7 @@ func Join(ctx context.Context, o Options) (*Member, error) {
 	o.Group = cmpOr(o.Group, DefaultGroup)
 	o.ChangelogTopic = cmpOr(o.ChangelogTopic, DefaultChangelogTopic)
 	o.OwnersTopic = cmpOr(o.OwnersTopic, DefaultOwnersTopic)
+	o.GlobalTopic = cmpOr(o.GlobalTopic, DefaultGlobalTopic)
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
@@ -125,8 +128,10 @@ func Join(ctx context.Context, o Options) (*Member, error) {
 	if m.parts, err = ensureTopic(ctx, admin, o.ChangelogTopic, int32(o.Partitions), o.ReplicationFactor); err != nil {
 		return nil, err
 	}
-	if _, err = ensureTopic(ctx, admin, o.OwnersTopic, 1, o.ReplicationFactor); err != nil {
-		return nil, err
+	for _, t := range []string{o.OwnersTopic, o.GlobalTopic} {
+		if _, err = ensureTopic(ctx, admin, t, 1, o.ReplicationFactor); err != nil {
+			return nil, err
+		}
 	}
 	if m.read, err = kgo.NewClient(append(common, kgo.ConsumeTopics(o.OwnersTopic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))...); err != nil {

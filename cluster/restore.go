@@ -23,7 +23,16 @@ func (m *Member) Restore(ctx context.Context, p int, from int64, apply func(Chan
 	if p < 0 || p >= m.parts {
 		return from, 0, fmt.Errorf("cluster: no partition %d (of %d)", p, m.parts)
 	}
-	end, err := m.stableEnd(ctx, p)
+	return m.restore(ctx, m.o.ChangelogTopic, p, from, apply)
+}
+
+// RestoreGlobal is Restore of the global table (every node holds all of it).
+func (m *Member) RestoreGlobal(ctx context.Context, from int64, apply func(Change) error) (next int64, n int, err error) {
+	return m.restore(ctx, m.o.GlobalTopic, 0, from, apply)
+}
+
+func (m *Member) restore(ctx context.Context, topic string, p int, from int64, apply func(Change) error) (next int64, n int, err error) {
+	end, err := m.stableEnd(ctx, topic, p)
 	if err != nil {
 		return from, 0, err
 	}
@@ -31,7 +40,7 @@ func (m *Member) Restore(ctx context.Context, p int, from int64, apply func(Chan
 		return from, 0, nil
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(m.o.Brokers...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{m.o.ChangelogTopic: {int32(p): kgo.NewOffset().At(from)}}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {int32(p): kgo.NewOffset().At(from)}}),
 		kgo.FetchMaxBytes(64 << 20), kgo.FetchMaxPartitionBytes(16 << 20),
 		// Transaction markers take offsets too: returned, they say how far the reading got.
 		kgo.KeepControlRecords()}
@@ -52,7 +61,7 @@ func (m *Member) Restore(ctx context.Context, p int, from int64, apply func(Chan
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
 		if ferr != nil {
-			return next, n, fmt.Errorf("cluster: restore partition %d: %w", p, ferr)
+			return next, n, fmt.Errorf("cluster: restore %s/%d: %w", topic, p, ferr)
 		}
 		var aerr error
 		fs.EachRecord(func(r *kgo.Record) {
@@ -75,11 +84,11 @@ func (m *Member) Restore(ctx context.Context, p int, from int64, apply func(Chan
 }
 
 // stableEnd is partition p's last stable offset: everything committed below it is readable.
-func (m *Member) stableEnd(ctx context.Context, p int) (int64, error) {
+func (m *Member) stableEnd(ctx context.Context, topic string, p int) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.IsolationLevel = 1 // read committed: the last stable offset
 	t := kmsg.NewListOffsetsRequestTopic()
-	t.Topic = m.o.ChangelogTopic
+	t.Topic = topic
 	pt := kmsg.NewListOffsetsRequestTopicPartition()
 	pt.Partition, pt.Timestamp = int32(p), -1 // latest
 	t.Partitions = append(t.Partitions, pt)

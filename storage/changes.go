@@ -101,3 +101,19 @@ func (s *Store) ApplyChanges(muts []Mutation) error {
 	s.books.reset()
 	return nil
 }
+
+// ScanAll calls fn with every key and value of the state in key order (comparing a restored
+// store with its source).
+func (s *Store) ScanAll(fn func(key, value []byte) error) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}

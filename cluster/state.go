@@ -1,0 +1,217 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"flipbook/ingest"
+	"flipbook/storage"
+)
+
+// The state's changelog (issue 26, "Writes"): StateSink is the store's storage.ChangeSink in
+// cluster mode. Each write's mutations are split by key: a tenant's keys ("t/" + its 8-byte
+// workspace id + mode + "/") belong to the workspace's partition, every other key ("g/...":
+// workspaces, key hashes, lookups, sequences, timers) to the global table, which every node
+// holds. A write's mutations of one partition and its global ones go in one transaction of that
+// partition's Writer, so they commit together and only while this node owns the partition; a
+// write spanning partitions (a sweep over all tenants' expired entries) is one transaction per
+// partition; a write of global keys only goes through the node's global writer. The write is
+// applied to Pebble only after the transactions committed (storage.Store.commit), so what a
+// node acknowledged is in the changelog, and a node that lost a partition cannot write it.
+//
+// Records: the key is the Pebble key; the value is 1 followed by the Pebble value, or nil for a
+// deletion (a tombstone, which compaction eventually removes). A set with an empty value is
+// therefore never mistaken for a deletion.
+
+// ErrNotOwner refuses a write to a partition this node has no open writer for.
+var ErrNotOwner = errors.New("cluster: this node does not own the partition")
+
+// tenantKeyLen is the length of a tenant's key prefix: "t/" + 8-byte workspace + mode + "/".
+const tenantKeyLen = 2 + 8 + 1 + 1
+
+// KeyPartition is the partition of a state key, or global for a key outside every tenant.
+func KeyPartition(key []byte, parts int) (p int, global bool) {
+	if len(key) < tenantKeyLen || key[0] != 't' || key[1] != '/' || key[tenantKeyLen-1] != '/' {
+		return 0, true
+	}
+	ws := int64(binary.BigEndian.Uint64(key[2:10]))
+	return ingest.PartitionOf(ws, parts), false
+}
+
+// EncodeMutation is a mutation as a changelog record's value.
+func EncodeMutation(m storage.Mutation) Change {
+	if m.Delete {
+		return Change{Key: m.Key}
+	}
+	v := make([]byte, 1+len(m.Value))
+	v[0] = 1
+	copy(v[1:], m.Value)
+	return Change{Key: m.Key, Value: v}
+}
+
+// DecodeChange is a changelog record back as a mutation.
+func DecodeChange(c Change) (storage.Mutation, error) {
+	switch {
+	case c.Value == nil:
+		return storage.Mutation{Key: c.Key, Delete: true}, nil
+	case len(c.Value) >= 1 && c.Value[0] == 1:
+		return storage.Mutation{Key: c.Key, Value: c.Value[1:]}, nil
+	}
+	return storage.Mutation{}, fmt.Errorf("cluster: a changelog record of key %q has no known encoding", c.Key)
+}
+
+// StateSink sends a store's writes to the changelog (storage.Options.Changes).
+type StateSink struct {
+	m       *Member
+	timeout time.Duration
+
+	mu      sync.Mutex
+	writers map[int]*Writer
+	global  *Writer // this node's writer of global-only writes
+}
+
+// NewStateSink is the sink of m's writes; Open and Drop give it the partitions' writers as
+// they are assigned and revoked.
+func NewStateSink(m *Member) *StateSink {
+	return &StateSink{m: m, timeout: 30 * time.Second, writers: map[int]*Writer{}}
+}
+
+// Open opens partition p's writer (fencing its previous owner): from now on this node writes p.
+func (s *StateSink) Open(ctx context.Context, p int) error {
+	w, err := s.m.OpenWriter(ctx, p)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	old := s.writers[p]
+	s.writers[p] = w
+	s.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	return nil
+}
+
+// Drop closes partition p's writer: writes to p are refused from now on.
+func (s *StateSink) Drop(p int) {
+	s.mu.Lock()
+	w := s.writers[p]
+	delete(s.writers, p)
+	s.mu.Unlock()
+	if w != nil {
+		w.Close()
+	}
+}
+
+// Close closes every writer.
+func (s *StateSink) Close() {
+	s.mu.Lock()
+	ws := s.writers
+	g := s.global
+	s.writers, s.global = map[int]*Writer{}, nil
+	s.mu.Unlock()
+	for _, w := range ws {
+		w.Close()
+	}
+	if g != nil {
+		g.Close()
+	}
+}
+
+// Changes writes one store write's mutations to the changelog (storage.ChangeSink). Writes are
+// serialized here: a partition's writer takes one transaction at a time.
+func (s *StateSink) Changes(muts []storage.Mutation) error {
+	byPart := map[int][]Change{}
+	var global []Change
+	for _, m := range muts {
+		p, g := KeyPartition(m.Key, s.m.parts)
+		if g {
+			global = append(global, EncodeMutation(m))
+		} else {
+			byPart[p] = append(byPart[p], EncodeMutation(m))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	parts := make([]int, 0, len(byPart))
+	for p := range byPart {
+		parts = append(parts, p)
+	}
+	sort.Ints(parts)
+	for _, p := range parts {
+		if s.writers[p] == nil {
+			return fmt.Errorf("%w %d", ErrNotOwner, p)
+		}
+	}
+	if len(parts) == 0 {
+		if len(global) == 0 {
+			return nil
+		}
+		if s.global == nil {
+			w, err := s.m.openWriter(ctx, s.m.o.Group+"-global-"+s.m.o.Node, -1)
+			if err != nil {
+				return err
+			}
+			s.global = w
+		}
+		return s.global.AppendWith(ctx, nil, global)
+	}
+	for i, p := range parts {
+		var g []Change
+		if i == 0 {
+			g = global // with the first partition's changes, in its transaction
+		}
+		if err := s.writers[p].AppendWith(ctx, byPart[p], g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ApplyTo restores a store from the changelog: the global table and the given partitions, each
+// from the offset in from (missing: the start); it returns the offsets to store for the next
+// catch-up.
+func (m *Member) ApplyTo(ctx context.Context, st *storage.Store, partitions []int, from map[string]int64) (map[string]int64, error) {
+	next := map[string]int64{}
+	const chunk = 10_000
+	var buf []storage.Mutation
+	flush := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		err := st.ApplyChanges(buf)
+		buf = buf[:0]
+		return err
+	}
+	apply := func(c Change) error {
+		mu, err := DecodeChange(c)
+		if err != nil {
+			return err
+		}
+		buf = append(buf, mu)
+		if len(buf) >= chunk {
+			return flush()
+		}
+		return nil
+	}
+	off, _, err := m.RestoreGlobal(ctx, from["global"], apply)
+	if err != nil {
+		return nil, err
+	}
+	next["global"] = off
+	for _, p := range partitions {
+		name := fmt.Sprint(p)
+		if off, _, err = m.Restore(ctx, p, from[name], apply); err != nil {
+			return nil, err
+		}
+		next[name] = off
+	}
+	return next, flush()
+}

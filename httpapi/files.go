@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -76,8 +77,7 @@ func (s *Service) serveFile(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
 	rid, _ := ctx.UserValue("book").(string)
 	name, _ := ctx.UserValue("name").(string)
-	path, ok := s.Store.Blobs.Path(rid, name)
-	if !ok {
+	if !storage.ValidName(rid) || !storage.ValidName(name) {
 		s.writeError(ctx, errNotFound("file"))
 		return
 	}
@@ -87,14 +87,11 @@ func (s *Service) serveFile(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, denied)
 		return
 	}
-	f, err := os.Open(path)
+	f, size, err := s.Store.Blobs.Open(rid, name) // a local file, or an object (--blob-url)
 	if err != nil {
-		s.writeError(ctx, errNotFound("file"))
-		return
-	}
-	st, err := f.Stat()
-	if err != nil || st.IsDir() {
-		f.Close()
+		if !errors.Is(err, os.ErrNotExist) {
+			s.log.Error("open stored file", "book", rid, "name", name, "err", err)
+		}
 		s.writeError(ctx, errNotFound("file"))
 		return
 	}
@@ -115,8 +112,8 @@ func (s *Service) serveFile(ctx *fasthttp.RequestCtx) {
 	}
 	if ctx.IsHead() {
 		f.Close()
-		h.Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+		h.Set("Content-Length", strconv.FormatInt(size, 10))
 		return
 	}
-	ctx.SetBodyStream(f, int(st.Size()))
+	ctx.SetBodyStream(f, int(size))
 }

@@ -77,6 +77,10 @@ type Config struct {
 	// 256 KiB/s (0 = 30 s; body.go).
 	BodyReadTimeout time.Duration
 	BookIdle        time.Duration
+	// BlobURL keeps page images, thumbnails and logos in an S3-compatible store
+	// (s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT&region=REGION; storage.Options.BlobURL);
+	// "" keeps them in <data>/blobs.
+	BlobURL string
 	// OAuthDocumentRoots, when set, replace the system's roots for OAuth client metadata
 	// documents served over https (tests; oauth.Options.DocumentRoots).
 	OAuthDocumentRoots *x509.CertPool
@@ -205,7 +209,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	st, err := storage.Open(cfg.DataDir, storage.Options{})
+	st, err := storage.Open(cfg.DataDir, storage.Options{BlobURL: cfg.BlobURL})
 	if err != nil {
 		return nil, err
 	}

@@ -15,8 +15,12 @@ import (
 // Blobs stores a book's files (page images, thumbnails) in one folder per book, named by
 // content hash: a file's name never changes meaning, so it is served as immutable, and deleting
 // a book removes its folder.
+//
+// With Options.BlobURL the files are objects in an S3-compatible store instead (blobs_s3.go):
+// every method then works on the bucket, and Path has no file to give (Open streams).
 type Blobs struct {
-	dir string
+	dir    string
+	remote *s3Blobs
 }
 
 func openBlobs(dir string) (*Blobs, error) {
@@ -33,6 +37,9 @@ func (b *Blobs) Put(rid string, data []byte, ext string) (string, error) {
 	}
 	if !ValidName(ext) || strings.Contains(ext, ".") {
 		return "", fmt.Errorf("storage: bad file extension %q", ext)
+	}
+	if b.remote != nil {
+		return b.remote.putBytes(rid, data, ext)
 	}
 	sum := sha256.Sum256(data)
 	name := hex.EncodeToString(sum[:16]) + "." + ext
@@ -86,6 +93,9 @@ func (b *Blobs) MoveFile(rid, path, ext string) (string, error) {
 // Sync flushes everything written to the blob store's filesystem (syncfs), making files moved
 // with MoveFile durable.
 func (b *Blobs) Sync() error {
+	if b.remote != nil {
+		return nil // an acknowledged PUT is durable
+	}
 	d, err := os.Open(b.dir)
 	if err != nil {
 		return err
@@ -100,6 +110,9 @@ func (b *Blobs) putFile(rid, path, ext string, sync bool) (string, error) {
 	}
 	if !ValidName(ext) || strings.Contains(ext, ".") {
 		return "", fmt.Errorf("storage: bad file extension %q", ext)
+	}
+	if b.remote != nil {
+		return b.remote.putFile(rid, path, ext)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -128,18 +141,45 @@ func (b *Blobs) putFile(rid, path, ext string, sync bool) (string, error) {
 	return name, syncDir(dir)
 }
 
-// Path is the file path of a stored blob; ok is false for names that cannot be blobs.
+// Path is the file path of a stored blob; ok is false for names that cannot be blobs, and
+// for every name when the blobs are in an object store (Open serves both).
 func (b *Blobs) Path(rid, name string) (string, bool) {
-	if !ValidName(rid) || !ValidName(name) {
+	if !ValidName(rid) || !ValidName(name) || b.remote != nil {
 		return "", false
 	}
 	return filepath.Join(b.dir, rid, name), true
 }
 
+// Open streams a stored blob and gives its size; a missing one is os.ErrNotExist.
+func (b *Blobs) Open(rid, name string) (io.ReadCloser, int64, error) {
+	if !ValidName(rid) || !ValidName(name) {
+		return nil, 0, os.ErrNotExist
+	}
+	if b.remote != nil {
+		return b.remote.open(rid, name)
+	}
+	f, err := os.Open(filepath.Join(b.dir, rid, name))
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil || st.IsDir() {
+		f.Close()
+		return nil, 0, os.ErrNotExist
+	}
+	return f, st.Size(), nil
+}
+
+// Remote says whether the blobs are in an object store.
+func (b *Blobs) Remote() bool { return b.remote != nil }
+
 // DeleteBook removes every file of a book.
 func (b *Blobs) DeleteBook(rid string) error {
 	if !ValidName(rid) {
 		return fmt.Errorf("storage: bad book id %q", rid)
+	}
+	if b.remote != nil {
+		return b.remote.removeFolder(rid)
 	}
 	return os.RemoveAll(filepath.Join(b.dir, rid))
 }
@@ -169,6 +209,23 @@ func syncDir(dir string) error {
 
 // Sweep removes the folders of books for which keep returns false; it returns how many went.
 func (b *Blobs) Sweep(keep func(rid string) bool) (int, error) {
+	if b.remote != nil {
+		folders, err := b.remote.folders()
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, f := range folders {
+			if !ValidName(f) || keep(f) {
+				continue
+			}
+			if err := b.remote.removeFolder(f); err != nil {
+				return n, err
+			}
+			n++
+		}
+		return n, nil
+	}
 	entries, err := os.ReadDir(b.dir)
 	if err != nil {
 		return 0, err
@@ -190,6 +247,9 @@ func (b *Blobs) Sweep(keep func(rid string) bool) (int, error) {
 func (b *Blobs) Remove(folder, name string) error {
 	if !ValidName(folder) || !ValidName(name) {
 		return fmt.Errorf("storage: bad file %q/%q", folder, name)
+	}
+	if b.remote != nil {
+		return b.remote.remove(folder, name)
 	}
 	if err := os.Remove(filepath.Join(b.dir, folder, name)); err != nil && !os.IsNotExist(err) {
 		return err

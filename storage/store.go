@@ -44,6 +44,9 @@ type Options struct {
 	// Changes, when set, is given every write's mutations before the write is applied
 	// (cluster mode's changelog; changes.go).
 	Changes ChangeSink
+	// BlobURL, when set, keeps the blobs (page images, thumbnails, logos) in an S3-compatible
+	// store: s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT&region=REGION (blobs_s3.go).
+	BlobURL string
 }
 
 // DefaultCacheBytes is the default Pebble block cache.
@@ -86,6 +89,9 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("storage: open pebble: %w", err)
 	}
 	blobs, err := openBlobs(filepath.Join(dir, "blobs"))
+	if err == nil && o.BlobURL != "" {
+		blobs.remote, err = openS3Blobs(o.BlobURL)
+	}
 	if err != nil {
 		_ = db.Close()
 		return nil, err

@@ -70,6 +70,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	maxBuffered := num("max-buffered-bytes", httpapi.DefaultMaxBufferedBytes, "memory request bodies may hold at once (each counted 3 times its size); past it a request gets 503, -1 = no limit")
 	bodyTimeout := str("body-read-timeout", "30s", "how long a request body may take beyond its length at 256 KiB/s (slower senders are cut with 408)")
 	maxUpload := num("max-upload-bytes", def.MaxUploadBytes, "largest file POST /books accepts")
+	blobURL := str("blob-url", "", "keep page images, thumbnails and logos in an S3-compatible store: s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT&region=REGION, credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (default: <data>/blobs)")
 	workers := num("conversion-workers", 0, "batches converted at once and renderer processes at once (0 = number of cores)")
 	longEdge := num("page-long-edge", 1600, "page image size: pixels of the longer side")
 	maxPages := num("max-pages", 2000, "most pages of an uploaded PDF or Office document (more: the file fails before rendering)")
@@ -149,7 +150,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		RateWorkspace: *rws, RateEndpoint: *rep, RateUnauthenticated: *run,
 		MaxBodyBytes: *maxBody, MaxBufferedBytes: int64(*maxBuffered), BodyReadTimeout: bodyRead, BookIdle: bookIdle, AllowPrivateTargets: allowPrivate,
 		OAuthAccessTTL: accessTTL, OAuthRefreshTTL: refreshTTL,
-		MaxUploadBytes: *maxUpload, ConversionWorkers: *workers, PageLongEdge: *longEdge, MaxPages: *maxPages,
+		MaxUploadBytes: *maxUpload, BlobURL: *blobURL, ConversionWorkers: *workers, PageLongEdge: *longEdge, MaxPages: *maxPages,
 		RateCollect: *rcol, IngestBacklog: *backlog, AnalyticsMemory: *amem, KafkaBrokers: splitList(*kafka), KafkaTopic: *topic,
 		TrustGeoHeaders: trustGeo, MCPAllowedOrigins: splitList(*mcpOrigins), MCPPageSize: *mcpPage,
 		Webhooks: wh, PProf: obs.pprof,

@@ -1,0 +1,71 @@
+package httpapi
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/stretchr/testify/require"
+)
+
+// With --blob-url the books' files live in an S3-compatible store (an in-process S3-protocol
+// server here): an editor book's and a converted PDF's images are objects there, served by
+// /files, and deleting a book deletes its objects; an S3 client of the operator's sees them.
+func TestBlobsInObjectStore(t *testing.T) {
+	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
+	defer srv.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	h := newHarness(t, func(c *Config) { c.BlobURL = "s3://flipbook?endpoint=" + srv.URL + "&region=us-east-1" })
+	key := h.workspace(t, "company", "live")
+	s3c, err := minio.New(strings.TrimPrefix(srv.URL, "http://"), &minio.Options{Creds: credentials.NewStaticV4("k", "s", ""), BucketLookup: minio.BucketLookupPath})
+	require.NoError(t, err)
+	objects := func(rid string) []string {
+		var out []string
+		for o := range s3c.ListObjects(context.Background(), "flipbook", minio.ListObjectsOptions{Prefix: "books/" + rid + "/", Recursive: true}) {
+			require.NoError(t, o.Err)
+			out = append(out, o.Key)
+		}
+		return out
+	}
+	get := func(u string) (int, []byte) {
+		res, err := http.Get(u)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, b
+	}
+
+	rid := h.konva(t, key, "in s3", "publish")
+	b := h.bookData(t, key, rid)
+	thumb := b["thumbnail_url"].(string)
+	st, body := get(thumb)
+	require.Equal(t, 200, st, "%s", body)
+	name := thumb[strings.LastIndex(thumb, "/")+1:]
+	require.Contains(t, objects(rid), "books/"+rid+"/"+name)
+	o, err := s3c.GetObject(context.Background(), "flipbook", "books/"+rid+"/"+name, minio.GetObjectOptions{})
+	require.NoError(t, err)
+	stored, _ := io.ReadAll(o)
+	require.Equal(t, stored, body, "served from the object store")
+	st, _ = get(strings.TrimSuffix(thumb, name) + "0123456789abcdef0123456789abcdef.jpg")
+	require.Equal(t, 404, st)
+
+	// A PDF converted: its pages (moved from the renderer's files) are objects too.
+	_, pdfRid := h.uploadOK(t, key, "doc.pdf", samplePDF(t), "status", "publish")
+	batch := h.bookData(t, key, pdfRid)["batch_id"].(string)
+	require.Equal(t, "completed", h.waitBatch(t, key, batch)["status"])
+	require.GreaterOrEqual(t, len(objects(pdfRid)), 2, "a page and a thumbnail")
+	st, _ = get(h.bookData(t, key, pdfRid)["thumbnail_url"].(string))
+	require.Equal(t, 200, st)
+
+	require.Equal(t, 200, h.do(t, "DELETE", "/api/v1/books/"+rid, key, nil).Status)
+	require.Eventually(t, func() bool { return len(objects(rid)) == 0 }, 10e9, 1e8, "the deleted book's objects are gone")
+	require.NotEmpty(t, objects(pdfRid))
+}

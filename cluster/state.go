@@ -34,8 +34,16 @@ var ErrNotOwner = errors.New("cluster: this node does not own the partition")
 // tenantKeyLen is the length of a tenant's key prefix: "t/" + 8-byte workspace + mode + "/".
 const tenantKeyLen = 2 + 8 + 1 + 1
 
-// KeyPartition is the partition of a state key, or global for a key outside every tenant.
+// KeyPartition is the partition of a state key, or global for a key outside every tenant and
+// partition. Partition keys ("p/" + 2-byte partition + "/": a partition's id sequences,
+// storage.NextIDIn) belong to their partition.
 func KeyPartition(key []byte, parts int) (p int, global bool) {
+	if len(key) >= 5 && key[0] == 'p' && key[1] == '/' && key[4] == '/' {
+		if p := int(key[2])<<8 | int(key[3]); p < parts {
+			return p, false
+		}
+		return 0, true
+	}
 	if len(key) < tenantKeyLen || key[0] != 't' || key[1] != '/' || key[tenantKeyLen-1] != '/' {
 		return 0, true
 	}

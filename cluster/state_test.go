@@ -78,3 +78,65 @@ func TestStateRestoresFromTheChangelog(t *testing.T) {
 	require.Greater(t, next[p2], offs[p2])
 	require.Equal(t, offs["global"], next["global"])
 }
+
+// Ids stay unique across nodes (issue 26 item 5): each node hands out ids of the partitions it
+// owns; a partition taken over continues after the ids its previous owner reserved.
+func TestStateIDsUniqueAcrossNodes(t *testing.T) {
+	brokers := newBrokers(t)
+	ctx := context.Background()
+	const parts = 4
+	a := join(t, brokers, "a", parts)
+	defer a.Close()
+	b := join(t, brokers, "b", parts)
+	defer b.Close()
+	settled(t, parts, a, b)
+	open := func(m *Member, owned []int) (*StateSink, *storage.Store) {
+		sink := NewStateSink(m)
+		for _, p := range owned {
+			require.NoError(t, sink.Open(ctx, p))
+		}
+		st, err := storage.Open(t.TempDir(), storage.Options{Changes: sink})
+		require.NoError(t, err)
+		return sink, st
+	}
+	sa, sta := open(a.Member, a.Owned())
+	defer sa.Close()
+	defer sta.Close()
+	sb, stb := open(b.Member, b.Owned())
+	defer sb.Close()
+	defer stb.Close()
+	seen := map[int64]string{}
+	take := func(st *storage.Store, p int, who string) int64 {
+		id, err := st.NextIDIn(p, parts, "book")
+		require.NoError(t, err)
+		require.Empty(t, seen[id], "id %d handed out twice", id)
+		seen[id] = who
+		return id
+	}
+	for _, p := range a.Owned() {
+		for i := 0; i < 3; i++ {
+			take(sta, p, "a")
+		}
+	}
+	for _, p := range b.Owned() {
+		for i := 0; i < 3; i++ {
+			take(stb, p, "b")
+		}
+	}
+	// b takes over one of a's partitions: it restores the partition and continues its ids.
+	p := a.Owned()[0]
+	sa.Drop(p)
+	_, err := b.ApplyTo(ctx, stb, []int{p}, nil)
+	require.NoError(t, err)
+	require.NoError(t, sb.Open(ctx, p))
+	for i := 0; i < 3; i++ {
+		take(stb, p, "b after takeover")
+	}
+	// a cannot reserve more ids of it: that write is refused.
+	for i := 0; i < 2000; i++ {
+		if _, err = sta.NextIDIn(p, parts, "book"); err != nil {
+			break
+		}
+	}
+	require.ErrorIs(t, err, ErrNotOwner)
+}

@@ -92,3 +92,33 @@ func TestChangeSinkSeesEveryWrite(t *testing.T) {
 	defer s2.Close()
 	require.Equal(t, dump(t, s2), dump(t, replica))
 }
+
+// A partition's ids (cluster mode): k×n + p, increasing, never another partition's, and never
+// reused after a restart.
+func TestNextIDIn(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	require.NoError(t, err)
+	seen := map[int64]bool{}
+	for p := 0; p < 4; p++ {
+		last := int64(0)
+		for i := 0; i < 5; i++ {
+			id, err := s.NextIDIn(p, 4, "book")
+			require.NoError(t, err)
+			require.EqualValues(t, p, id%4)
+			require.Greater(t, id, last)
+			require.False(t, seen[id])
+			seen[id], last = true, id
+		}
+	}
+	_, err = s.NextIDIn(4, 4, "book")
+	require.Error(t, err)
+	require.NoError(t, s.Close())
+	s, err = Open(dir, Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	id, err := s.NextIDIn(2, 4, "book")
+	require.NoError(t, err)
+	require.False(t, seen[id], "not reused after a restart")
+	require.EqualValues(t, 2, id%4)
+}

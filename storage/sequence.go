@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -22,6 +23,7 @@ type sequences struct {
 
 type seqState struct {
 	next, limit uint64
+	key         []byte // where its high-water mark is stored
 }
 
 func newSequences(s *Store) *sequences {
@@ -29,15 +31,36 @@ func newSequences(s *Store) *sequences {
 }
 
 // NextID returns the next id of the named sequence (starting at 1).
-func (s *Store) NextID(name string) (int64, error) { return s.seqs.next(name) }
+func (s *Store) NextID(name string) (int64, error) { return s.seqs.next(name, seqKey(name)) }
 
-func (q *sequences) next(name string) (int64, error) {
+// NextIDIn returns the next id of the named sequence of partition p of n (cluster mode; issue
+// 26 item 5): k×n + p for the partition's k = 1, 2, ..., so ids of different partitions never
+// meet, and id mod n is p. The sequence is partition state (partSeqKey): it moves with the
+// partition to its next owner through the changelog, which continues after the ids handed out.
+func (s *Store) NextIDIn(p, n int, name string) (int64, error) {
+	if p < 0 || p >= n || n > 1<<16 {
+		return 0, fmt.Errorf("storage: no partition %d of %d", p, n)
+	}
+	k, err := s.seqs.next(fmt.Sprintf("p%d/%s", p, name), partSeqKey(p, name))
+	if err != nil {
+		return 0, err
+	}
+	return k*int64(n) + int64(p), nil
+}
+
+// partSeqKey holds partition p's sequence: "p/" + the 2-byte partition + "/seq/" + name (the
+// changelog sends "p/" keys to their partition: cluster.KeyPartition).
+func partSeqKey(p int, name string) []byte {
+	return cat([]byte("p/"), []byte{byte(p >> 8), byte(p)}, []byte("/seq/"+name))
+}
+
+func (q *sequences) next(name string, key []byte) (int64, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	st, ok := q.m[name]
 	if !ok {
-		st = &seqState{next: 1}
-		v, err := q.s.get(seqKey(name))
+		st = &seqState{next: 1, key: key}
+		v, err := q.s.get(key)
 		switch {
 		case err == nil && len(v) == 8:
 			st.next = binary.BigEndian.Uint64(v)
@@ -50,7 +73,7 @@ func (q *sequences) next(name string) (int64, error) {
 	if st.next >= st.limit {
 		limit := st.next + seqLease
 		b := q.s.db.NewBatch()
-		_ = b.Set(seqKey(name), u64(limit), nil)
+		_ = b.Set(st.key, u64(limit), nil)
 		err := q.s.commit(b, pebble.Sync)
 		_ = b.Close()
 		if err != nil {
@@ -69,8 +92,8 @@ func (q *sequences) close() error {
 	defer q.mu.Unlock()
 	b := q.s.db.NewBatch()
 	defer b.Close()
-	for name, st := range q.m {
-		_ = b.Set(seqKey(name), u64(st.next), nil)
+	for _, st := range q.m {
+		_ = b.Set(st.key, u64(st.next), nil)
 	}
 	return q.s.commit(b, pebble.Sync)
 }

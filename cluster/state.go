@@ -35,7 +35,7 @@ var ErrNotOwner = errors.New("cluster: this node does not own the partition")
 const tenantKeyLen = 2 + 8 + 1 + 1
 
 // KeyPartition is the partition of a state key, or global for a key outside every tenant and
-// partition. Partition keys ("p/" + 2-byte partition + "/": a partition's id sequences,
+// partition (a node's own bookkeeping, "l/...", is never given to the sink: ApplyChanges). Partition keys ("p/" + 2-byte partition + "/": a partition's id sequences,
 // storage.NextIDIn) belong to their partition.
 func KeyPartition(key []byte, parts int) (p int, global bool) {
 	if len(key) >= 5 && key[0] == 'p' && key[1] == '/' && key[4] == '/' {

@@ -140,3 +140,64 @@ func TestStateIDsUniqueAcrossNodes(t *testing.T) {
 	}
 	require.ErrorIs(t, err, ErrNotOwner)
 }
+
+// Every node follows the global table: a workspace created on one node (a global write) is in
+// every node's store, and a restarted follower continues from the offset it stored.
+func TestStateGlobalFollowed(t *testing.T) {
+	brokers := newBrokers(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const parts = 2
+	a := join(t, brokers, "a", parts)
+	defer a.Close()
+	b := join(t, brokers, "b", parts)
+	defer b.Close()
+	settled(t, parts, a, b)
+	sinkA := NewStateSink(a.Member)
+	defer sinkA.Close()
+	stA, err := storage.Open(t.TempDir(), storage.Options{Changes: sinkA})
+	require.NoError(t, err)
+	defer stA.Close()
+	require.NoError(t, stA.PutWorkspace(&storage.Workspace{ID: 11, Name: "Eleven", Slug: "eleven", Plan: "company"}, ""))
+
+	dirB := t.TempDir()
+	stB, err := storage.Open(dirB, storage.Options{})
+	require.NoError(t, err)
+	follow := func(st *storage.Store) (stop func()) {
+		fctx, fcancel := context.WithCancel(ctx)
+		ready := make(chan struct{})
+		done := make(chan error, 1)
+		go func() { done <- b.FollowGlobal(fctx, st, ready) }()
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("follow: %v", err)
+		case <-time.After(20 * time.Second):
+			t.Fatal("the follower did not catch up")
+		}
+		return func() { fcancel(); require.ErrorIs(t, <-done, context.Canceled) }
+	}
+	stop := follow(stB)
+	w, err := stB.Workspace(11)
+	require.NoError(t, err, "caught up at start")
+	require.Equal(t, "Eleven", w.Name)
+	// Later writes arrive as they commit.
+	require.NoError(t, stA.PutWorkspace(&storage.Workspace{ID: 12, Name: "Twelve", Slug: "twelve", Plan: "team"}, ""))
+	require.Eventually(t, func() bool { _, err := stB.Workspace(12); return err == nil }, 10*time.Second, 50*time.Millisecond)
+	stop()
+	require.NoError(t, stB.Close())
+
+	// Restarted: it continues from its stored offset and gets what came meanwhile.
+	require.NoError(t, stA.PutWorkspace(&storage.Workspace{ID: 13, Name: "Thirteen", Slug: "thirteen", Plan: "team"}, ""))
+	stB, err = storage.Open(dirB, storage.Options{})
+	require.NoError(t, err)
+	defer stB.Close()
+	stop = follow(stB)
+	defer stop()
+	w, err = stB.Workspace(13)
+	require.NoError(t, err)
+	require.Equal(t, "Thirteen", w.Name)
+	w, err = stB.Workspace(11)
+	require.NoError(t, err)
+	require.Equal(t, "Eleven", w.Name)
+}

@@ -84,14 +84,17 @@ func (s *Store) mutations(pb *pebble.Batch) ([]Mutation, error) {
 }
 
 // ApplyChanges applies mutations read back from a changelog (restoring a partition's state)
-// in one synced write; they do not go to the sink again.
-func (s *Store) ApplyChanges(muts []Mutation) error {
+// in one synced write; they do not go to the sink again. local are written in the same write
+// (the offset the mutations reach, kept with them).
+func (s *Store) ApplyChanges(muts []Mutation, local ...Mutation) error {
 	b := s.db.NewBatch()
-	for _, m := range muts {
-		if m.Delete {
-			_ = b.Delete(m.Key, nil)
-		} else {
-			_ = b.Set(m.Key, m.Value, nil)
+	for _, ms := range [][]Mutation{muts, local} {
+		for _, m := range ms {
+			if m.Delete {
+				_ = b.Delete(m.Key, nil)
+			} else {
+				_ = b.Set(m.Key, m.Value, nil)
+			}
 		}
 	}
 	defer b.Close()
@@ -117,3 +120,6 @@ func (s *Store) ScanAll(fn func(key, value []byte) error) error {
 	}
 	return it.Error()
 }
+
+// Local reads a key of the node's own bookkeeping ("l/...": never sent to a changelog).
+func (s *Store) Local(key []byte) ([]byte, error) { return s.get(key) }

@@ -89,26 +89,28 @@ func (w *Writer) Append(ctx context.Context, changes ...Change) error {
 
 // AppendWith is Append with changes to the global table in the same transaction (a write
 // that touches both: a new book and its random id's lookup).
-func (w *Writer) AppendWith(ctx context.Context, changes, global []Change) error {
+// It returns the offset after the partition's last record written (-1: none).
+func (w *Writer) AppendWith(ctx context.Context, changes, global []Change) (int64, error) {
 	if w.fenced != nil {
-		return w.fenced
+		return -1, w.fenced
 	}
-	err := w.appendWith(ctx, changes, global)
+	end, err := w.appendWith(ctx, changes, global)
 	if errors.Is(err, ErrFenced) {
 		w.fenced = err
 	}
-	return err
+	return end, err
 }
 
 func (w *Writer) append(ctx context.Context, changes []Change) error {
-	return w.appendWith(ctx, changes, nil)
+	_, err := w.appendWith(ctx, changes, nil)
+	return err
 }
 
 // appendWith writes changes to the partition and global changes to the global topic in one
-// transaction.
-func (w *Writer) appendWith(ctx context.Context, changes, global []Change) error {
+// transaction; it returns the offset after the partition's last record (-1: none written).
+func (w *Writer) appendWith(ctx context.Context, changes, global []Change) (int64, error) {
 	if err := w.cl.BeginTransaction(); err != nil {
-		return fenced(err)
+		return -1, fenced(err)
 	}
 	recs := make([]*kgo.Record, 0, len(changes)+len(global))
 	for _, c := range changes {
@@ -117,7 +119,8 @@ func (w *Writer) appendWith(ctx context.Context, changes, global []Change) error
 	for _, c := range global {
 		recs = append(recs, &kgo.Record{Topic: w.m.o.GlobalTopic, Partition: 0, Key: c.Key, Value: c.Value})
 	}
-	perr := w.cl.ProduceSync(ctx, recs...).FirstErr()
+	res := w.cl.ProduceSync(ctx, recs...)
+	perr := res.FirstErr()
 	commit := kgo.TransactionEndTry(perr == nil)
 	if err := w.cl.EndTransaction(ctx, commit); err != nil {
 		err = fenced(fmt.Errorf("cluster: changelog of partition %d: %w", w.p, err))
@@ -126,12 +129,18 @@ func (w *Writer) appendWith(ctx context.Context, changes, global []Change) error
 			_ = w.cl.AbortBufferedRecords(ctx)
 			_ = w.cl.EndTransaction(ctx, kgo.TryAbort)
 		}
-		return err
+		return -1, err
 	}
 	if perr != nil {
-		return fenced(fmt.Errorf("cluster: changelog of partition %d: %w", w.p, perr))
+		return -1, fenced(fmt.Errorf("cluster: changelog of partition %d: %w", w.p, perr))
 	}
-	return nil
+	end := int64(-1)
+	for _, r := range res {
+		if r.Record.Topic == w.m.o.ChangelogTopic && r.Record.Offset+1 > end {
+			end = r.Record.Offset + 1
+		}
+	}
+	return end, nil
 }
 
 // Partition is the writer's partition.

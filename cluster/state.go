@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -133,7 +134,9 @@ func (s *StateSink) Close() {
 
 // Changes writes one store write's mutations to the changelog (storage.ChangeSink). Writes are
 // serialized here: a partition's writer takes one transaction at a time.
-func (s *StateSink) Changes(muts []storage.Mutation) error {
+// It returns, for each partition written, the offset its changelog reaches (OffsetKey), to be
+// stored with the write: a node given the partition back later catches up from there.
+func (s *StateSink) Changes(muts []storage.Mutation) ([]storage.Mutation, error) {
 	byPart := map[int][]Change{}
 	var global []Change
 	for _, m := range muts {
@@ -155,33 +158,43 @@ func (s *StateSink) Changes(muts []storage.Mutation) error {
 	sort.Ints(parts)
 	for _, p := range parts {
 		if s.writers[p] == nil {
-			return fmt.Errorf("%w %d", ErrNotOwner, p)
+			return nil, fmt.Errorf("%w %d", ErrNotOwner, p)
 		}
 	}
 	if len(parts) == 0 {
 		if len(global) == 0 {
-			return nil
+			return nil, nil
 		}
 		if s.global == nil {
 			w, err := s.m.openWriter(ctx, s.m.o.Group+"-global-"+s.m.o.Node, -1)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			s.global = w
 		}
-		return s.global.AppendWith(ctx, nil, global)
+		_, err := s.global.AppendWith(ctx, nil, global)
+		return nil, err
 	}
+	var local []storage.Mutation
 	for i, p := range parts {
 		var g []Change
 		if i == 0 {
 			g = global // with the first partition's changes, in its transaction
 		}
-		if err := s.writers[p].AppendWith(ctx, byPart[p], g); err != nil {
-			return err
+		end, err := s.writers[p].AppendWith(ctx, byPart[p], g)
+		if err != nil {
+			return local, err
+		}
+		if end >= 0 {
+			local = append(local, storage.Mutation{Key: OffsetKey(p), Value: binary.BigEndian.AppendUint64(nil, uint64(end))})
 		}
 	}
-	return nil
+	return local, nil
 }
+
+// OffsetKey holds, in a node's store, how far partition p's changelog is applied there (the
+// node's own bookkeeping, never sent to a changelog).
+func OffsetKey(p int) []byte { return []byte("l/cluster/offset/" + strconv.Itoa(p)) }
 
 // ApplyTo restores a store from the changelog: the global table and the given partitions, each
 // from the offset in from (missing: the start); it returns the offsets to store for the next

@@ -20,9 +20,10 @@ type Mutation struct {
 }
 
 // ChangeSink receives the mutations of each write, in order, before the write is applied.
-// The slices are only valid during the call.
+// The slices are only valid during the call. It may return mutations of the node's own
+// bookkeeping ("l/..." keys: how far the changelog it wrote reaches) to apply in the same write.
 type ChangeSink interface {
-	Changes(muts []Mutation) error
+	Changes(muts []Mutation) (local []Mutation, err error)
 }
 
 // commit applies a Pebble batch, through the sink first when there is one.
@@ -33,8 +34,16 @@ func (s *Store) commit(pb *pebble.Batch, opts *pebble.WriteOptions) error {
 			return err
 		}
 		if len(muts) > 0 {
-			if err := s.sink.Changes(muts); err != nil {
+			local, err := s.sink.Changes(muts)
+			if err != nil {
 				return fmt.Errorf("storage: changelog: %w", err)
+			}
+			for _, m := range local {
+				if m.Delete {
+					_ = pb.Delete(m.Key, nil)
+				} else {
+					_ = pb.Set(m.Key, m.Value, nil)
+				}
 			}
 		}
 	}

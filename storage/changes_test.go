@@ -16,14 +16,14 @@ type recorder struct {
 	refuse error
 }
 
-func (r *recorder) Changes(muts []Mutation) error {
+func (r *recorder) Changes(muts []Mutation) ([]Mutation, error) {
 	if r.refuse != nil {
-		return r.refuse
+		return nil, r.refuse
 	}
 	for _, m := range muts {
 		r.muts = append(r.muts, Mutation{Key: append([]byte(nil), m.Key...), Value: append([]byte(nil), m.Value...), Delete: m.Delete})
 	}
-	return nil
+	return nil, nil
 }
 
 // dump is every key and value of the store.

@@ -1,0 +1,207 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"flipbook/storage"
+)
+
+// Node ties a node's membership, its changelog writers and its store together: the takeover of
+// a partition (issue 26, "Taking over a partition") and its release.
+//
+// Taking partition p over: open its writer first, which fences the previous owner (from then on
+// nothing more of p can commit but through this node), then restore p's changes from the offset
+// stored with this node's copy (l/cluster/offset/<p>, written with the changes it applied), so a
+// node that owned p before only catches up; then p is ready: Ready(p) closes, and this node's
+// writes to p go through. Releasing p: its writer is dropped in the group's callback, before the
+// group can give p to another node, and Ready(p) is a fresh, open channel again.
+type Node struct {
+	m     *Member
+	sink  *StateSink
+	store *storage.Store
+	log   logger
+
+	mu     sync.Mutex
+	ready  map[int]chan struct{} // closed once the partition is taken over
+	events chan event
+	done   chan struct{}
+	err    error
+}
+
+type logger interface {
+	Info(msg string, args ...any)
+	Error(msg string, args ...any)
+}
+
+type event struct {
+	parts    []int
+	assigned bool
+}
+
+// StartNode joins the cluster with o and opens the node's store through open, which must pass
+// the sink it is given as storage.Options.Changes.
+func StartNode(ctx context.Context, o Options, open func(storage.ChangeSink) (*storage.Store, error)) (*Node, error) {
+	n := &Node{ready: map[int]chan struct{}{}, events: make(chan event, 64), done: make(chan struct{})}
+	o.OnAssigned = func(p []int) { n.events <- event{parts: p, assigned: true} }
+	o.OnRevoked = n.revoked
+	m, err := Join(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	n.m, n.log = m, m.log
+	n.sink = NewStateSink(m)
+	n.mu.Unlock()
+	if n.store, err = open(n.sink); err != nil {
+		m.Close()
+		return nil, err
+	}
+	go n.run()
+	return n, nil
+}
+
+// Member is the node's membership; Store its store.
+func (n *Node) Member() *Member       { return n.m }
+func (n *Node) Store() *storage.Store { return n.store }
+func (n *Node) Sink() *StateSink      { return n.sink }
+
+// Ready is closed once partition p is taken over by this node (writes to it go through).
+func (n *Node) Ready(p int) <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.readyLocked(p)
+}
+
+func (n *Node) readyLocked(p int) chan struct{} {
+	c := n.ready[p]
+	if c == nil {
+		c = make(chan struct{})
+		n.ready[p] = c
+	}
+	return c
+}
+
+// WaitReady waits at most d for partition p to be this node's: false when it is not by then
+// (the caller answers 503 with Retry-After, or forwards to the owner).
+func (n *Node) WaitReady(p int, d time.Duration) bool {
+	select {
+	case <-n.Ready(p):
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// revoked is the group's callback: the partitions' writers go before it returns.
+func (n *Node) revoked(parts []int) {
+	n.mu.Lock()
+	sink := n.sink
+	for _, p := range parts {
+		if c := n.ready[p]; c != nil {
+			select {
+			case <-c:
+				delete(n.ready, p) // a fresh channel: not ready
+			default:
+			}
+		}
+	}
+	n.mu.Unlock()
+	if sink == nil {
+		return // revoked before the node was up: no writer was opened
+	}
+	for _, p := range parts {
+		sink.Drop(p)
+	}
+}
+
+// run takes over the partitions assigned, in order.
+func (n *Node) run() {
+	defer close(n.done)
+	for ev := range n.events {
+		for _, p := range ev.parts {
+			if err := n.takeOver(p); err != nil {
+				n.log.Error("take partition over", "partition", p, "err", err)
+				n.mu.Lock()
+				n.err = err
+				n.mu.Unlock()
+			}
+		}
+	}
+}
+
+func (n *Node) takeOver(p int) error {
+	if !n.m.Owns(p) {
+		return nil // revoked again meanwhile
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	if err := n.sink.Open(ctx, p); err != nil { // fences the previous owner first
+		return err
+	}
+	from := int64(0)
+	if v, err := n.store.Local(OffsetKey(p)); err == nil && len(v) == 8 {
+		from = int64(binary.BigEndian.Uint64(v))
+	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	const chunk = 10_000
+	var buf []storage.Mutation
+	next := from
+	flush := func() error {
+		err := n.store.ApplyChanges(buf, storage.Mutation{Key: OffsetKey(p), Value: binary.BigEndian.AppendUint64(nil, uint64(next))})
+		buf = buf[:0]
+		return err
+	}
+	last, applied, err := n.m.Restore(ctx, p, from, func(c Change) error {
+		mu, err := DecodeChange(c)
+		if err != nil {
+			return err
+		}
+		buf = append(buf, mu)
+		if len(buf) >= chunk {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("restore partition %d: %w", p, err)
+	}
+	next = last
+	if err := flush(); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	if n.m.Owns(p) {
+		c := n.readyLocked(p)
+		select {
+		case <-c:
+		default:
+			close(c)
+		}
+	}
+	n.mu.Unlock()
+	n.log.Info("partition taken over", "partition", p, "restored", applied, "from", from, "to", last, "took", time.Since(start))
+	return nil
+}
+
+// Err is the last takeover error (nil when every takeover went through).
+func (n *Node) Err() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.err
+}
+
+// Close leaves the cluster (the partitions go to the others at once) and closes the store.
+func (n *Node) Close() error {
+	n.m.Close() // revokes: writers dropped
+	close(n.events)
+	<-n.done
+	n.sink.Close()
+	return n.store.Close()
+}

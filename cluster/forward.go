@@ -1,0 +1,100 @@
+package cluster
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Any node answers any request (issue 26, "Any node answers any request"): what a node does not
+// own it forwards to the owner in one hop. The forwarded request keeps its method, URI, headers
+// (the request id among them) and body; the answer comes back with the owner's status, headers
+// and bytes. ForwardedHeader marks a forwarded request: a node receiving one never forwards it
+// again (during a rebalance it answers 503 instead), so a request makes at most one hop.
+
+// ForwardedHeader names the node a request was forwarded by.
+const ForwardedHeader = "X-Flipbook-Forwarded-By"
+
+// ErrLoop refuses to forward a request that was forwarded already.
+var ErrLoop = errors.New("cluster: the request was forwarded already (one hop at most)")
+
+// Forwarder forwards requests to other nodes, with a pooled client per node.
+type Forwarder struct {
+	node    string
+	timeout time.Duration
+
+	mu      sync.Mutex
+	clients map[string]*fasthttp.HostClient
+}
+
+// NewForwarder is node's forwarder; timeout bounds one forwarded exchange.
+func NewForwarder(node string, timeout time.Duration) *Forwarder {
+	return &Forwarder{node: node, timeout: timeout, clients: map[string]*fasthttp.HostClient{}}
+}
+
+func (f *Forwarder) client(base string) (*fasthttp.HostClient, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := f.clients[base]; c != nil {
+		return c, nil
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, errors.New("cluster: a node's URL must be http(s)://HOST[:PORT]")
+	}
+	c := &fasthttp.HostClient{Addr: hostPort(u), IsTLS: u.Scheme == "https", Name: "flipbook-forward",
+		ReadTimeout: f.timeout, WriteTimeout: f.timeout, MaxIdleConnDuration: time.Minute,
+		DisableHeaderNamesNormalizing: true, DisablePathNormalizing: true,
+		NoDefaultUserAgentHeader: true}
+	f.clients[base] = c
+	return c, nil
+}
+
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return u.Host + ":443"
+	}
+	return u.Host + ":80"
+}
+
+// Forward sends ctx's request to the node at base (its advertised URL) and writes the node's
+// answer into ctx's response. The request's body must be in memory (ctx.PostBody).
+func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base string) error {
+	if len(ctx.Request.Header.Peek(ForwardedHeader)) > 0 {
+		return ErrLoop
+	}
+	c, err := f.client(strings.TrimRight(base, "/"))
+	if err != nil {
+		return err
+	}
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	ctx.Request.CopyTo(req)
+	req.Header.Set(ForwardedHeader, f.node)
+	req.Header.Set("X-Forwarded-For", ctx.RemoteIP().String())
+	req.SetRequestURIBytes(ctx.Request.RequestURI())
+	req.UseHostHeader = true // the owner sees the Host the client asked for
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(resp)
+	if err := c.DoTimeout(req, resp, f.timeout); err != nil {
+		return err
+	}
+	resp.CopyTo(&ctx.Response)
+	return nil
+}
+
+// Close closes the idle connections to other nodes.
+func (f *Forwarder) Close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.clients {
+		c.CloseIdleConnections()
+	}
+}

@@ -32,24 +32,23 @@ import (
 // ErrNotOwner refuses a write to a partition this node has no open writer for.
 var ErrNotOwner = errors.New("cluster: this node does not own the partition")
 
-// tenantKeyLen is the length of a tenant's key prefix: "t/" + 8-byte workspace + mode + "/".
-const tenantKeyLen = 2 + 8 + 1 + 1
-
-// KeyPartition is the partition of a state key, or global for a key outside every tenant and
-// partition (a node's own bookkeeping, "l/...", is never given to the sink: ApplyChanges). Partition keys ("p/" + 2-byte partition + "/": a partition's id sequences,
-// storage.NextIDIn) belong to their partition.
+// KeyPartition is the partition of a state key (storage.ScopeOf: a workspace's keys, the global
+// keys that carry its tenant, queue entries named by an id from NextIDIn, a partition's own
+// "p/" keys), or global for the rest (a node's own bookkeeping, "l/...", is never given to the
+// sink: ApplyChanges).
 func KeyPartition(key []byte, parts int) (p int, global bool) {
-	if len(key) >= 5 && key[0] == 'p' && key[1] == '/' && key[4] == '/' {
-		if p := int(key[2])<<8 | int(key[3]); p < parts {
-			return p, false
+	sc := storage.ScopeOf(key)
+	switch sc.Kind {
+	case storage.ScopeWorkspace:
+		return ingest.PartitionOf(sc.Workspace, parts), false
+	case storage.ScopeID:
+		return ingest.PartitionOf(sc.ID, parts), false
+	case storage.ScopePartition:
+		if sc.Partition < parts {
+			return sc.Partition, false
 		}
-		return 0, true
 	}
-	if len(key) < tenantKeyLen || key[0] != 't' || key[1] != '/' || key[tenantKeyLen-1] != '/' {
-		return 0, true
-	}
-	ws := int64(binary.BigEndian.Uint64(key[2:10]))
-	return ingest.PartitionOf(ws, parts), false
+	return 0, true
 }
 
 // EncodeMutation is a mutation as a changelog record's value.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -32,6 +33,10 @@ type Writer struct {
 	p      int
 	cl     *kgo.Client
 	fenced error // set once fenced: the producer is done for good
+
+	// mu is held by StateSink from a write's transaction until the store applied the write,
+	// so the partition's changelog and its store see writes in the same order.
+	mu sync.Mutex
 }
 
 // OpenWriter opens partition p's changelog writer and fences every writer of p opened before,

@@ -131,11 +131,13 @@ func (s *StateSink) Close() {
 	}
 }
 
-// Changes writes one store write's mutations to the changelog (storage.ChangeSink). Writes are
-// serialized here: a partition's writer takes one transaction at a time.
+// Changes writes one store write's mutations to the changelog (storage.ChangeSink). Each
+// partition's writer is held from its transaction until the store applied the write (done), so
+// writes of a partition reach its changelog and the store in the same order; writers are taken
+// in partition order (no two writes can wait on each other), writes of other partitions go on.
 // It returns, for each partition written, the offset its changelog reaches (OffsetKey), to be
 // stored with the write: a node given the partition back later catches up from there.
-func (s *StateSink) Changes(muts []storage.Mutation) ([]storage.Mutation, error) {
+func (s *StateSink) Changes(muts []storage.Mutation) ([]storage.Mutation, func(), error) {
 	byPart := map[int][]Change{}
 	var global []Change
 	for _, m := range muts {
@@ -146,33 +148,52 @@ func (s *StateSink) Changes(muts []storage.Mutation) ([]storage.Mutation, error)
 			byPart[p] = append(byPart[p], EncodeMutation(m))
 		}
 	}
+	if len(byPart) == 0 && len(global) == 0 {
+		return nil, nil, nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	parts := make([]int, 0, len(byPart))
 	for p := range byPart {
 		parts = append(parts, p)
 	}
 	sort.Ints(parts)
+	writers := make([]*Writer, 0, len(parts)+1)
+	s.mu.Lock()
 	for _, p := range parts {
-		if s.writers[p] == nil {
-			return nil, fmt.Errorf("%w %d", ErrNotOwner, p)
+		w := s.writers[p]
+		if w == nil {
+			s.mu.Unlock()
+			return nil, nil, fmt.Errorf("%w %d", ErrNotOwner, p)
 		}
+		writers = append(writers, w)
 	}
 	if len(parts) == 0 {
-		if len(global) == 0 {
-			return nil, nil
-		}
 		if s.global == nil {
 			w, err := s.m.openWriter(ctx, s.m.o.Group+"-global-"+s.m.o.Node, -1)
 			if err != nil {
-				return nil, err
+				s.mu.Unlock()
+				return nil, nil, err
 			}
 			s.global = w
 		}
-		_, err := s.global.AppendWith(ctx, nil, global)
-		return nil, err
+		writers = append(writers, s.global)
+	}
+	s.mu.Unlock()
+	for _, w := range writers {
+		w.mu.Lock()
+	}
+	done := func() {
+		for _, w := range writers {
+			w.mu.Unlock()
+		}
+	}
+	if len(parts) == 0 {
+		if _, err := writers[0].AppendWith(ctx, nil, global); err != nil {
+			done()
+			return nil, nil, err
+		}
+		return nil, done, nil
 	}
 	var local []storage.Mutation
 	for i, p := range parts {
@@ -180,15 +201,16 @@ func (s *StateSink) Changes(muts []storage.Mutation) ([]storage.Mutation, error)
 		if i == 0 {
 			g = global // with the first partition's changes, in its transaction
 		}
-		end, err := s.writers[p].AppendWith(ctx, byPart[p], g)
+		end, err := writers[i].AppendWith(ctx, byPart[p], g)
 		if err != nil {
-			return local, err
+			done()
+			return nil, nil, err
 		}
 		if end >= 0 {
 			local = append(local, storage.Mutation{Key: OffsetKey(p), Value: binary.BigEndian.AppendUint64(nil, uint64(end))})
 		}
 	}
-	return local, nil
+	return local, done, nil
 }
 
 // OffsetKey holds, in a node's store, how far partition p's changelog is applied there (the

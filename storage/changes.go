@@ -21,9 +21,11 @@ type Mutation struct {
 
 // ChangeSink receives the mutations of each write, in order, before the write is applied.
 // The slices are only valid during the call. It may return mutations of the node's own
-// bookkeeping ("l/..." keys: how far the changelog it wrote reaches) to apply in the same write.
+// bookkeeping ("l/..." keys: how far the changelog it wrote reaches) to apply in the same write,
+// and done, which the store calls once the write is applied (or failed): until then the sink
+// holds back other writes of the same keys, so the changelog's order is the store's.
 type ChangeSink interface {
-	Changes(muts []Mutation) (local []Mutation, err error)
+	Changes(muts []Mutation) (local []Mutation, done func(), err error)
 }
 
 // commit applies a Pebble batch, through the sink first when there is one.
@@ -34,9 +36,12 @@ func (s *Store) commit(pb *pebble.Batch, opts *pebble.WriteOptions) error {
 			return err
 		}
 		if len(muts) > 0 {
-			local, err := s.sink.Changes(muts)
+			local, done, err := s.sink.Changes(muts)
 			if err != nil {
 				return fmt.Errorf("storage: changelog: %w", err)
+			}
+			if done != nil {
+				defer done()
 			}
 			for _, m := range local {
 				if m.Delete {

@@ -16,14 +16,14 @@ type recorder struct {
 	refuse error
 }
 
-func (r *recorder) Changes(muts []Mutation) ([]Mutation, error) {
+func (r *recorder) Changes(muts []Mutation) ([]Mutation, func(), error) {
 	if r.refuse != nil {
-		return nil, r.refuse
+		return nil, nil, r.refuse
 	}
 	for _, m := range muts {
 		r.muts = append(r.muts, Mutation{Key: append([]byte(nil), m.Key...), Value: append([]byte(nil), m.Value...), Delete: m.Delete})
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 // dump is every key and value of the store.

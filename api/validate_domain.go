@@ -32,7 +32,7 @@ func DomainProblem(h string) string {
 	if net.ParseIP(strings.Trim(h, "[]")) != nil {
 		return "must be a domain name such as example.com, not an IP address"
 	}
-	if !ldhHost(h) {
+	if !LDHHost(h) {
 		return "must be a domain name such as example.com (letters, digits and hyphens)"
 	}
 	last := h[strings.LastIndexByte(h, '.')+1:]
@@ -105,8 +105,8 @@ func EmailProblem(addr string) string {
 	return ""
 }
 
-// ldhHost accepts DNS names of letter-digit-hyphen labels (lower case), at most 253 bytes.
-func ldhHost(h string) bool {
+// LDHHost accepts DNS names of letter-digit-hyphen labels (lower case), at most 253 bytes.
+func LDHHost(h string) bool {
 	if len(h) == 0 || len(h) > 253 {
 		return false
 	}

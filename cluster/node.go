@@ -150,30 +150,18 @@ func (n *Node) takeOver(p int) error {
 	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
-	const chunk = 10_000
-	var buf []storage.Mutation
+	// The offset written with each chunk is where this restore began until it is done (a
+	// chunk applied twice after a crash is the same state), then where it ended.
 	next := from
-	flush := func() error {
-		err := n.store.ApplyChanges(buf, storage.Mutation{Key: OffsetKey(p), Value: binary.BigEndian.AppendUint64(nil, uint64(next))})
-		buf = buf[:0]
-		return err
-	}
-	last, applied, err := n.m.Restore(ctx, p, from, func(c Change) error {
-		mu, err := DecodeChange(c)
-		if err != nil {
-			return err
-		}
-		buf = append(buf, mu)
-		if len(buf) >= chunk {
-			return flush()
-		}
-		return nil
-	})
+	a := &applier{st: n.store, local: func() []storage.Mutation {
+		return []storage.Mutation{{Key: OffsetKey(p), Value: binary.BigEndian.AppendUint64(nil, uint64(next))}}
+	}}
+	last, applied, err := n.m.Restore(ctx, p, from, a.add)
 	if err != nil {
 		return fmt.Errorf("restore partition %d: %w", p, err)
 	}
 	next = last
-	if err := flush(); err != nil {
+	if err := a.flush(); err != nil {
 		return err
 	}
 	n.mu.Lock()

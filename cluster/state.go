@@ -222,38 +222,53 @@ func OffsetKey(p int) []byte { return []byte("l/cluster/offset/" + strconv.Itoa(
 // catch-up.
 func (m *Member) ApplyTo(ctx context.Context, st *storage.Store, partitions []int, from map[string]int64) (map[string]int64, error) {
 	next := map[string]int64{}
-	const chunk = 10_000
-	var buf []storage.Mutation
-	flush := func() error {
-		if len(buf) == 0 {
-			return nil
-		}
-		err := st.ApplyChanges(buf)
-		buf = buf[:0]
-		return err
-	}
-	apply := func(c Change) error {
-		mu, err := DecodeChange(c)
-		if err != nil {
-			return err
-		}
-		buf = append(buf, mu)
-		if len(buf) >= chunk {
-			return flush()
-		}
-		return nil
-	}
-	off, _, err := m.RestoreGlobal(ctx, from["global"], apply)
+	a := &applier{st: st}
+	off, _, err := m.RestoreGlobal(ctx, from["global"], a.add)
 	if err != nil {
 		return nil, err
 	}
 	next["global"] = off
 	for _, p := range partitions {
 		name := fmt.Sprint(p)
-		if off, _, err = m.Restore(ctx, p, from[name], apply); err != nil {
+		if off, _, err = m.Restore(ctx, p, from[name], a.add); err != nil {
 			return nil, err
 		}
 		next[name] = off
 	}
-	return next, flush()
+	return next, a.flush()
+}
+
+// applier applies restored changes to a store in writes of applyChunk, each with the local
+// mutations local gives (the offset reached, for a partition's takeover).
+type applier struct {
+	st    *storage.Store
+	buf   []storage.Mutation
+	local func() []storage.Mutation
+}
+
+const applyChunk = 10_000
+
+func (a *applier) add(c Change) error {
+	mu, err := DecodeChange(c)
+	if err != nil {
+		return err
+	}
+	a.buf = append(a.buf, mu)
+	if len(a.buf) >= applyChunk {
+		return a.flush()
+	}
+	return nil
+}
+
+func (a *applier) flush() error {
+	var local []storage.Mutation
+	if a.local != nil {
+		local = a.local()
+	}
+	if len(a.buf) == 0 && len(local) == 0 {
+		return nil
+	}
+	err := a.st.ApplyChanges(a.buf, local...)
+	a.buf = a.buf[:0]
+	return err
 }

@@ -80,26 +80,7 @@ func normalizeHost(raw string) (string, bool) {
 }
 
 // validHost accepts DNS names of letter-digit-hyphen labels, and IP addresses.
-func validHost(h string) bool {
-	if net.ParseIP(h) != nil {
-		return true
-	}
-	if len(h) == 0 || len(h) > 253 {
-		return false
-	}
-	for _, label := range strings.Split(h, ".") {
-		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
-}
+func validHost(h string) bool { return net.ParseIP(h) != nil || api.LDHHost(h) }
 
 func (s *Service) ListSubscribers(r *Request) (*Result, error) {
 	per := 25

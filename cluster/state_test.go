@@ -34,15 +34,7 @@ func TestStateRestoresFromTheChangelog(t *testing.T) {
 	const parts = 4
 	a := join(t, brokers, "a", parts)
 	defer a.Close()
-	settled(t, parts, a)
-	sink := NewStateSink(a.Member)
-	defer sink.Close()
-	for p := 0; p < parts; p++ {
-		require.NoError(t, sink.Open(ctx, p))
-	}
-	src, err := storage.Open(t.TempDir(), storage.Options{Changes: sink})
-	require.NoError(t, err)
-	defer src.Close()
+	sink, src := soleWriter(t, a, parts, nil)
 
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	for ws := int64(1); ws <= 6; ws++ {
@@ -217,17 +209,9 @@ func TestStateConcurrentWritesKeepOrder(t *testing.T) {
 	const parts = 2
 	a := join(t, brokers, "a", parts)
 	defer a.Close()
-	settled(t, parts, a)
-	sink := NewStateSink(a.Member)
-	defer sink.Close()
-	for p := 0; p < parts; p++ {
-		require.NoError(t, sink.Open(ctx, p))
-	}
 	// The time between the changelog's commit and the store's is widened, so a sink that let
 	// the next write of the key through before the store applied this one would be caught.
-	src, err := storage.Open(t.TempDir(), storage.Options{Changes: slowSink{sink}})
-	require.NoError(t, err)
-	defer src.Close()
+	_, src := soleWriter(t, a, parts, func(s *StateSink) storage.ChangeSink { return slowSink{s} })
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
@@ -257,4 +241,24 @@ func (s slowSink) Changes(muts []storage.Mutation) ([]storage.Mutation, func(), 
 	local, done, err := s.StateSink.Changes(muts)
 	time.Sleep(time.Duration(len(muts)%3+1) * 300 * time.Microsecond)
 	return local, done, err
+}
+
+// soleWriter makes a, once it owns every partition, the writer of all of them, with a store
+// writing through its sink (wrapped by wrap when given).
+func soleWriter(t *testing.T, a *node, parts int, wrap func(*StateSink) storage.ChangeSink) (*StateSink, *storage.Store) {
+	t.Helper()
+	settled(t, parts, a)
+	sink := NewStateSink(a.Member)
+	t.Cleanup(sink.Close)
+	for p := 0; p < parts; p++ {
+		require.NoError(t, sink.Open(context.Background(), p))
+	}
+	var cs storage.ChangeSink = sink
+	if wrap != nil {
+		cs = wrap(sink)
+	}
+	st, err := storage.Open(t.TempDir(), storage.Options{Changes: cs})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return sink, st
 }

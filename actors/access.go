@@ -52,7 +52,7 @@ func (b *book) addSubscriber(m *AddSubscriber) (*Added[storage.Subscriber], erro
 	} else if !errors.Is(err, storage.ErrNotFound) {
 		return nil, err
 	}
-	id, err := b.s.Store.NextID("subscriber")
+	id, err := b.s.Store.NextIDFor(b.t.Workspace, "subscriber")
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (b *book) addEmbedDomain(m *AddEmbedDomain) (*Added[storage.EmbedDomain], e
 	} else if !errors.Is(err, storage.ErrNotFound) {
 		return nil, err
 	}
-	id, err := b.s.Store.NextID("embed_domain")
+	id, err := b.s.Store.NextIDFor(b.t.Workspace, "embed_domain")
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func (w *workspace) createTrackedLink(m *CreateTrackedLink) (*storage.TrackedLin
 	} else if taken {
 		return nil, invalid("slug", "is already taken")
 	}
-	id, err := w.s.Store.NextID("tracked_link")
+	id, err := w.s.Store.NextIDFor(w.t.Workspace, "tracked_link")
 	if err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ func result[T any](v T, err error) any {
 
 func (a *accounts) createWorkspace(m *CreateWorkspace) (*storage.Workspace, error) {
 	st := a.s.Store
-	id, err := st.NextID("workspace")
+	id, err := st.NextHomeID("workspace")
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func (a *accounts) createKey(m *CreateKey) (*NewKey, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	id, err := a.s.Store.NextID("key")
+	id, err := a.s.Store.NextIDFor(m.Workspace, "key")
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ func (w *workspace) saveBrand(m *SaveBrand) (*BrandSaved, error) {
 	case err == nil && b.ID != m.ID:
 		return nil, ErrNotFound
 	case errors.Is(err, storage.ErrNotFound):
-		id, err := st.NextID("brand")
+		id, err := st.NextIDFor(w.t.Workspace, "brand")
 		if err != nil {
 			return nil, err
 		}

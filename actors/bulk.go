@@ -198,7 +198,7 @@ func (v *bulkSup) create(t storage.Tenant, books []storage.BulkItem, settings ma
 		return nil, &ConflictError{Message: fmt.Sprintf("the workspace already has %d unfinished bulk settings batches (queued or running), "+
 			"the most it may have; wait until one finishes or cancel one", MaxUnfinishedBulk)}
 	}
-	seq, err := v.s.Store.NextID("bulkq")
+	seq, err := v.s.Store.NextIDFor(t.Workspace, "bulkq")
 	if err != nil {
 		return nil, err
 	}

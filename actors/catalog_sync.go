@@ -412,7 +412,7 @@ func (w *catalogWorker) apply(b *storage.Batch, cat *storage.Catalog, state *sto
 				g.full = true
 				continue
 			}
-			id, err := w.s.Store.NextID("catitem")
+			id, err := w.s.Store.NextIDFor(cat.Workspace, "catitem")
 			if err != nil {
 				return err
 			}

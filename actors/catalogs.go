@@ -79,7 +79,7 @@ func (w *workspace) createCatalog(m *CreateCatalog) (*CatalogCreated, error) {
 		}
 		c.UpdatedAt = now
 	} else {
-		id, err := st.NextID("catalog")
+		id, err := st.NextIDFor(w.t.Workspace, "catalog")
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +112,7 @@ func (w *workspace) createCatalog(m *CreateCatalog) (*CatalogCreated, error) {
 }
 
 func (w *workspace) newSyncJob(catalog int64, typ string, total int, snapshot *time.Time, now time.Time) (*storage.SyncJob, error) {
-	id, err := w.s.Store.NextID("syncjob")
+	id, err := w.s.Store.NextIDFor(w.t.Workspace, "syncjob")
 	if err != nil {
 		return nil, err
 	}

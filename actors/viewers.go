@@ -18,7 +18,7 @@ func (w *workspace) viewerFor(email string) (int64, error) {
 	if !errors.Is(err, storage.ErrNotFound) {
 		return 0, err
 	}
-	if id, err = w.s.Store.NextID("viewer"); err != nil {
+	if id, err = w.s.Store.NextIDFor(w.t.Workspace, "viewer"); err != nil {
 		return 0, err
 	}
 	b := w.s.Store.NewBatch()

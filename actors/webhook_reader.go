@@ -490,7 +490,7 @@ func (r *whReader) report(ctx context.Context, p int) {
 // addDelivery stages a new delivery (its id, record, queue entry) and counts it; it returns the
 // queue key.
 func (r *whReader) addDelivery(b *storage.Batch, lane storage.WebhookLane, counts map[storage.WebhookLane]int64, d *storage.WebhookDelivery) ([]byte, error) {
-	id, err := r.s.Store.NextID("whdelivery")
+	id, err := r.s.Store.NextIDFor(lane.Tenant.Workspace, "whdelivery")
 	if err != nil {
 		return nil, err
 	}

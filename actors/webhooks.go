@@ -50,7 +50,7 @@ type WebhookPatch struct {
 }
 
 func (w *workspace) createWebhook(m *CreateWebhook) (*storage.WebhookSubscription, error) {
-	id, err := w.s.Store.NextID("webhook")
+	id, err := w.s.Store.NextIDFor(w.t.Workspace, "webhook")
 	if err != nil {
 		return nil, err
 	}
@@ -210,13 +210,7 @@ func (s *System) openSecret(sealed []byte) ([]byte, error) {
 
 func (s *System) secretAEAD() (cipher.AEAD, error) {
 	s.wh.keyOnce.Do(func() {
-		key, err := s.Store.Meta("webhook_key")
-		if errors.Is(err, storage.ErrNotFound) {
-			key = make([]byte, 32)
-			if _, err = rand.Read(key); err == nil {
-				err = s.Store.SetMeta("webhook_key", key)
-			}
-		}
+		key, err := s.Store.Secret("webhook_key")
 		if err != nil {
 			s.wh.keyErr = err
 			return

@@ -164,7 +164,7 @@ func (w *workspace) prepareBook(b *storage.Book, now time.Time) error {
 	} else if exists {
 		return ErrConflict
 	}
-	id, err := w.s.Store.NextID("book")
+	id, err := w.s.Store.NextIDFor(w.t.Workspace, "book")
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (w *workspace) createUpload(m *CreateUpload) (*storage.Upload, error) {
 			live = b.Status
 		}
 	}
-	seq, err := w.s.Store.NextID("convq")
+	seq, err := w.s.Store.NextIDFor(w.t.Workspace, "convq")
 	if err != nil {
 		return nil, err
 	}

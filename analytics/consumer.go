@@ -66,6 +66,11 @@ func WithLogger(l *slog.Logger) ConsumerOption { return func(c *Consumer) { c.lo
 // itself (a log shared with other readers trims behind the slowest: ingest.TrimGate).
 func WithTrimmer(trim ingest.Trimmer) ConsumerOption { return func(c *Consumer) { c.trim = trim } }
 
+// WithPartitions makes the consumer read only the partitions owns says yes to, each from its
+// offset stored in DuckDB (cluster mode: a node stores the events of the partitions it owns; a
+// partition it takes over is replayed from where its copy stopped, or from the log's start).
+func WithPartitions(owns func(p int) bool) ConsumerOption { return func(c *Consumer) { c.owns = owns } }
+
 // withAllocator replaces the Arrow allocator (tests use a checked allocator).
 func withAllocator(m memory.Allocator) ConsumerOption { return func(c *Consumer) { c.mem = m } }
 
@@ -95,7 +100,8 @@ type Stats struct {
 type Consumer struct {
 	db       *DB
 	log      ingest.Log
-	trim     ingest.Trimmer // log.Trim unless WithTrimmer
+	trim     ingest.Trimmer   // log.Trim unless WithTrimmer
+	owns     func(p int) bool // the partitions read (WithPartitions); nil: all
 	maxBatch int
 	idleWait time.Duration
 	logger   *slog.Logger
@@ -513,6 +519,9 @@ func (c *Consumer) readRound(ctx context.Context, first, budget int) ([]partBatc
 	defer func() { c.buf = all[:0] }()
 	for i := 0; i < parts && len(all) < budget; i++ {
 		p := (first + i) % parts
+		if c.owns != nil && !c.owns(p) {
+			continue
+		}
 		var recs []ingest.Record
 		var err error
 		start := len(all)

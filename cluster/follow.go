@@ -23,8 +23,10 @@ import (
 var globalOffsetKey = []byte("l/cluster/global-offset")
 
 // FollowGlobal applies the global topic to st until ctx ends (then it returns ctx's error).
-// ready, when set, is closed once everything committed when it started is applied.
-func (m *Member) FollowGlobal(ctx context.Context, st *storage.Store, ready chan<- struct{}) error {
+// ready, when set, is closed once everything committed when it started is applied; applied,
+// when set, is given each chunk of records once it is in the store (a node's caches of global
+// state: credentials, workspaces).
+func (m *Member) FollowGlobal(ctx context.Context, st *storage.Store, ready chan<- struct{}, applied func([]storage.Mutation)) error {
 	from := int64(0)
 	if v, err := st.Local(globalOffsetKey); err == nil && len(v) == 8 {
 		from = int64(binary.BigEndian.Uint64(v))
@@ -35,6 +37,7 @@ func (m *Member) FollowGlobal(ctx context.Context, st *storage.Store, ready chan
 	if err != nil {
 		return err
 	}
+	m.globalApplied(from)
 	if ready != nil && from >= end {
 		close(ready)
 		ready = nil
@@ -81,10 +84,62 @@ func (m *Member) FollowGlobal(ctx context.Context, st *storage.Store, ready chan
 				return err
 			}
 			from = next
+			m.globalApplied(next)
+			if applied != nil && len(muts) > 0 {
+				applied(muts)
+			}
 		}
 		if ready != nil && from >= end {
 			close(ready)
 			ready = nil
 		}
 	}
+}
+
+// globalApplied records that the global topic is applied up to offset next.
+func (m *Member) globalApplied(next int64) {
+	m.gmu.Lock()
+	if next > m.gnext {
+		m.gnext = next
+		close(m.gmoved)
+		m.gmoved = make(chan struct{})
+	}
+	m.gmu.Unlock()
+}
+
+// SyncGlobal waits until this node's copy of the global table holds everything committed to the
+// global topic when it was called (FollowGlobal must be running): a node that does not know a
+// credential or a book another node has just created reads again after it (read your writes
+// across nodes).
+func (m *Member) SyncGlobal(ctx context.Context) error {
+	end, err := m.stableEnd(ctx, m.o.GlobalTopic, 0)
+	if err != nil {
+		return err
+	}
+	for {
+		m.gmu.Lock()
+		next, moved := m.gnext, m.gmoved
+		m.gmu.Unlock()
+		if next >= end {
+			return nil
+		}
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// GlobalApplied is the global topic's offset this node's copy holds up to (GlobalEnd: where
+// the topic ends; their difference is the node's global lag).
+func (m *Member) GlobalApplied() int64 {
+	m.gmu.Lock()
+	defer m.gmu.Unlock()
+	return m.gnext
+}
+
+// GlobalEnd is the global topic's last stable offset.
+func (m *Member) GlobalEnd(ctx context.Context) (int64, error) {
+	return m.stableEnd(ctx, m.o.GlobalTopic, 0)
 }

@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/url"
 	"strings"
@@ -16,8 +19,13 @@ import (
 // and bytes. ForwardedHeader marks a forwarded request: a node receiving one never forwards it
 // again (during a rebalance it answers 503 instead), so a request makes at most one hop.
 
-// ForwardedHeader names the node a request was forwarded by.
-const ForwardedHeader = "X-Flipbook-Forwarded-By"
+// ForwardedHeader names the node a request was forwarded by; ForwardAuthHeader proves it is a
+// node of the cluster (an HMAC of the node's name under the cluster's shared secret, the admin
+// token), so a client cannot pass for a node (its forwarded-for address would be believed).
+const (
+	ForwardedHeader   = "X-Flipbook-Forwarded-By"
+	ForwardAuthHeader = "X-Flipbook-Forward-Auth"
+)
 
 // ErrLoop refuses to forward a request that was forwarded already.
 var ErrLoop = errors.New("cluster: the request was forwarded already (one hop at most)")
@@ -25,15 +33,41 @@ var ErrLoop = errors.New("cluster: the request was forwarded already (one hop at
 // Forwarder forwards requests to other nodes, with a pooled client per node.
 type Forwarder struct {
 	node    string
+	secret  []byte
 	timeout time.Duration
 
 	mu      sync.Mutex
 	clients map[string]*fasthttp.HostClient
 }
 
-// NewForwarder is node's forwarder; timeout bounds one forwarded exchange.
-func NewForwarder(node string, timeout time.Duration) *Forwarder {
-	return &Forwarder{node: node, timeout: timeout, clients: map[string]*fasthttp.HostClient{}}
+// NewForwarder is node's forwarder; secret is the cluster's shared secret (every node's
+// --admin-token); timeout bounds one forwarded exchange.
+func NewForwarder(node string, secret []byte, timeout time.Duration) *Forwarder {
+	return &Forwarder{node: node, secret: secret, timeout: timeout, clients: map[string]*fasthttp.HostClient{}}
+}
+
+// proof is the value of ForwardAuthHeader for node.
+func (f *Forwarder) proof(node string) string {
+	h := hmac.New(sha256.New, f.secret)
+	h.Write([]byte("flipbook-forward\n" + node))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// FromPeer says whether ctx's request was forwarded by a node of the cluster (its
+// ForwardedHeader backed by a valid ForwardAuthHeader). A request that only claims it has both
+// headers removed: it is a client's request like any other.
+func (f *Forwarder) FromPeer(ctx *fasthttp.RequestCtx) bool {
+	by := ctx.Request.Header.Peek(ForwardedHeader)
+	auth := ctx.Request.Header.Peek(ForwardAuthHeader)
+	if len(by) == 0 && len(auth) == 0 {
+		return false
+	}
+	if len(by) > 0 && len(f.secret) > 0 && hmac.Equal(auth, []byte(f.proof(string(by)))) {
+		return true
+	}
+	ctx.Request.Header.Del(ForwardedHeader)
+	ctx.Request.Header.Del(ForwardAuthHeader)
+	return false
 }
 
 func (f *Forwarder) client(base string) (*fasthttp.HostClient, error) {
@@ -65,8 +99,9 @@ func hostPort(u *url.URL) string {
 }
 
 // Forward sends ctx's request to the node at base (its advertised URL) and writes the node's
-// answer into ctx's response. The request's body must be in memory (ctx.PostBody).
-func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base string) error {
+// answer into ctx's response. A body still on the client's connection (a streamed request) is
+// streamed through as it arrives. clientIP is the address the owner is to take as the client's.
+func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base, clientIP string) error {
 	if len(ctx.Request.Header.Peek(ForwardedHeader)) > 0 {
 		return ErrLoop
 	}
@@ -76,9 +111,13 @@ func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base string) error {
 	}
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
-	ctx.Request.CopyTo(req)
+	ctx.Request.CopyTo(req) // all but a body stream
+	if ctx.Request.IsBodyStream() {
+		req.SetBodyStream(ctx.RequestBodyStream(), ctx.Request.Header.ContentLength())
+	}
 	req.Header.Set(ForwardedHeader, f.node)
-	req.Header.Set("X-Forwarded-For", ctx.RemoteIP().String())
+	req.Header.Set(ForwardAuthHeader, f.proof(f.node))
+	req.Header.Set("X-Forwarded-For", clientIP)
 	req.SetRequestURIBytes(ctx.Request.RequestURI())
 	req.UseHostHeader = true // the owner sees the Host the client asked for
 	resp := fasthttp.AcquireResponse()

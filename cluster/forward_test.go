@@ -16,7 +16,8 @@ func serve(t *testing.T, h fasthttp.RequestHandler) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	srv := &fasthttp.Server{Handler: h}
+	// Bodies streamed, as the service reads them: a forwarded body is piped, not buffered.
+	srv := &fasthttp.Server{Handler: h, StreamRequestBody: true}
 	go srv.Serve(ln)
 	t.Cleanup(func() { _ = srv.Shutdown() })
 	return "http://" + ln.Addr().String()
@@ -29,22 +30,26 @@ func TestForwardOneHop(t *testing.T) {
 	var seen struct {
 		method, uri, reqID, by, xff, host string
 		body                              []byte
+		peer                              bool
 	}
+	peers := NewForwarder("owner", []byte("shared-secret"), 10*time.Second)
 	owner := serve(t, func(ctx *fasthttp.RequestCtx) {
 		seen.method, seen.uri = string(ctx.Method()), string(ctx.RequestURI())
 		seen.reqID, seen.by = string(ctx.Request.Header.Peek("X-Request-Id")), string(ctx.Request.Header.Peek(ForwardedHeader))
 		seen.xff, seen.host = string(ctx.Request.Header.Peek("X-Forwarded-For")), string(ctx.Host())
 		seen.body = append([]byte(nil), ctx.PostBody()...)
+		seen.peer = peers.FromPeer(ctx)
 		ctx.SetStatusCode(201)
 		ctx.Response.Header.Set("X-Request-Id", seen.reqID)
 		ctx.Response.Header.Set("RateLimit-Remaining", "41")
 		ctx.SetContentType("application/json")
 		ctx.SetBodyString(`{"data":{"id":"b1"}}`)
 	})
-	f := NewForwarder("node-a", 10*time.Second)
+	f := NewForwarder("node-a", []byte("shared-secret"), 10*time.Second)
 	defer f.Close()
 	node := serve(t, func(ctx *fasthttp.RequestCtx) {
-		if err := f.Forward(ctx, owner); err != nil {
+		f.FromPeer(ctx) // drops a client's claim to be a node
+		if err := f.Forward(ctx, owner, ctx.RemoteIP().String()); err != nil {
 			ctx.SetStatusCode(503)
 			ctx.SetBodyString(err.Error())
 		}
@@ -71,10 +76,22 @@ func TestForwardOneHop(t *testing.T) {
 	require.Equal(t, "127.0.0.1", seen.xff)
 	require.Equal(t, "books.example", seen.host)
 	require.Equal(t, body, seen.body)
+	require.True(t, seen.peer, "the owner knows the request comes from a node")
 
-	// Forwarded once already: not again.
+	// A client claiming to be a node, without the cluster's secret, is forwarded as a client.
 	req, _ = http.NewRequest("GET", node+"/api/v1/books", nil)
 	req.Header.Set(ForwardedHeader, "node-b")
+	req.Header.Set(ForwardAuthHeader, "00ff")
+	res, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, 201, res.StatusCode)
+	require.Equal(t, "node-a", seen.by)
+
+	// Forwarded once already (by a node): not again.
+	req, _ = http.NewRequest("GET", node+"/api/v1/books", nil)
+	req.Header.Set(ForwardedHeader, "node-b")
+	req.Header.Set(ForwardAuthHeader, f.proof("node-b"))
 	res, err = http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	got, _ = io.ReadAll(res.Body)

@@ -92,6 +92,10 @@ type Member struct {
 	owners map[int]Owner
 	seen   chan struct{} // closed and replaced on every change of owners (Wait)
 
+	gmu    sync.Mutex
+	gnext  int64         // the global topic's offset applied so far (FollowGlobal)
+	gmoved chan struct{} // closed and replaced when gnext moves
+
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 }
@@ -115,7 +119,7 @@ func Join(ctx context.Context, o Options) (*Member, error) {
 		o.Logger = slog.Default()
 	}
 	m := &Member{o: o, log: o.Logger.With("component", "cluster", "node", o.Node),
-		owned: map[int]bool{}, owners: map[int]Owner{}, seen: make(chan struct{})}
+		owned: map[int]bool{}, owners: map[int]Owner{}, seen: make(chan struct{}), gmoved: make(chan struct{})}
 	common := []kgo.Opt{kgo.SeedBrokers(o.Brokers...)}
 	if o.dial != nil {
 		common = append(common, kgo.Dialer(o.dial))

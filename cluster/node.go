@@ -44,8 +44,8 @@ type event struct {
 }
 
 // StartNode joins the cluster with o and opens the node's store through open, which must pass
-// the sink it is given as storage.Options.Changes.
-func StartNode(ctx context.Context, o Options, open func(storage.ChangeSink) (*storage.Store, error)) (*Node, error) {
+// the sink it is given as storage.Options.Changes (and may ask the member for the partitions).
+func StartNode(ctx context.Context, o Options, open func(storage.ChangeSink, *Member) (*storage.Store, error)) (*Node, error) {
 	n := &Node{ready: map[int]chan struct{}{}, events: make(chan event, 64), done: make(chan struct{})}
 	o.OnAssigned = func(p []int) { n.events <- event{parts: p, assigned: true} }
 	o.OnRevoked = n.revoked
@@ -57,7 +57,7 @@ func StartNode(ctx context.Context, o Options, open func(storage.ChangeSink) (*s
 	n.m, n.log = m, m.log
 	n.sink = NewStateSink(m)
 	n.mu.Unlock()
-	if n.store, err = open(n.sink); err != nil {
+	if n.store, err = open(n.sink, m); err != nil {
 		m.Close()
 		return nil, err
 	}
@@ -84,6 +84,27 @@ func (n *Node) readyLocked(p int) chan struct{} {
 		n.ready[p] = c
 	}
 	return c
+}
+
+// IsReady says whether partition p is this node's and taken over.
+func (n *Node) IsReady(p int) bool {
+	select {
+	case <-n.Ready(p):
+		return true
+	default:
+		return false
+	}
+}
+
+// ReadyOwned is the partitions this node owns and has taken over, in order.
+func (n *Node) ReadyOwned() []int {
+	var out []int
+	for _, p := range n.m.Owned() {
+		if n.IsReady(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // WaitReady waits at most d for partition p to be this node's: false when it is not by then

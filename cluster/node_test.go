@@ -19,7 +19,7 @@ func startNode(t *testing.T, brokers []string, name string, parts int) *Node {
 	dir := t.TempDir()
 	n, err := StartNode(context.Background(), Options{Brokers: brokers, Node: name, URL: "http://" + name + ".test:8080",
 		Partitions: parts, SessionTimeout: 6 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		func(sink storage.ChangeSink) (*storage.Store, error) {
+		func(sink storage.ChangeSink, _ *Member) (*storage.Store, error) {
 			return storage.Open(dir, storage.Options{Changes: sink})
 		})
 	require.NoError(t, err)

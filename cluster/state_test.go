@@ -166,7 +166,7 @@ func TestStateGlobalFollowed(t *testing.T) {
 		fctx, fcancel := context.WithCancel(ctx)
 		ready := make(chan struct{})
 		done := make(chan error, 1)
-		go func() { done <- b.FollowGlobal(fctx, st, ready) }()
+		go func() { done <- b.FollowGlobal(fctx, st, ready, nil) }()
 		select {
 		case <-ready:
 		case err := <-done:

@@ -105,6 +105,9 @@ func (s *Service) adminOperations() []*Operation {
 		{ID: "admin.memory", Method: "GET", Path: "/memory", Auth: AuthAdmin,
 			Summary: "The service's memory by owner: the process (RSS), Go's heap, DuckDB's own accounting and glibc malloc.",
 			Handler: s.adminMemory},
+		{ID: "admin.cluster_status", Method: "GET", Path: "/cluster", Auth: AuthAdmin,
+			Summary: "Cluster mode: this node, the partitions it owns and has taken over, every partition's owner, the global table's lag and the forwarding counters (404 in one process).",
+			Handler: s.adminCluster},
 	}
 	for _, op := range ops {
 		op.Base = AdminBase
@@ -399,6 +402,11 @@ type FirstStart struct {
 // Bootstrap creates the "Default" workspace on the company plan and a *-scoped test key when the
 // data directory holds no workspace yet; it returns nil otherwise.
 func (s *Service) Bootstrap() (*FirstStart, error) {
+	if s.cluster != nil {
+		// A cluster's nodes would each make one: its operator creates workspaces through the
+		// admin API (docs/OPERATIONS.md "Running a cluster").
+		return nil, nil
+	}
 	has, err := s.Store.HasWorkspaces()
 	if err != nil || has {
 		return nil, err

@@ -97,19 +97,23 @@ func (r *routeInfo) counter(status int) prometheus.Counter {
 
 // routes makes the routeInfo of each (operation label, pattern) once.
 type routes struct {
-	m       *metrics
-	mu      sync.Mutex
-	byKey   map[[2]string]*routeInfo
-	tools   map[*api.Operation]*routeInfo // MCP tools
-	other   *routeInfo                    // no route matched nor said what it was (OPTIONS)
-	badReq  *routeInfo                    // requests fasthttp refused before routing
-	mcpBase *routeInfo
+	m     *metrics
+	mu    sync.Mutex
+	byKey map[[2]string]*routeInfo
+	tools map[*api.Operation]*routeInfo // MCP tools
+	other *routeInfo                    // no route matched nor said what it was (OPTIONS)
+	// forwarded: answered by the node owning the request's workspace (cluster mode), or a
+	// 503 while its partition moved
+	forwarded *routeInfo
+	badReq    *routeInfo // requests fasthttp refused before routing
+	mcpBase   *routeInfo
 }
 
 func newRoutes(m *metrics) *routes {
 	r := &routes{m: m, byKey: map[[2]string]*routeInfo{}, tools: map[*api.Operation]*routeInfo{}}
 	r.other = r.get("other", "")
 	r.badReq = r.get("transport_error", "")
+	r.forwarded = r.get("forwarded", "")
 	return r
 }
 
@@ -170,7 +174,11 @@ func (s *Service) serveHTTP(ctx *fasthttp.RequestCtx) {
 	ri.id = s.newRequestID(ctx)
 	ctx.SetUserValue(reqInfoKey, ri)
 	ctx.Response.Header.Set("X-Request-Id", ri.id)
-	s.router.Handler(ctx)
+	if s.cluster == nil || !s.cluster.route(ctx, ri.id) {
+		s.router.Handler(ctx)
+	} else {
+		ri.route = s.routes.forwarded
+	}
 	if ri.unread {
 		lingerClose(ctx)
 	}

@@ -5,7 +5,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -118,6 +117,9 @@ type Config struct {
 	RequestLog *RequestLog
 	// PProf mounts net/http/pprof at /debug/pprof/ behind the admin token (off: 404).
 	PProf bool
+	// Cluster, when set, runs the service as one node of a cluster (cluster.go): it needs
+	// KafkaBrokers and the AdminToken every node shares.
+	Cluster *ClusterConfig
 }
 
 // DefaultConfig returns the embedded defaults.
@@ -155,7 +157,9 @@ type Service struct {
 	metricsSrv *fasthttp.Server
 
 	caller     *api.Caller
-	bodies     bodyBudget // memory request bodies hold (body.go)
+	cluster    *clusterFront // cluster mode (cluster.go); nil in one process
+	closeStore func() error  // the store's Close, or the cluster node's
+	bodies     bodyBudget    // memory request bodies hold (body.go)
 	oauth      *oauth.Server
 	limCollect *api.Limiter
 	readers    readerTokens
@@ -209,9 +213,23 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	st, err := storage.Open(cfg.DataDir, storage.Options{BlobURL: cfg.BlobURL})
+	var st *storage.Store
+	var front *clusterFront
+	var err error
+	if cfg.Cluster != nil {
+		// The node's events are in partitions of the cluster's count, a workspace's in the
+		// partition its state is in; DuckDB holds the owned partitions' (consumer filter).
+		cfg.IngestBacklog = 0 // this node's appends are not all its own consumer's
+		front, st, err = openCluster(cfg)
+	} else {
+		st, err = storage.Open(cfg.DataDir, storage.Options{BlobURL: cfg.BlobURL})
+	}
 	if err != nil {
 		return nil, err
+	}
+	closeStore := st.Close
+	if front != nil {
+		closeStore = front.close
 	}
 	sys, err := actors.Start(st, actors.Options{BookIdle: cfg.BookIdle, Logger: cfg.Logger,
 		Conversion: actors.ConversionOptions{Workers: cfg.ConversionWorkers, LongEdge: cfg.PageLongEdge, MaxPages: cfg.MaxPages},
@@ -220,11 +238,11 @@ func New(cfg Config) (*Service, error) {
 			return f.fetch, f.close
 		}})
 	if err != nil {
-		_ = st.Close()
+		_ = closeStore()
 		return nil, err
 	}
 	s := &Service{
-		cfg: cfg, log: cfg.Logger, Store: st, Actors: sys,
+		cfg: cfg, log: cfg.Logger, Store: st, Actors: sys, cluster: front, closeStore: closeStore,
 		limCollect: api.NewLimiter(cfg.RateCollect),
 		reqPrefix:  actors.RandomString(8) + "-", stop: make(chan struct{}),
 		bodies: bodyBudget{max: max(cfg.MaxBufferedBytes, 0)},
@@ -241,16 +259,25 @@ func New(cfg Config) (*Service, error) {
 	s.caller = api.NewCaller(st, api.CallerOptions{RateWorkspace: cfg.RateWorkspace, RateEndpoint: cfg.RateEndpoint,
 		RateUnauthenticated: cfg.RateUnauthenticated, AdminToken: cfg.AdminToken, Logger: cfg.Logger,
 		Tokens: s.oauth, RESTResource: s.restResource(), MCPResource: s.mcpResource()})
-	if s.cursors.key, err = s.secret("cursor_secret"); err != nil {
+	if s.cursors.key, err = st.Secret("cursor_secret"); err != nil {
 		s.shutdownState()
 		return nil, err
 	}
-	if s.readers.key, err = s.secret("reader_secret"); err != nil {
+	if s.readers.key, err = st.Secret("reader_secret"); err != nil {
 		s.shutdownState()
 		return nil, err
+	}
+	if front != nil {
+		front.s = s
+		inv := s.caller.InvalidateAuth
+		front.invalidate.Store(&inv)
 	}
 	if len(cfg.KafkaBrokers) > 0 {
-		s.events, err = ingest.NewKafkaLog(context.Background(), ingest.KafkaOptions{Brokers: cfg.KafkaBrokers, Topic: cfg.KafkaTopic})
+		ko := ingest.KafkaOptions{Brokers: cfg.KafkaBrokers, Topic: cfg.KafkaTopic}
+		if front != nil {
+			ko.Partitions = front.node.Member().Partitions()
+		}
+		s.events, err = ingest.NewKafkaLog(context.Background(), ko)
 	} else {
 		s.events, err = ingest.NewPebbleLog(st.DB(), ingest.PebbleOptions{})
 	}
@@ -270,8 +297,11 @@ func New(cfg Config) (*Service, error) {
 	// (offsets in DuckDB) and the webhook dispatcher (offsets in Pebble). It is trimmed only
 	// behind the slower of them.
 	s.trimGate = ingest.NewTrimGate(s.events, "analytics", "webhooks")
-	if s.consumer, err = analytics.NewConsumer(context.Background(), s.Analytics, s.events, analytics.WithLogger(cfg.Logger),
-		analytics.WithTrimmer(s.trimGate.Reader("analytics"))); err != nil {
+	copts := []analytics.ConsumerOption{analytics.WithLogger(cfg.Logger), analytics.WithTrimmer(s.trimGate.Reader("analytics"))}
+	if front != nil {
+		copts = append(copts, analytics.WithPartitions(front.node.IsReady))
+	}
+	if s.consumer, err = analytics.NewConsumer(context.Background(), s.Analytics, s.events, copts...); err != nil {
 		s.shutdownState()
 		return nil, fmt.Errorf("event consumer: %w", err)
 	}
@@ -430,24 +460,8 @@ func (s *Service) shutdownState() {
 			}
 		}
 		s.Actors.Stop()
-		s.closeErr = s.Store.Close()
+		s.closeErr = s.closeStore()
 	})
-}
-
-// secret returns a persisted random secret, creating it on first use.
-func (s *Service) secret(name string) ([]byte, error) {
-	v, err := s.Store.Meta(name)
-	if err == nil {
-		return v, nil
-	}
-	if !errors.Is(err, storage.ErrNotFound) {
-		return nil, err
-	}
-	v = make([]byte, 32)
-	if _, err := rand.Read(v); err != nil {
-		return nil, err
-	}
-	return v, s.Store.SetMeta(name, v)
 }
 
 func (s *Service) housekeeping() {

@@ -187,7 +187,7 @@ func (s *Service) ShopifyWebhook(r *Request) (*Result, error) {
 		return nil, err
 	}
 	answer := &storage.ShopifyAnswer{Action: in.action, Counts: counts, Status: "completed", CreatedAt: time.Now().UTC()}
-	id, err := s.Store.NextID("shopify_gdpr")
+	id, err := s.Store.NextIDFor(t.Workspace, "shopify_gdpr")
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,6 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -88,11 +87,11 @@ func New(st *storage.Store, o Options) (*Server, error) {
 		o.UnusedClientTTL = DefaultUnusedClientTTL
 	}
 	scopeList = append(slices.Clone(o.Scopes), "*")
-	secret, err := metaSecret(st, "oauth_hmac_secret")
+	secret, err := st.Secret("oauth_hmac_secret")
 	if err != nil {
 		return nil, err
 	}
-	csrf, err := metaSecret(st, "oauth_csrf_key")
+	csrf, err := st.Secret("oauth_csrf_key")
 	if err != nil {
 		return nil, err
 	}
@@ -122,22 +121,6 @@ func New(st *storage.Store, o Options) (*Server, error) {
 		compose.OAuth2PKCEFactory,
 	)
 	return &Server{o: o, st: st, store: store, provider: provider, strategy: strategy, cfg: cfg, csrfKey: csrf, lim: lim}, nil
-}
-
-// metaSecret is a 32-byte secret of the installation, made on first use.
-func metaSecret(st *storage.Store, name string) ([]byte, error) {
-	v, err := st.Meta(name)
-	if err == nil && len(v) == 32 {
-		return v, nil
-	}
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return nil, err
-	}
-	v = make([]byte, 32)
-	if _, err := rand.Read(v); err != nil {
-		return nil, err
-	}
-	return v, st.SetMeta(name, v)
 }
 
 // Handler serves the authorization server's routes and the metadata documents.

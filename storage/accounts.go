@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"time"
@@ -129,6 +131,30 @@ func (s *Store) DeleteKey(k *APIKey) error {
 
 // Meta reads a service metadata value.
 func (s *Store) Meta(name string) ([]byte, error) { return s.get(metaKey(name)) }
+
+// Secret is the installation's 32-byte secret of that name (cursor signing, reader tokens, OAuth
+// token signatures, webhook secret sealing): made at random on first use and kept in the meta
+// keys; in cluster mode (Options.SharedSecret) derived from the cluster's shared secret instead,
+// so every node holds the same one without a first writer to race for.
+func (s *Store) Secret(name string) ([]byte, error) {
+	if len(s.shared) > 0 {
+		h := hmac.New(sha256.New, s.shared)
+		h.Write([]byte("flipbook-secret\n" + name))
+		return h.Sum(nil), nil
+	}
+	v, err := s.Meta(name)
+	if err == nil && len(v) == 32 {
+		return v, nil
+	}
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	v = make([]byte, 32)
+	if _, err := rand.Read(v); err != nil {
+		return nil, err
+	}
+	return v, s.SetMeta(name, v)
+}
 
 // SetMeta writes a service metadata value durably.
 func (s *Store) SetMeta(name string, v []byte) error {

@@ -30,8 +30,39 @@ func newSequences(s *Store) *sequences {
 	return &sequences{s: s, m: map[string]*seqState{}}
 }
 
-// NextID returns the next id of the named sequence (starting at 1).
+// NextID returns the next id of the named sequence (starting at 1). Objects of a workspace take
+// theirs from NextIDFor, new workspaces from NextHomeID: in cluster mode those ids are unique
+// across nodes; NextID is for what only one node ever allocates.
 func (s *Store) NextID(name string) (int64, error) { return s.seqs.next(name, seqKey(name)) }
+
+// ErrNoHome refuses a new workspace on a node that owns no partition yet (cluster mode).
+var ErrNoHome = errors.New("storage: this node owns no partition to place a new workspace in")
+
+// NextIDFor returns the next id of the named sequence for an object of workspace ws. In cluster
+// mode (Options.Partitions) it comes from the workspace's partition (NextIDIn), so it is unique
+// across nodes and says its partition (id mod n); otherwise it is NextID(name).
+func (s *Store) NextIDFor(ws int64, name string) (int64, error) {
+	if s.parts <= 0 {
+		return s.NextID(name)
+	}
+	return s.NextIDIn(int(uint64(ws)%uint64(s.parts)), s.parts, name)
+}
+
+// NextHomeID returns the id of a new workspace: in cluster mode from a partition this node owns
+// (Options.Home), so the new workspace is this node's and its first writes need no hop.
+func (s *Store) NextHomeID(name string) (int64, error) {
+	if s.parts <= 0 {
+		return s.NextID(name)
+	}
+	p, ok := -1, false
+	if s.home != nil {
+		p, ok = s.home()
+	}
+	if !ok {
+		return 0, ErrNoHome
+	}
+	return s.NextIDIn(p, s.parts, name)
+}
 
 // NextIDIn returns the next id of the named sequence of partition p of n (cluster mode; issue
 // 26 item 5): k×n + p for the partition's k = 1, 2, ..., so ids of different partitions never

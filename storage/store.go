@@ -26,13 +26,16 @@ var codec = sonic.Config{CopyString: true, ValidateString: true}.Froze()
 
 // Store is the service's durable state.
 type Store struct {
-	db    *pebble.DB
-	dir   string
-	Blobs *Blobs
-	seqs  *sequences
-	books *bookCache
-	idem  idemAccount // stored idempotent responses per tenant (idempotency.go)
-	sink  ChangeSink  // Options.Changes
+	db     *pebble.DB
+	dir    string
+	Blobs  *Blobs
+	seqs   *sequences
+	books  *bookCache
+	idem   idemAccount        // stored idempotent responses per tenant (idempotency.go)
+	sink   ChangeSink         // Options.Changes
+	parts  int                // Options.Partitions
+	home   func() (int, bool) // Options.Home
+	shared []byte             // Options.SharedSecret
 }
 
 // Options configure Open.
@@ -47,6 +50,15 @@ type Options struct {
 	// BlobURL, when set, keeps the blobs (page images, thumbnails, logos) in an S3-compatible
 	// store: s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT&region=REGION (blobs_s3.go).
 	BlobURL string
+	// Partitions, in cluster mode, is the cluster's number of partitions: ids of a workspace's
+	// objects come from its partition (NextIDFor), unique across nodes. 0: one process.
+	Partitions int
+	// Home, in cluster mode, is a partition this node owns, where a new workspace is placed
+	// (NextHomeID); false when it owns none.
+	Home func() (int, bool)
+	// SharedSecret, in cluster mode, is the secret every node shares (the admin token): the
+	// installation's secrets are derived from it (Secret).
+	SharedSecret []byte
 }
 
 // DefaultCacheBytes is the default Pebble block cache.
@@ -96,7 +108,7 @@ func Open(dir string, o Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	s := &Store{db: db, dir: dir, Blobs: blobs, books: newBookCache(), sink: o.Changes}
+	s := &Store{db: db, dir: dir, Blobs: blobs, books: newBookCache(), sink: o.Changes, parts: o.Partitions, home: o.Home, shared: o.SharedSecret}
 	s.seqs = newSequences(s)
 	if err := s.lowerSlugs(); err != nil { // tracked-link slugs are case-insensitive (slugcase.go)
 		_ = db.Close()

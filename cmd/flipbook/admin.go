@@ -31,6 +31,8 @@ commands:
   revoke-oauth-client WORKSPACE CLIENT_ID  end every grant of the client in the workspace (a
                                            client-credentials client of the workspace is deleted)
   revoke-oauth-grant WORKSPACE GRANT_ID    end one grant; its tokens are refused from the next request
+  cluster status                           cluster mode: this node, the partitions it owns, every
+                                           partition's owner (node and URL), the global table's lag
 
 The service is found the way serve is configured: --data (env FLIPBOOK_DATA, default ./data)
 holds admin-token and the address the running server listens on (written at start); --addr
@@ -171,6 +173,8 @@ func adminCall(rest []string, stderr io.Writer, usage func()) (method, path stri
 		method, path = "POST", fmt.Sprintf("/keys/%d/rotate", *id)
 	case "keys revoke":
 		method, path = "DELETE", fmt.Sprintf("/keys/%d", *id)
+	case "cluster status":
+		method, path = "GET", "/cluster"
 	default:
 		usage()
 		return "", "", nil, fmt.Errorf("unknown admin command %q", rest[0]+" "+rest[1])

@@ -16,6 +16,7 @@ import (
 
 	"flipbook/actors"
 	"flipbook/analytics"
+	"flipbook/cluster"
 	"flipbook/httpapi"
 	"flipbook/mcp"
 )
@@ -90,6 +91,11 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	logFormat := str("log-format", "json", "log format: json (one object per line) or text")
 	metricsAddr := str("metrics-addr", "", "also serve GET /metrics without a token on this address, for a private network (default off; /metrics on the main address needs the admin token)")
 	pprofOn := boolVar(fs, getenv, "pprof", "mount net/http/pprof at /debug/pprof/ behind the admin token")
+	clusterNode := str("cluster-node", "", "cluster mode: this node's name, unique in the cluster (needs --kafka-brokers, --advertise-url and the --admin-token every node shares; docs/OPERATIONS.md)")
+	advertise := str("advertise-url", "", "cluster mode: how the other nodes reach this one, http://HOST:PORT")
+	clusterParts := num("cluster-partitions", cluster.DefaultPartitions, "cluster mode: partitions of the workspaces, used when the cluster's topics are first created")
+	clusterWait := str("cluster-wait", httpapi.DefaultClusterWait.String(), "cluster mode: how long a request for a workspace whose partition is moving waits before a 503")
+	clusterSession := str("cluster-session-timeout", cluster.DefaultSessionTimeout.String(), "cluster mode: how long a silent node keeps its partitions")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -141,6 +147,26 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if err != nil {
 		return nil, fmt.Errorf("--shutdown-timeout: %w", err)
 	}
+	var cc *httpapi.ClusterConfig
+	if *clusterNode != "" {
+		cc = &httpapi.ClusterConfig{Node: *clusterNode, AdvertiseURL: *advertise, Partitions: *clusterParts}
+		if cc.Wait, err = time.ParseDuration(*clusterWait); err != nil || cc.Wait <= 0 {
+			return nil, fmt.Errorf("--cluster-wait: %q is not a positive duration", *clusterWait)
+		}
+		if cc.SessionTimeout, err = time.ParseDuration(*clusterSession); err != nil || cc.SessionTimeout <= 0 {
+			return nil, fmt.Errorf("--cluster-session-timeout: %q is not a positive duration", *clusterSession)
+		}
+		switch {
+		case *advertise == "":
+			return nil, errors.New("--cluster-node needs --advertise-url (how the other nodes reach this one)")
+		case *kafka == "":
+			return nil, errors.New("--cluster-node needs --kafka-brokers")
+		case *token == "":
+			return nil, errors.New("--cluster-node needs --admin-token, the same on every node")
+		case *clusterParts < 1 || *clusterParts > 1<<15:
+			return nil, fmt.Errorf("--cluster-partitions: %d is not between 1 and 32768", *clusterParts)
+		}
+	}
 	obs, err := parseObserveFlags(*logLevel, *logFormat, *metricsAddr, pprofOn.s)
 	if err != nil {
 		return nil, err
@@ -153,7 +179,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		MaxUploadBytes: *maxUpload, BlobURL: *blobURL, ConversionWorkers: *workers, PageLongEdge: *longEdge, MaxPages: *maxPages,
 		RateCollect: *rcol, IngestBacklog: *backlog, AnalyticsMemory: *amem, KafkaBrokers: splitList(*kafka), KafkaTopic: *topic,
 		TrustGeoHeaders: trustGeo, MCPAllowedOrigins: splitList(*mcpOrigins), MCPPageSize: *mcpPage,
-		Webhooks: wh, PProf: obs.pprof,
+		Webhooks: wh, PProf: obs.pprof, Cluster: cc,
 	}}, nil
 }
 

@@ -1,0 +1,238 @@
+package main
+
+// Cluster mode (issue 26) with three `flipbook serve` child processes over an in-process Kafka
+// (kfake, three brokers): any node answers any request, the owner of a workspace's partition
+// applies its writes, ids stay unique across nodes.
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+const clusterAdminToken = "adm_cluster_test_shared"
+
+// clusterNode is one node of a test cluster: its child process and what it was started with.
+type clusterNode struct {
+	name, base, dir string
+	args            []string
+	child           *childServer
+}
+
+// freeAddr is a loopback address with a port free now (a node must know its advertised URL
+// before it starts).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startClusterNode(t *testing.T, brokers []string, name string, parts int, extra ...string) *clusterNode {
+	t.Helper()
+	addr := freeAddr(t)
+	n := &clusterNode{name: name, base: "http://" + addr, dir: t.TempDir()}
+	n.args = append([]string{"--data", n.dir, "--addr", addr, "--admin-token", clusterAdminToken,
+		"--cluster-node", name, "--advertise-url", n.base, "--kafka-brokers", strings.Join(brokers, ","),
+		"--cluster-partitions", fmt.Sprint(parts), "--cluster-session-timeout", "6s",
+		"--rate-limit-endpoint", "0", "--rate-limit-workspace", "0", "--rate-limit-collect", "0",
+		"--allow-private-targets"}, extra...)
+	n.child = startChild(t, n.args...)
+	require.Equal(t, n.base, n.child.base)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", name, lastLines(n.child.stderr.String(), 60))
+		}
+	})
+	return n
+}
+
+func newKafka(t *testing.T) []string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
+}
+
+// clusterStatus is GET /admin/v1/cluster of a node.
+func clusterStatus(t *testing.T, n *clusterNode) map[string]any {
+	t.Helper()
+	r := call(t, "GET", n.base+"/admin/v1/cluster", clusterAdminToken, nil)
+	require.Equal(t, 200, r.status, "%s", r.raw)
+	return r.data()
+}
+
+// settled waits until every node has taken over its partitions and every partition has an
+// owner that every node knows.
+func settled(t *testing.T, parts int, nodes ...*clusterNode) {
+	t.Helper()
+	waitFor(t, 60*time.Second, func() bool {
+		owned := 0
+		for _, n := range nodes {
+			st := clusterStatus(t, n)
+			ready, _ := st["ready"].([]any)
+			if len(ready) == 0 && len(nodes) <= parts {
+				return false // the group has not given this node its share yet
+			}
+			owned += len(ready)
+			owners, _ := st["owners"].(map[string]any)
+			if len(owners) != parts {
+				return false
+			}
+			for _, o := range owners {
+				alive := false
+				for _, m := range nodes {
+					alive = alive || o.(map[string]any)["node"] == m.name
+				}
+				if !alive {
+					return false
+				}
+			}
+		}
+		return owned == parts
+	}, "the cluster settles: every partition taken over once")
+}
+
+func TestClusterAnyNodeAnswers(t *testing.T) {
+	brokers := newKafka(t)
+	const parts = 6
+	a := startClusterNode(t, brokers, "node-a", parts)
+	b := startClusterNode(t, brokers, "node-b", parts)
+	c := startClusterNode(t, brokers, "node-c", parts)
+	nodes := []*clusterNode{a, b, c}
+	settled(t, parts, nodes...)
+
+	// Workspaces made through node a land in partitions a owns (no hop for their first writes);
+	// ids are unique across nodes.
+	seen := map[int64]string{}
+	var wsIDs []int64
+	for i, n := range nodes {
+		for j := 0; j < 3; j++ {
+			r := call(t, "POST", n.base+"/admin/v1/workspaces", clusterAdminToken,
+				map[string]any{"name": fmt.Sprintf("Cluster %d-%d", i, j), "plan": "company"})
+			require.Equal(t, 201, r.status, "%s", r.raw)
+			id := int64(r.data()["id"].(float64))
+			require.Empty(t, seen[id], "workspace id %d made twice", id)
+			seen[id] = n.name
+			wsIDs = append(wsIDs, id)
+		}
+	}
+	ws := wsIDs[0] // made through node a
+	// Its key, made through node c (forwarded to the owner), used through node b at once.
+	r := call(t, "POST", c.base+fmt.Sprintf("/admin/v1/workspaces/%d/keys", ws), clusterAdminToken,
+		map[string]any{"name": "cluster", "scopes": []string{"*"}, "mode": "live"})
+	require.Equal(t, 201, r.status, "%s", r.raw)
+	key := r.data()["key"].(string)
+
+	me := call(t, "GET", b.base+"/api/v1/me", key, nil)
+	require.Equal(t, 200, me.status, "%s", me.raw)
+
+	// Books written through node b, read through node c: the same bytes from every node.
+	var books []string // random ids: the API's book ids
+	for i := 0; i < 5; i++ {
+		body := konvaBody(t, fmt.Sprintf("Cluster book %d", i), 2, 40, 60)
+		body["status"] = "publish"
+		cr := call(t, "POST", b.base+"/api/v1/books/konva", key, body)
+		require.Equal(t, 201, cr.status, "%s", cr.raw)
+		books = append(books, cr.data()["random_id"].(string))
+	}
+	for _, id := range books {
+		var first []byte
+		for _, n := range nodes {
+			g := call(t, "GET", n.base+"/api/v1/books/"+id, key, nil)
+			require.Equal(t, 200, g.status, "%s via %s", g.raw, n.name)
+			if first == nil {
+				first = g.raw
+			}
+			require.Equal(t, string(first), string(g.raw), "the same answer from %s", n.name)
+		}
+	}
+	list := call(t, "GET", c.base+"/api/v1/books?limit=100", key, nil)
+	require.Equal(t, 200, list.status, "%s", list.raw)
+	require.Len(t, list.json["data"], len(books))
+
+	// The request id the client chose comes back through a forwarded request.
+	owner := ownerOf(t, a, ws)
+	var other *clusterNode
+	for _, n := range nodes {
+		if n.name != owner {
+			other = n
+			break
+		}
+	}
+	rid := "cluster-req-1"
+	res := callWithHeaders(t, "GET", other.base+"/api/v1/books/"+books[0], key, map[string]string{"X-Request-Id": rid})
+	require.Equal(t, 200, res.status)
+	require.Equal(t, rid, res.header.Get("X-Request-Id"))
+
+	forwarded := 0.0
+	for _, n := range nodes {
+		forwarded += clusterStatus(t, n)["forwarded"].(float64)
+	}
+	require.Greater(t, forwarded, 5.0, "requests for other nodes' workspaces were forwarded")
+
+	// The viewer and the files of a book, through every node.
+	pub := call(t, "GET", a.base+"/api/v1/books/"+books[0], key, nil).data()
+	for _, n := range nodes {
+		v := call(t, "GET", n.base+"/view/"+books[0], "", nil)
+		require.Equal(t, 200, v.status, "viewer via %s: %s", n.name, v.raw)
+		require.Contains(t, string(v.raw), pub["name"].(string))
+	}
+
+	// A wrong key is refused by whichever node gets it.
+	for _, n := range nodes {
+		require.Equal(t, 401, call(t, "GET", n.base+"/api/v1/books", "wsk_live_nope", nil).status)
+	}
+
+	// Revoking a key through one node refuses it on every node.
+	keyID := int64(r.data()["id"].(float64))
+	rv := call(t, "DELETE", b.base+fmt.Sprintf("/admin/v1/keys/%d", keyID), clusterAdminToken, nil)
+	require.Contains(t, []int{200, 204}, rv.status, "%s", rv.raw)
+	for _, n := range nodes {
+		waitFor(t, 10*time.Second, func() bool {
+			return call(t, "GET", n.base+"/api/v1/books", key, nil).status == 401
+		}, "the revoked key is refused by %s", n.name)
+	}
+}
+
+// ownerOf is the node owning workspace ws's partition, as node n sees it.
+func ownerOf(t *testing.T, n *clusterNode, ws int64) string {
+	t.Helper()
+	st := clusterStatus(t, n)
+	parts := int64(st["partitions"].(float64))
+	o := st["owners"].(map[string]any)[fmt.Sprint(ws%parts)].(map[string]any)
+	return o["node"].(string)
+}
+
+// callWithHeaders is call without a body, with extra request headers.
+func callWithHeaders(t *testing.T, method, url, key string, headers map[string]string) *reply {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	require.NoError(t, err)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res, err := client.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	return decodeReply(t, res)
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(s, "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}

@@ -1,0 +1,428 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/bytedance/sonic"
+	"github.com/valyala/fasthttp"
+	"golang.org/x/sync/singleflight"
+
+	"flipbook/cluster"
+	"flipbook/mcp"
+	"flipbook/storage"
+)
+
+// Cluster mode (issue 26; docs/ARCHITECTURE.md "Cluster mode"): the node's store writes through
+// the changelog (cluster.StateSink), its copy of the global table follows the global topic, and
+// every request whose workspace belongs to another node's partition is forwarded to that node in
+// one hop (clusterFront.route), before the router sees it. The owner answers it as in one
+// process: its actors, its idempotency records, its rate limits.
+
+// ClusterConfig turns cluster mode on (flipbook serve --cluster-node).
+type ClusterConfig struct {
+	// Node is this node's name, unique in the cluster; AdvertiseURL is how the other nodes
+	// reach it (http://HOST:PORT).
+	Node, AdvertiseURL string
+	// Partitions is the number of partitions, used when the cluster's topics are first created
+	// (0: cluster.DefaultPartitions).
+	Partitions int
+	// Wait is how long a request for a partition that is changing owner waits for the new one
+	// before it gets 503 with Retry-After (0: DefaultClusterWait).
+	Wait time.Duration
+	// SessionTimeout is how long a silent node keeps its partitions (0: the cluster's default).
+	SessionTimeout time.Duration
+	// ForwardTimeout bounds one forwarded exchange (0: 5 minutes, an upload's time).
+	ForwardTimeout time.Duration
+}
+
+// DefaultClusterWait is how long a request waits for a moving partition's new owner.
+const DefaultClusterWait = 10 * time.Second
+
+// clusterFront is the service's part of cluster mode.
+type clusterFront struct {
+	s    *Service
+	cfg  ClusterConfig
+	node *cluster.Node
+	fwd  *cluster.Forwarder
+
+	invalidate atomic.Pointer[func()] // the caller's credential cache, once there is one
+	cancel     context.CancelFunc
+	followDone chan struct{}
+
+	syncs singleflight.Group // SyncGlobal calls (lookup)
+
+	forwarded, refused, waited atomic.Uint64
+}
+
+// openCluster joins the cluster and opens the node's store through its changelog; it returns
+// once the node's copy of the global table holds what was committed when it started.
+func openCluster(cfg Config) (*clusterFront, *storage.Store, error) {
+	cc := *cfg.Cluster
+	if cc.Wait <= 0 {
+		cc.Wait = DefaultClusterWait
+	}
+	if cc.ForwardTimeout <= 0 {
+		cc.ForwardTimeout = 5 * time.Minute
+	}
+	switch {
+	case cc.Node == "" || cc.AdvertiseURL == "":
+		return nil, nil, errors.New("cluster mode needs the node's name and its advertised URL")
+	case len(cfg.KafkaBrokers) == 0:
+		return nil, nil, errors.New("cluster mode needs the Kafka brokers (--kafka-brokers)")
+	case cfg.AdminToken == "":
+		return nil, nil, errors.New("cluster mode needs the admin token every node shares (--admin-token)")
+	}
+	c := &clusterFront{cfg: cc}
+	var nodeRef atomic.Pointer[cluster.Node]
+	// A new workspace is placed in a partition this node has taken over.
+	home := func() (int, bool) {
+		n := nodeRef.Load()
+		if n == nil {
+			return 0, false
+		}
+		ps := n.ReadyOwned()
+		if len(ps) == 0 {
+			return 0, false
+		}
+		return ps[rand.IntN(len(ps))], true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	node, err := cluster.StartNode(ctx, cluster.Options{Brokers: cfg.KafkaBrokers, Node: cc.Node, URL: cc.AdvertiseURL,
+		Partitions: cc.Partitions, SessionTimeout: cc.SessionTimeout, Logger: cfg.Logger},
+		func(sink storage.ChangeSink, m *cluster.Member) (*storage.Store, error) {
+			return storage.Open(cfg.DataDir, storage.Options{BlobURL: cfg.BlobURL, Changes: sink,
+				Partitions: m.Partitions(), Home: home, SharedSecret: []byte(cfg.AdminToken)})
+		})
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: %w", err)
+	}
+	nodeRef.Store(node)
+	c.node = node
+	c.fwd = cluster.NewForwarder(cc.Node, []byte(cfg.AdminToken), cc.ForwardTimeout)
+	fctx, fcancel := context.WithCancel(context.Background())
+	c.cancel, c.followDone = fcancel, make(chan struct{})
+	ready := make(chan struct{})
+	go c.follow(fctx, ready)
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		c.close()
+		return nil, nil, fmt.Errorf("cluster: the global table did not catch up: %w", ctx.Err())
+	}
+	return c, node.Store(), nil
+}
+
+// follow keeps the node's copy of the global table current (restarting the follower after an
+// error, as a broker may be away for a while).
+func (c *clusterFront) follow(ctx context.Context, ready chan struct{}) {
+	defer close(c.followDone)
+	log := c.node.Member()
+	for {
+		err := log.FollowGlobal(ctx, c.node.Store(), ready, c.applied)
+		if ctx.Err() != nil {
+			return
+		}
+		ready = nil // closed by the first run that caught up, or never needed again
+		if c.s != nil {
+			c.s.log.Error("cluster: follow the global table", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// applied is told the global records the follower applied: a change of credentials or
+// workspaces made on another node drops this node's cached ones.
+func (c *clusterFront) applied(muts []storage.Mutation) {
+	for _, m := range muts {
+		for _, p := range authPrefixes {
+			if bytes.HasPrefix(m.Key, p) {
+				if f := c.invalidate.Load(); f != nil {
+					(*f)()
+				}
+				return
+			}
+		}
+	}
+}
+
+// authPrefixes are the global keys a credential's resolution reads (storage/keys.go).
+var authPrefixes = [][]byte{[]byte("g/key/"), []byte("g/keyid/"), []byte("g/ws/"), []byte("g/oauth/")}
+
+// close stops following and leaves the cluster (the store is closed with the node).
+func (c *clusterFront) close() error {
+	c.cancel()
+	<-c.followDone
+	c.fwd.Close()
+	return c.node.Close()
+}
+
+// route answers ctx when its workspace's partition is not this node's: forwarded to the owner,
+// or 503 when no owner took it within the wait. False: this node answers it (its partition is
+// taken over here, or the request names no workspace).
+func (c *clusterFront) route(ctx *fasthttp.RequestCtx, reqID string) bool {
+	peer := c.fwd.FromPeer(ctx)
+	clientIP := ctx.RemoteIP().String()
+	if peer {
+		if ip := net.ParseIP(string(ctx.Request.Header.Peek("X-Forwarded-For"))); ip != nil {
+			ctx.SetRemoteAddr(&net.TCPAddr{IP: ip})
+		}
+	}
+	m := c.node.Member()
+	p, ok := c.partitionOf(ctx)
+	if !ok {
+		return false
+	}
+	timer := time.NewTimer(c.cfg.Wait)
+	defer timer.Stop()
+	waited := false
+	for {
+		changed := m.Changed()
+		if m.Owns(p) {
+			if c.node.IsReady(p) {
+				return false
+			}
+			select { // being taken over here: restored within the wait, or 503
+			case <-c.node.Ready(p):
+				return false
+			case <-changed:
+				waited = true
+				continue
+			case <-timer.C:
+				return c.unavailable(ctx, p)
+			}
+		}
+		if o, ok := m.Owner(p); ok && o.Node != c.cfg.Node && !peer {
+			ctx.Request.Header.Set("X-Request-Id", reqID)
+			err := c.fwd.Forward(ctx, o.URL, clientIP)
+			if err == nil {
+				c.forwarded.Add(1)
+				return true
+			}
+			if ctx.Request.IsBodyStream() && declaredLength(ctx) != 0 {
+				// Part of the body may have gone to the node that failed: it cannot be sent again.
+				c.s.log.Warn("cluster: forward", "request_id", reqID, "partition", p, "owner", o.Node, "err", err)
+				return c.unavailable(ctx, p)
+			}
+			// The owner is away (killed, partitioned): wait for the group to move its partitions.
+			select {
+			case <-changed:
+			case <-time.After(250 * time.Millisecond):
+			case <-timer.C:
+				return c.unavailable(ctx, p)
+			}
+			waited = true
+			continue
+		}
+		// No owner yet, or the owner recorded is this node that no longer owns it, or a node
+		// forwarded it here while the partition is moving: wait for the next change.
+		if !waited {
+			c.waited.Add(1)
+			waited = true
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return c.unavailable(ctx, p)
+		}
+	}
+}
+
+func (c *clusterFront) unavailable(ctx *fasthttp.RequestCtx, p int) bool {
+	c.refused.Add(1)
+	c.s.writeError(ctx, &Error{Status: 503, Type: TypeUnavailable, RetryAfter: 1,
+		Message: fmt.Sprintf("this workspace's partition (%d) is moving between nodes; retry shortly", p)})
+	return true
+}
+
+// partitionOf is the partition whose owner answers ctx's request: its workspace's
+// (workspaceOf), or, for a new workspace on a node that has no partition yet, any partition.
+func (c *clusterFront) partitionOf(ctx *fasthttp.RequestCtx) (int, bool) {
+	m := c.node.Member()
+	if string(ctx.Path()) == AdminBase+"/workspaces" && ctx.IsPost() {
+		if len(c.node.ReadyOwned()) > 0 {
+			return 0, false // placed in one of this node's partitions (storage.NextHomeID)
+		}
+		return rand.IntN(m.Partitions()), true
+	}
+	ws, ok := c.workspaceOf(ctx)
+	if !ok {
+		return 0, false
+	}
+	return m.PartitionOf(ws), true
+}
+
+// workspaceOf is the workspace a request is for, as any node can tell from its global table:
+// the admin routes' workspace or key id, a book's random id (viewer, files, collector), a
+// tracked link's slug, or the credential of an API or MCP call. False: the request names none
+// (a document, a credential-less call that is refused where it arrives, OAuth, admin routes of
+// the whole service).
+func (c *clusterFront) workspaceOf(ctx *fasthttp.RequestCtx) (int64, bool) {
+	path := ctx.Path()
+	seg := func(prefix string) (string, bool) {
+		if !bytes.HasPrefix(path, []byte(prefix)) {
+			return "", false
+		}
+		rest := path[len(prefix):]
+		if i := bytes.IndexByte(rest, '/'); i >= 0 {
+			rest = rest[:i]
+		}
+		return string(rest), len(rest) > 0
+	}
+	if v, ok := seg(AdminBase + "/workspaces/"); ok {
+		id, err := strconv.ParseInt(v, 10, 64)
+		return id, err == nil && id > 0
+	}
+	if v, ok := seg(AdminBase + "/keys/"); ok {
+		// A key's id is allocated in its workspace's partition (storage.NextIDFor): id mod N
+		// is that partition, which is all routing needs.
+		id, err := strconv.ParseInt(v, 10, 64)
+		return id, err == nil && id > 0
+	}
+	if bytes.HasPrefix(path, []byte(AdminBase+"/")) {
+		return 0, false
+	}
+	for _, prefix := range []string{"/view/", "/files/"} {
+		if rid, ok := seg(prefix); ok {
+			return c.bookWorkspace(rid)
+		}
+	}
+	if slug, ok := seg("/l/"); ok {
+		var l *storage.TrackedLink
+		err := c.lookup(func() (err error) { l, err = c.node.Store().TrackedLinkBySlug(slug); return err })
+		if err != nil {
+			return 0, false
+		}
+		return l.Workspace, true
+	}
+	if string(path) == "/collect" {
+		rid := string(ctx.QueryArgs().Peek("book_id"))
+		if rid == "" {
+			b := c.s.newBody(ctx, collectMaxBody, false)
+			err := b.load()
+			b.release() // the bytes stay in the request; forwarding or the handler use them
+			if err != nil {
+				return 0, false // the handler answers the same error
+			}
+			if n, err := sonic.Get(ctx.PostBody(), "book_id"); err == nil {
+				rid, _ = n.String()
+			}
+		}
+		if rid == "" {
+			return 0, false
+		}
+		return c.bookWorkspace(rid)
+	}
+	if bytes.HasPrefix(path, []byte(APIBase+"/")) || string(path) == mcp.Path {
+		tok := bearer(ctx)
+		if tok == "" {
+			tok = string(ctx.QueryArgs().Peek("api_key"))
+		}
+		if tok == "" {
+			return 0, false
+		}
+		return c.credentialWorkspace(tok)
+	}
+	return 0, false
+}
+
+func (c *clusterFront) bookWorkspace(rid string) (int64, bool) {
+	var t storage.Tenant
+	err := c.lookup(func() (err error) { t, err = c.node.Store().BookTenant(rid); return err })
+	return t.Workspace, err == nil
+}
+
+// credentialWorkspace is the workspace of an API key or an OAuth access token.
+func (c *clusterFront) credentialWorkspace(tok string) (int64, bool) {
+	st := c.node.Store()
+	var ws int64
+	err := c.lookup(func() error {
+		if c.s.oauth.IsToken(tok) {
+			g, err := c.s.oauth.Verify(context.Background(), tok)
+			if err != nil {
+				return storage.ErrNotFound
+			}
+			k, err := st.KeyByID(g.KeyID)
+			if err != nil {
+				return err
+			}
+			ws = k.Workspace
+			return nil
+		}
+		k, err := st.KeyByHash(storage.HashSecret(tok))
+		if err != nil {
+			return err
+		}
+		ws = k.Workspace
+		return nil
+	})
+	return ws, err == nil
+}
+
+// lookup reads the global table; what it does not hold yet may have just been written through
+// another node: it is read again once this node's copy caught up with the global topic (at
+// most a second later; a miss after that is a real one, answered where the request arrived).
+func (c *clusterFront) lookup(read func() error) error {
+	err := read()
+	if !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	// Concurrent misses share one look at the topic's end (a flood of wrong credentials makes
+	// one request to Kafka at a time, not one each).
+	_, serr, _ := c.syncs.Do("", func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return nil, c.node.Member().SyncGlobal(ctx)
+	})
+	if serr != nil {
+		return err
+	}
+	return read()
+}
+
+// adminCluster answers GET /admin/v1/cluster (flipbook admin cluster status).
+func (s *Service) adminCluster(r *Request) (*Result, error) {
+	if s.cluster == nil {
+		return nil, &Error{Status: 404, Type: TypeNotFound, Message: "this service runs as one process, not as a cluster node (flipbook serve --cluster-node)"}
+	}
+	return &Result{Data: s.cluster.status(r.Ctx)}, nil
+}
+
+// status is the node's view of the cluster.
+func (c *clusterFront) status(ctx context.Context) map[string]any {
+	m := c.node.Member()
+	owners := map[string]any{}
+	for p, o := range m.Owners() {
+		owners[strconv.Itoa(p)] = map[string]any{"node": o.Node, "url": o.URL, "generation": o.Generation}
+	}
+	owned, ready := m.Owned(), c.node.ReadyOwned()
+	if ready == nil {
+		ready = []int{}
+	}
+	out := map[string]any{"node": c.cfg.Node, "url": c.cfg.AdvertiseURL, "partitions": m.Partitions(),
+		"owned": owned, "ready": ready, "owners": owners,
+		"global_applied": m.GlobalApplied(),
+		"forwarded":      c.forwarded.Load(), "waited": c.waited.Load(), "refused": c.refused.Load()}
+	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if end, err := m.GlobalEnd(tctx); err == nil {
+		out["global_end"] = end
+		out["global_lag"] = max(end-m.GlobalApplied(), 0)
+	}
+	if err := c.node.Err(); err != nil {
+		out["takeover_error"] = err.Error()
+	}
+	return out
+}

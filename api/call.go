@@ -46,6 +46,10 @@ type CallerOptions struct {
 	// RESTResource and MCPResource are the resource URLs an access token must be issued for
 	// (RFC 8707) to call the REST API and the MCP endpoint.
 	RESTResource, MCPResource string
+	// SyncGlobal, in cluster mode, waits until this node's copy of the global table holds what
+	// other nodes wrote before it was called: a credential not found is looked up once more
+	// after it (a key or token made through another node a moment ago).
+	SyncGlobal func() error
 }
 
 // TokenVerifier checks OAuth access tokens (package oauth).
@@ -79,6 +83,7 @@ type Caller struct {
 	log                 *slog.Logger
 	limWS, limEP, limIP *Limiter
 	adminHash           []byte
+	sync                func() error // CallerOptions.SyncGlobal
 	auth                authCache
 	inflight            inflight
 	tokens              TokenVerifier
@@ -87,7 +92,7 @@ type Caller struct {
 
 // NewCaller returns a Caller that authenticates against st.
 func NewCaller(st *storage.Store, o CallerOptions) *Caller {
-	c := &Caller{store: st, log: o.Logger, tokens: o.Tokens, restRes: o.RESTResource, mcpRes: o.MCPResource,
+	c := &Caller{store: st, log: o.Logger, tokens: o.Tokens, restRes: o.RESTResource, mcpRes: o.MCPResource, sync: o.SyncGlobal,
 		limWS: NewLimiter(o.RateWorkspace), limEP: NewLimiter(o.RateEndpoint), limIP: NewLimiter(o.RateUnauthenticated)}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -347,9 +352,16 @@ func (c *Caller) authenticateFor(auth Auth, tok, ip string, now time.Time, resou
 		return p, c.checkAudience(p, ip, now, resource)
 	}
 	if c.tokens != nil && c.tokens.IsToken(tok) {
-		return c.authenticateToken(tok, ip, now, resource, epoch)
+		p, aerr := c.authenticateToken(tok, ip, now, resource, epoch, c.sync == nil)
+		if p == nil && aerr == nil && c.sync() == nil { // not known here yet: once more
+			p, aerr = c.authenticateToken(tok, ip, now, resource, epoch, true)
+		}
+		return p, aerr
 	}
 	key, err := c.store.KeyByHash(storage.HashSecret(tok))
+	if errors.Is(err, storage.ErrNotFound) && c.sync != nil && c.sync() == nil {
+		key, err = c.store.KeyByHash(storage.HashSecret(tok))
+	}
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, c.unauthenticated(ip, now, "the API key is wrong or has been revoked")
 	}
@@ -371,9 +383,13 @@ func (c *Caller) authenticateFor(auth Auth, tok, ip string, now time.Time, resou
 }
 
 // authenticateToken resolves an OAuth access token: a principal like its key's, with the
-// token's scopes.
-func (c *Caller) authenticateToken(tok, ip string, now time.Time, resource string, epoch uint64) (*Principal, *Error) {
+// token's scopes. A token this node does not know is refused when last, else (nil, nil): the
+// caller looks again once its copy of the global table caught up.
+func (c *Caller) authenticateToken(tok, ip string, now time.Time, resource string, epoch uint64, last bool) (*Principal, *Error) {
 	g, err := c.tokens.Verify(context.Background(), tok)
+	if err != nil && !last {
+		return nil, nil
+	}
 	if err != nil {
 		e := c.unauthenticated(ip, now, "the access token is invalid, expired or revoked")
 		e.OAuthError = "invalid_token"

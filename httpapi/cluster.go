@@ -251,6 +251,16 @@ func (c *clusterFront) unavailable(ctx *fasthttp.RequestCtx, p int) bool {
 // (workspaceOf), or, for a new workspace on a node that has no partition yet, any partition.
 func (c *clusterFront) partitionOf(ctx *fasthttp.RequestCtx) (int, bool) {
 	m := c.node.Member()
+	if bytes.HasPrefix(ctx.Path(), []byte("/oauth/")) {
+		// The authorization server's state (clients, codes, tokens) is global: one node, the
+		// owner of partition 0, writes it, so a code issued by one request is there for the next
+		// whatever node the client reaches; it reads the global table after what other nodes
+		// wrote (a key pasted on the consent page made through another node).
+		if c.node.IsReady(0) {
+			_ = c.syncGlobal()
+		}
+		return 0, true
+	}
 	if string(ctx.Path()) == AdminBase+"/workspaces" && ctx.IsPost() {
 		if len(c.node.ReadyOwned()) > 0 {
 			return 0, false // placed in one of this node's partitions (storage.NextHomeID)
@@ -379,17 +389,22 @@ func (c *clusterFront) lookup(read func() error) error {
 	if !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
-	// Concurrent misses share one look at the topic's end (a flood of wrong credentials makes
-	// one request to Kafka at a time, not one each).
-	_, serr, _ := c.syncs.Do("", func() (any, error) {
+	if c.syncGlobal() != nil {
+		return err
+	}
+	return read()
+}
+
+// syncGlobal waits (at most a second) until this node's copy of the global table holds what was
+// committed to the global topic when it was called. Concurrent calls share one look at the
+// topic's end: a flood of wrong credentials makes one request to Kafka at a time, not one each.
+func (c *clusterFront) syncGlobal() error {
+	_, err, _ := c.syncs.Do("", func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		return nil, c.node.Member().SyncGlobal(ctx)
 	})
-	if serr != nil {
-		return err
-	}
-	return read()
+	return err
 }
 
 // adminCluster answers GET /admin/v1/cluster (flipbook admin cluster status).
@@ -425,4 +440,12 @@ func (c *clusterFront) status(ctx context.Context) map[string]any {
 		out["takeover_error"] = err.Error()
 	}
 	return out
+}
+
+// syncFunc is syncGlobal for api.CallerOptions (nil in one process).
+func (c *clusterFront) syncFunc() func() error {
+	if c == nil {
+		return nil
+	}
+	return c.syncGlobal
 }

@@ -258,7 +258,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s.caller = api.NewCaller(st, api.CallerOptions{RateWorkspace: cfg.RateWorkspace, RateEndpoint: cfg.RateEndpoint,
 		RateUnauthenticated: cfg.RateUnauthenticated, AdminToken: cfg.AdminToken, Logger: cfg.Logger,
-		Tokens: s.oauth, RESTResource: s.restResource(), MCPResource: s.mcpResource()})
+		Tokens: s.oauth, RESTResource: s.restResource(), MCPResource: s.mcpResource(), SyncGlobal: front.syncFunc()})
 	if s.cursors.key, err = st.Secret("cursor_secret"); err != nil {
 		s.shutdownState()
 		return nil, err

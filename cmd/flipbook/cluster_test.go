@@ -5,7 +5,10 @@ package main
 // applies its writes, ids stay unique across nodes.
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -14,9 +17,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"golang.org/x/oauth2/clientcredentials"
 )
 
 const clusterAdminToken = "adm_cluster_test_shared"
+
+// clusterPublicURL is the one public URL of the cluster's nodes (behind one load balancer in
+// production): OAuth tokens are issued for its resources, whichever node issues or checks them.
+const clusterPublicURL = "http://cluster.flipbook.test"
 
 // clusterNode is one node of a test cluster: its child process and what it was started with.
 type clusterNode struct {
@@ -43,7 +51,7 @@ func startClusterNode(t *testing.T, brokers []string, name string, parts int, ex
 		"--cluster-node", name, "--advertise-url", n.base, "--kafka-brokers", strings.Join(brokers, ","),
 		"--cluster-partitions", fmt.Sprint(parts), "--cluster-session-timeout", "6s",
 		"--rate-limit-endpoint", "0", "--rate-limit-workspace", "0", "--rate-limit-collect", "0",
-		"--allow-private-targets"}, extra...)
+		"--allow-private-targets", "--public-url", clusterPublicURL}, extra...)
 	n.child = startChild(t, n.args...)
 	require.Equal(t, n.base, n.child.base)
 	t.Cleanup(func() {
@@ -187,6 +195,78 @@ func TestClusterAnyNodeAnswers(t *testing.T) {
 		require.Contains(t, string(v.raw), pub["name"].(string))
 	}
 
+	// A PDF uploaded through a node that does not own the workspace (the multipart body streamed
+	// through) is converted by the owner; its pages are served by every node.
+	up := uploadPDF(t, other.base, key, "cluster.pdf", bigPDF(t, 4))
+	require.Equal(t, 202, up.status, "%s", up.raw)
+	batch := up.data()["batch_id"].(string)
+	pdfBook := up.data()["book_ids"].([]any)[0].(string)
+	waitFor(t, 60*time.Second, func() bool {
+		return call(t, "GET", nodes[2].base+"/api/v1/batches/"+batch, key, nil).data()["status"] == "completed"
+	}, "the uploaded PDF is converted")
+	thumb := call(t, "GET", nodes[1].base+"/api/v1/books/"+pdfBook, key, nil).data()["thumbnail_url"].(string)
+	thumbPath := thumb[strings.Index(thumb, "/files/"):]
+	var thumbBytes []byte
+	for _, n := range nodes {
+		res, err := client.Get(n.base + thumbPath)
+		require.NoError(t, err)
+		got, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.Equal(t, 200, res.StatusCode, "page image via %s", n.name)
+		require.Greater(t, len(got), 100)
+		if thumbBytes == nil {
+			thumbBytes = got
+		}
+		require.Equal(t, thumbBytes, got, "the same image from %s", n.name)
+		pages := call(t, "GET", n.base+"/view/"+books[0]+"/pages", "", nil) // published
+		require.Equal(t, 200, pages.status, "viewer pages via %s: %s", n.name, pages.raw)
+	}
+
+	// Reader events posted to all three nodes land once each in the owner's analytics, and
+	// analytics read through any node say so.
+	const sessions = 12
+	for i := 0; i < sessions; i++ {
+		n := nodes[i%3]
+		body := fmt.Sprintf(`{"book_id":%q,"session_id":"cs-%d","events":[{"type":"session_started","page_number":1},{"type":"page_segment_completed","page_number":1,"active_ms":1500}]}`, books[0], i)
+		res, err := client.Post(n.base+"/collect", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		got, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.Equal(t, 202, res.StatusCode, "collect via %s: %s", n.name, got)
+	}
+	for _, n := range nodes {
+		waitFor(t, 30*time.Second, func() bool {
+			r := call(t, "GET", n.base+"/api/v1/analytics/book-view-events?limit=100&book_id="+books[0], key, nil)
+			require.Equal(t, 200, r.status, "%s", r.raw)
+			seen := map[string]int{}
+			for _, v := range r.json["data"].([]any) {
+				seen[v.(map[string]any)["session_id"].(string)]++
+			}
+			for sid, k := range seen {
+				require.Equal(t, 1, k, "session %s stored once", sid)
+			}
+			return len(seen) == sessions
+		}, "every session's events are in analytics, read via %s", n.name)
+	}
+
+	// MCP through a node that does not own the workspace: the session and the tool calls are
+	// the owner's.
+	mcpCall(t, other.base, key, "books_list", map[string]any{"limit": 10})
+
+	// OAuth through any node: a client-credentials client registered through one node, its
+	// token issued through another (golang.org/x/oauth2's client), used through the third.
+	reg := call(t, "POST", nodes[0].base+"/oauth/register", key, map[string]any{"client_name": "cluster cron",
+		"grant_types": []string{"client_credentials"}, "scope": "books:read"})
+	require.Equal(t, 201, reg.status, "%s", reg.raw)
+	cc := &clientcredentials.Config{ClientID: reg.json["client_id"].(string), ClientSecret: reg.json["client_secret"].(string),
+		TokenURL: nodes[1].base + "/oauth/token"}
+	tok, err := cc.Token(context.Background())
+	require.NoError(t, err)
+	for _, n := range nodes {
+		r := call(t, "GET", n.base+"/api/v1/books?limit=1", tok.AccessToken, nil)
+		require.Equal(t, 200, r.status, "an access token via %s: %s", n.name, r.raw)
+	}
+
 	// A wrong key is refused by whichever node gets it.
 	for _, n := range nodes {
 		require.Equal(t, 401, call(t, "GET", n.base+"/api/v1/books", "wsk_live_nope", nil).status)
@@ -200,6 +280,9 @@ func TestClusterAnyNodeAnswers(t *testing.T) {
 		waitFor(t, 10*time.Second, func() bool {
 			return call(t, "GET", n.base+"/api/v1/books", key, nil).status == 401
 		}, "the revoked key is refused by %s", n.name)
+		waitFor(t, 10*time.Second, func() bool {
+			return call(t, "GET", n.base+"/api/v1/books", tok.AccessToken, nil).status == 401
+		}, "a token the revoked key approved is refused by %s", n.name)
 	}
 }
 
@@ -235,4 +318,46 @@ func lastLines(s string, n int) string {
 		l = l[len(l)-n:]
 	}
 	return strings.Join(l, "\n")
+}
+
+// mcpCall initializes an MCP session at base and calls one tool; it fails the test unless the
+// tool answers without an error.
+func mcpCall(t *testing.T, base, key, tool string, args map[string]any) map[string]any {
+	t.Helper()
+	post := func(session string, msg map[string]any) (*http.Response, map[string]any) {
+		b, _ := json.Marshal(msg)
+		req, err := http.NewRequest("POST", base+"/mcp/public-api", strings.NewReader(string(b)))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		res, err := client.Do(req)
+		require.NoError(t, err)
+		raw, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.Less(t, res.StatusCode, 300, "%s", raw)
+		if len(raw) == 0 {
+			return res, nil
+		}
+		text := string(raw)
+		if i := strings.Index(text, "data: "); i >= 0 && strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+			text = strings.TrimSpace(strings.SplitN(text[i+6:], "\n", 2)[0])
+		}
+		var out map[string]any
+		require.NoError(t, json.Unmarshal([]byte(text), &out), "%s", raw)
+		return res, out
+	}
+	res, init := post("", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
+		"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "cluster-test", "version": "1"}}})
+	require.NotNil(t, init["result"], "%v", init)
+	session := res.Header.Get("Mcp-Session-Id")
+	post(session, map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+	_, out := post(session, map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
+	result, _ := out["result"].(map[string]any)
+	require.NotNil(t, result, "%v", out)
+	require.NotEqual(t, true, result["isError"], "%v", result)
+	return result
 }

@@ -137,6 +137,9 @@ func (v *bulkSup) Receive(c *actor.Context) {
 	case actor.Started:
 		v.recover()
 		v.pump(c)
+	case resumeQueues:
+		v.recover()
+		v.pump(c)
 	case actor.Stopped:
 		// Shutdown: runners stop starting items; the items in flight finish. Unfinished batches
 		// stay queued or running and resume on the next start.
@@ -172,7 +175,7 @@ func (v *bulkSup) recover() {
 		return
 	}
 	for _, ref := range refs {
-		if !v.known[ref.ID] {
+		if !v.known[ref.ID] && v.s.owns(ref.Tenant.Workspace) {
 			v.known[ref.ID] = true
 			v.queue = append(v.queue, ref)
 		}

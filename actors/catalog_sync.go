@@ -79,15 +79,19 @@ func newCatalogSup(s *System) actor.Producer {
 func (v *catalogSup) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Stopped:
-	case actor.Started:
+	case actor.Started, resumeQueues:
 		refs, err := v.s.Store.SyncQueue()
 		if err != nil {
 			v.s.opts.Logger.Error("catalog sync: read queue", "err", err)
 			return
 		}
-		v.removeOrphanInputs(refs)
+		if _, started := c.Message().(actor.Started); started {
+			v.removeOrphanInputs(refs)
+		}
 		for i := range refs {
-			v.route(c, &syncQueued{ref: refs[i]})
+			if v.s.owns(refs[i].Tenant.Workspace) {
+				v.route(c, &syncQueued{ref: refs[i]}) // a job its worker knows is not queued twice
+			}
 		}
 	case catalogMsg:
 		v.route(c, m)

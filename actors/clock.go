@@ -43,6 +43,9 @@ func (k *clock) Receive(c *actor.Context) {
 		if k.timer != nil {
 			k.timer.Stop()
 		}
+	case resumeQueues:
+		k.next = time.Time{}
+		k.wake(c.Engine())
 	case clockWake:
 		k.next = time.Time{}
 		k.wake(c.Engine())
@@ -60,6 +63,9 @@ func (k *clock) wake(e *actor.Engine) {
 		return
 	}
 	for _, d := range due {
+		if !k.s.owns(d.Tenant.Workspace) {
+			continue
+		}
 		if ws := k.s.workspace(d.Tenant); ws != nil {
 			k.s.tell(ws, &dueBook{due: d})
 		}

@@ -97,6 +97,9 @@ func (v *conversion) Receive(c *actor.Context) {
 				}
 			}
 		}
+	case resumeQueues:
+		v.recover(c)
+		v.pump(c)
 	case *batchQueued:
 		if !v.known[m.ref.ID] {
 			v.known[m.ref.ID] = true
@@ -147,6 +150,9 @@ func (v *conversion) recover(c *actor.Context) {
 	}
 	var interrupted, queued []storage.QueueRef
 	for _, ref := range refs {
+		if v.known[ref.ID] || !v.s.owns(ref.Tenant.Workspace) {
+			continue // running or queued here already, or another node's
+		}
 		u, err := v.s.Store.Upload(ref.Tenant, ref.ID)
 		if err != nil {
 			continue
@@ -161,7 +167,7 @@ func (v *conversion) recover(c *actor.Context) {
 			v.startCleanup(c, u)
 		}
 	}
-	v.queue = append(interrupted, queued...)
+	v.queue = append(v.queue, append(interrupted, queued...)...)
 }
 
 // pump starts queued batches while workers are free.
@@ -170,7 +176,7 @@ func (v *conversion) pump(c *actor.Context) {
 		ref := v.queue[0]
 		v.queue = v.queue[1:]
 		u, err := v.s.Store.Upload(ref.Tenant, ref.ID)
-		if err != nil || u.Status != storage.BatchQueued && u.Status != storage.BatchProcessing {
+		if err != nil || u.Status != storage.BatchQueued && u.Status != storage.BatchProcessing || !v.s.owns(ref.Tenant.Workspace) {
 			delete(v.known, ref.ID)
 			continue
 		}
@@ -348,6 +354,18 @@ func (v *conversion) cleaned(c *actor.Context, ref storage.QueueRef) {
 func (s *System) convertUpload(ctx context.Context, u *storage.Upload) (files []storage.UploadFile, cancelled bool) {
 	files = append([]storage.UploadFile(nil), u.Files...)
 	t := u.Tenant()
+	// A batch taken over from another node (cluster mode): its files come from the object store.
+	for try := 1; ; try++ {
+		err := s.Store.FetchUpload(u.ID)
+		if err == nil {
+			break
+		}
+		s.opts.Logger.Error("conversion: fetch the batch's files", "batch", u.ID, "try", try, "err", err)
+		if try == 3 || ctx.Err() != nil {
+			break // its files fail with the reason that they are missing
+		}
+		time.Sleep(time.Duration(try) * time.Second)
+	}
 	for i := range files {
 		f := &files[i]
 		if f.Status == storage.BatchCompleted || f.Status == storage.BatchFailed {

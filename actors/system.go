@@ -46,6 +46,14 @@ type Options struct {
 	// ImageFetcher makes the fetcher of a catalog render's product images (under the outbound
 	// address rules) and its release; nil: images are drawn as placeholders.
 	ImageFetcher func() (convert.Fetcher, func())
+	// Owns, in cluster mode, says whether this node owns a workspace's partition now: the
+	// supervisors (conversion, bulk settings, catalog sync, webhook delivery, the clock) work
+	// only on what it owns, and Resume picks up a partition's queues once it is taken over.
+	// nil: everything is this process's.
+	Owns func(workspace int64) bool
+	// OwnsPartition is Owns for a partition of the event log (the webhook reader reads the
+	// partitions this node owns, each from the position stored with it).
+	OwnsPartition func(p int) bool
 }
 
 // System is the running actor engine and the PIDs of its long-lived actors.
@@ -165,6 +173,36 @@ func (s *System) awaitStop(pid *actor.PID) {
 func (s *System) LiveBookActors() int64 { return s.books.Load() }
 
 func (s *System) now() time.Time { return s.opts.Now().UTC() }
+
+// owns says whether this node works on workspace ws's queues (Options.Owns).
+func (s *System) owns(ws int64) bool { return s.opts.Owns == nil || s.opts.Owns(ws) }
+
+// resumeQueues tells a supervisor to read its queue again (Resume).
+type resumeQueues struct{}
+
+// Resume makes every supervisor read its queue from the store again and take up what it does
+// not know yet of the workspaces it owns: cluster mode calls it once a partition was taken
+// over (restored from the changelog), so what the previous owner had queued or in flight —
+// conversions, bulk batches, catalog sync jobs, webhook deliveries, timed transitions — goes
+// on here. What a supervisor already runs is not started twice.
+func (s *System) Resume() {
+	s.mu.Lock()
+	stopping := s.stopping
+	s.mu.Unlock()
+	if stopping {
+		return
+	}
+	s.opts.Logger.Debug("supervisors: read the queues again (a partition was taken over)")
+	for _, pid := range []*actor.PID{s.conversion, s.bulk.pid, s.catalogSync, s.clock} {
+		s.tell(pid, resumeQueues{})
+	}
+	if s.wh.started {
+		if err := s.loadWebhookIndex(); err != nil {
+			s.opts.Logger.Error("webhooks: reload subscriptions", "err", err)
+		}
+		s.tell(s.wh.sup, resumeQueues{})
+	}
+}
 
 // workspace returns the workspace actor of a tenant, spawning it on first use; nil once the
 // system is stopping.

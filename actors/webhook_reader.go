@@ -196,12 +196,21 @@ type whReader struct {
 	s      *System
 	pos    []uint64
 	counts map[storage.WebhookLane]int64 // deliveries per subscription (this reader is their only writer)
+	// have, in cluster mode, marks the partitions whose position was read since this node took
+	// them over; the others are not read.
+	have   []bool
 	titles map[string]string
 }
 
 func newWHReader(s *System) (*whReader, error) {
 	log := s.wh.log
 	r := &whReader{s: s, pos: make([]uint64, log.Partitions()), counts: map[storage.WebhookLane]int64{}}
+	if s.opts.OwnsPartition != nil {
+		// Cluster mode: each partition's position is read when this node has taken it over
+		// (pass, takeOver).
+		r.have = make([]bool, len(r.pos))
+		return r, nil
+	}
 	var missing []int
 	for p := range r.pos {
 		v, ok, err := s.Store.WebhookPosition(p)
@@ -316,10 +325,28 @@ func (r *whReader) run() {
 func (r *whReader) pass() (int, error) {
 	ctx := r.s.wh.ctx
 	log := r.s.wh.log
+	var mine []bool // cluster mode: the partitions this node owns and reads
+	if r.have != nil {
+		var gained bool
+		var err error
+		if mine, gained, err = r.takeOver(ctx); err != nil {
+			return 0, err
+		}
+		if gained {
+			// The subscriptions of the workspaces taken over are indexed before their
+			// partitions are read (else their events would be skipped as nobody's).
+			if err := r.s.loadWebhookIndex(); err != nil {
+				return 0, err
+			}
+		}
+	}
 	snap := r.s.wh.index.snapshot()
 	wanted := make([]bool, len(r.pos))
 	for t := range snap.byTenant {
 		wanted[ingest.PartitionOf(t.Workspace, len(r.pos))] = true
+	}
+	for p := range mine {
+		wanted[p] = wanted[p] && mine[p]
 	}
 	// Partitions of tenants without subscriptions are skipped to their end, unread, unless a
 	// subscription appeared meanwhile (then the pass starts again).
@@ -334,7 +361,7 @@ func (r *whReader) pass() (int, error) {
 		b := r.s.Store.NewBatch()
 		var moved []int
 		for p := range r.pos {
-			if !wanted[p] && p < len(ends) && ends[p] > r.pos[p] {
+			if !wanted[p] && (mine == nil || mine[p]) && p < len(ends) && ends[p] > r.pos[p] {
 				b.SetWebhookPosition(p, ends[p])
 				moved = append(moved, p)
 			}
@@ -555,4 +582,60 @@ func (r *whReader) test(req *whTestReq) {
 	}
 	s.tell(s.wh.sup, &whQueued{lanes: map[storage.WebhookLane][]byte{lane: key}})
 	req.reply <- whTestRes{d: d}
+}
+
+// takeOver (cluster mode) says which partitions this node owns now; a partition it gained since
+// the last pass has its position read from the store (restored with the partition, so the
+// reader continues where the previous owner's stopped), or, when none was ever stored, starts at
+// the log's end, stored at once (a partition nobody read for webhooks yet, as at a first start).
+func (r *whReader) takeOver(ctx context.Context) (mine []bool, gained bool, err error) {
+	mine = make([]bool, len(r.pos))
+	var fresh []int
+	for p := range r.pos {
+		mine[p] = r.s.opts.OwnsPartition(p)
+		if !mine[p] {
+			r.have[p] = false
+			continue
+		}
+		if r.have[p] {
+			continue
+		}
+		gained = true
+		v, ok, err := r.s.Store.WebhookPosition(p)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			r.pos[p], r.have[p] = v, true
+			r.s.opts.Logger.Info("webhooks: reading a partition taken over", "partition", p, "from", v)
+		} else {
+			fresh = append(fresh, p)
+		}
+	}
+	if len(fresh) == 0 {
+		return mine, gained, nil
+	}
+	eo, ok := r.s.wh.log.(ingest.EndOffsets)
+	var ends []uint64
+	if ok {
+		var err error
+		if ends, err = eo.EndOffsets(ctx); err != nil {
+			return nil, false, err
+		}
+	}
+	b := r.s.Store.NewBatch()
+	for _, p := range fresh {
+		r.pos[p] = 0
+		if p < len(ends) {
+			r.pos[p] = ends[p]
+		}
+		b.SetWebhookPosition(p, r.pos[p])
+	}
+	if err := b.Commit(); err != nil {
+		return nil, false, err
+	}
+	for _, p := range fresh {
+		r.have[p] = true
+	}
+	return mine, gained, nil
 }

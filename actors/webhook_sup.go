@@ -120,7 +120,9 @@ func (w *webhookSup) restore() {
 		w.s.opts.Logger.Error("webhooks: list queued deliveries", "err", err)
 	}
 	for _, l := range lanes {
-		w.pump(w.lane(l))
+		if w.s.owns(l.Tenant.Workspace) {
+			w.pump(w.lane(l))
+		}
 	}
 	w.arm(w.s.whNow().Add(time.Second)) // look again soon
 }
@@ -130,6 +132,8 @@ func (w *webhookSup) Receive(c *actor.Context) {
 	case actor.Initialized:
 	case actor.Started:
 		w.pid = c.PID()
+		w.restore()
+	case resumeQueues:
 		w.restore()
 	case actor.Stopped:
 		if w.timer != nil {
@@ -242,8 +246,8 @@ func (w *webhookSup) sub(key storage.WebhookLane) *whSub {
 
 // pump starts the attempts a lane may start now.
 func (w *webhookSup) pump(ln *whLane) {
-	if ln.finishing {
-		return
+	if ln.finishing || !w.s.owns(ln.key.Tenant.Workspace) {
+		return // another node's now (cluster mode): its owner delivers, from the same queue
 	}
 	sub := w.sub(ln.key)
 	if sub.sub == nil {

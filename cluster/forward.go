@@ -5,9 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -113,7 +116,9 @@ func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base, clientIP string) err
 	defer fasthttp.ReleaseRequest(req)
 	ctx.Request.CopyTo(req) // all but a body stream
 	if ctx.Request.IsBodyStream() {
-		req.SetBodyStream(ctx.RequestBodyStream(), ctx.Request.Header.ContentLength())
+		// Not closed when req is released: the stream is the client's connection, which the
+		// server still owns (and a forward that could not dial is tried again with it).
+		req.SetBodyStream(struct{ io.Reader }{ctx.RequestBodyStream()}, ctx.Request.Header.ContentLength())
 	}
 	req.Header.Set(ForwardedHeader, f.node)
 	req.Header.Set(ForwardAuthHeader, f.proof(f.node))
@@ -127,6 +132,15 @@ func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base, clientIP string) err
 	}
 	resp.CopyTo(&ctx.Response)
 	return nil
+}
+
+// NotSent says whether a Forward error means the request never reached the other node (it could
+// not be reached at all), so it may be sent again, to it or to the partition's next owner. Any
+// other error leaves its outcome unknown: the node may have applied it before it failed.
+func NotSent(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, fasthttp.ErrDialTimeout) || errors.Is(err, syscall.ECONNREFUSED) ||
+		(errors.As(err, &op) && op.Op == "dial")
 }
 
 // Close closes the idle connections to other nodes.

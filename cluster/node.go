@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"flipbook/storage"
@@ -25,6 +26,8 @@ type Node struct {
 	sink  *StateSink
 	store *storage.Store
 	log   logger
+
+	onReady atomic.Pointer[func(p int)] // OnReady
 
 	mu     sync.Mutex
 	ready  map[int]chan struct{} // closed once the partition is taken over
@@ -85,6 +88,10 @@ func (n *Node) readyLocked(p int) chan struct{} {
 	}
 	return c
 }
+
+// OnReady sets what is called (on the node's takeover goroutine) each time a partition has been
+// taken over: the service's supervisors pick up the partition's queues then.
+func (n *Node) OnReady(f func(p int)) { n.onReady.Store(&f) }
 
 // IsReady says whether partition p is this node's and taken over.
 func (n *Node) IsReady(p int) bool {
@@ -195,6 +202,9 @@ func (n *Node) takeOver(p int) error {
 		}
 	}
 	n.mu.Unlock()
+	if f := n.onReady.Load(); f != nil {
+		(*f)(p)
+	}
 	n.log.Info("partition taken over", "partition", p, "restored", applied, "from", from, "to", last, "took", time.Since(start))
 	return nil
 }

@@ -528,6 +528,9 @@ func (s *Service) RenderCatalog(r *Request) (*Result, error) {
 	if err := saveUpload(strings.NewReader(string(data)), actors.UploadPath(s.Store, batchID, 0)); err != nil {
 		return nil, err
 	}
+	if err := s.Store.StashUpload(batchID); err != nil {
+		return nil, err
+	}
 	b := newBook(doc.Title, "catalog:"+c.Source, r.Str("status"))
 	b.PageImagesStatus = storage.PagesProcessing
 	b.BatchID = &batchID

@@ -43,6 +43,9 @@ type ClusterConfig struct {
 	ForwardTimeout time.Duration
 }
 
+// forwardInMemory is the largest body read before it is forwarded (larger ones are piped).
+const forwardInMemory = 1 << 20
+
 // DefaultClusterWait is how long a request waits for a moving partition's new owner.
 const DefaultClusterWait = 10 * time.Second
 
@@ -79,6 +82,8 @@ func openCluster(cfg Config) (*clusterFront, *storage.Store, error) {
 		return nil, nil, errors.New("cluster mode needs the Kafka brokers (--kafka-brokers)")
 	case cfg.AdminToken == "":
 		return nil, nil, errors.New("cluster mode needs the admin token every node shares (--admin-token)")
+	case cfg.BlobURL == "":
+		return nil, nil, errors.New("cluster mode needs an object store every node reaches (--blob-url): page images and uploads must outlive the node that made them")
 	}
 	c := &clusterFront{cfg: cc}
 	var nodeRef atomic.Pointer[cluster.Node]
@@ -205,14 +210,26 @@ func (c *clusterFront) route(ctx *fasthttp.RequestCtx, reqID string) bool {
 			}
 		}
 		if o, ok := m.Owner(p); ok && o.Node != c.cfg.Node && !peer {
+			if n := declaredLength(ctx); ctx.Request.IsBodyStream() && n >= 0 && n <= forwardInMemory {
+				// A small body is read first: a forward that could not reach the owner is
+				// tried again with it (a stream is piped, and fails with its node).
+				b := c.s.newBody(ctx, n, false)
+				err := b.load()
+				b.release()
+				if err != nil {
+					c.s.writeError(ctx, err)
+					return true
+				}
+			}
 			ctx.Request.Header.Set("X-Request-Id", reqID)
 			err := c.fwd.Forward(ctx, o.URL, clientIP)
 			if err == nil {
 				c.forwarded.Add(1)
 				return true
 			}
-			if ctx.Request.IsBodyStream() && declaredLength(ctx) != 0 {
-				// Part of the body may have gone to the node that failed: it cannot be sent again.
+			if !cluster.NotSent(err) || ctx.Request.IsBodyStream() && declaredLength(ctx) != 0 {
+				// The owner may have applied it before it failed (killed mid-request): not sent
+				// again, the client retries (with an Idempotency-Key a write is applied once).
 				c.s.log.Warn("cluster: forward", "request_id", reqID, "partition", p, "owner", o.Node, "err", err)
 				return c.unavailable(ctx, p)
 			}

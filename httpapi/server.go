@@ -231,7 +231,29 @@ func New(cfg Config) (*Service, error) {
 	if front != nil {
 		closeStore = front.close
 	}
-	sys, err := actors.Start(st, actors.Options{BookIdle: cfg.BookIdle, Logger: cfg.Logger,
+	var ownsWS func(int64) bool
+	var ownsPart func(int) bool
+	var sysRef atomic.Pointer[actors.System]
+	if front != nil {
+		// The supervisors work on the partitions taken over here, and pick up a partition's
+		// queues once it is (Resume).
+		ownsPart = front.node.IsReady
+		ownsWS = func(ws int64) bool { return front.node.IsReady(front.node.Member().PartitionOf(ws)) }
+		// Partitions taken over together (a node's share at a rebalance) make one Resume: it
+		// reads the queues as they are when it runs, after the pending flag is cleared.
+		var pending atomic.Bool
+		front.node.OnReady(func(int) {
+			if pending.CompareAndSwap(false, true) {
+				time.AfterFunc(20*time.Millisecond, func() {
+					pending.Store(false)
+					if sys := sysRef.Load(); sys != nil {
+						sys.Resume()
+					}
+				})
+			}
+		})
+	}
+	sys, err := actors.Start(st, actors.Options{BookIdle: cfg.BookIdle, Logger: cfg.Logger, Owns: ownsWS, OwnsPartition: ownsPart,
 		Conversion: actors.ConversionOptions{Workers: cfg.ConversionWorkers, LongEdge: cfg.PageLongEdge, MaxPages: cfg.MaxPages},
 		ImageFetcher: func() (convert.Fetcher, func()) {
 			f := newFetcher(cfg.AllowPrivateTargets)
@@ -311,6 +333,10 @@ func New(cfg Config) (*Service, error) {
 	if err := sys.StartWebhooks(s.events, s.trimGate.Reader("webhooks"), wo); err != nil {
 		s.shutdownState()
 		return nil, fmt.Errorf("webhooks: %w", err)
+	}
+	if front != nil {
+		sysRef.Store(sys)
+		sys.Resume() // the partitions taken over while the supervisors started
 	}
 	s.ops = s.operations()
 	s.metrics = newMetrics(s)

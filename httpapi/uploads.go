@@ -84,6 +84,11 @@ func (s *Service) acceptUpload(t storage.Tenant, field string, src io.Reader, si
 	if err := convert.CanConvert(kind); err != nil {
 		return nil, nil, &Error{Status: 503, Type: TypeUnavailable, Message: err.Error()}
 	}
+	// Cluster mode: in the object store too before it is acknowledged (another node may
+	// convert it after a takeover).
+	if err := s.Store.StashUpload(batchID); err != nil {
+		return nil, nil, err
+	}
 	name := o.OriginalFilename
 	if name == "" {
 		name = truncateRunes(filepath.Base(filename), 255)

@@ -161,6 +161,9 @@ func (s *Store) RemoveBatchFiles(batchID string) error {
 	}
 	err1 := os.RemoveAll(s.UploadDir(batchID))
 	err2 := os.RemoveAll(s.WorkDir(batchID))
+	if s.Blobs.remote != nil && err1 == nil {
+		err1 = s.Blobs.remote.removeUpload(batchID)
+	}
 	if err1 != nil {
 		return err1
 	}

@@ -29,7 +29,7 @@ import (
 //	g/convq/<seq>                      conversion queue: tenant + batch id, in upload order
 //	g/idemexp/<unix nanos><tenant><k>  expiry index of idempotent responses
 //	t/<tenant>/wh/, whd/, whn/, whh/     webhook subscriptions, deliveries, counts, health (webhooks.go)
-//	g/whq/<tenant><sub><class><due><id> webhook delivery queue; g/whpos/<partition> the dispatcher's log position
+//	g/whq/<tenant><sub><class><due><id> webhook delivery queue; p/<partition>/whpos the dispatcher's log position
 
 // Mode is the key mode: live or test data of a workspace.
 type Mode byte

@@ -98,7 +98,7 @@ type WebhookDelivery struct {
 //	t/<tenant>/whn/<sub id>                  number of deliveries of a subscription
 //	t/<tenant>/whh/<sub id>                  WebhookHealth: since when deliveries fail
 //	g/whq/<tenant><sub id><class><due><id>   delivery queue: one entry per delivery not finished
-//	g/whpos/<partition>                      the dispatcher's next event-log offset
+//	p/<partition>/whpos                      the dispatcher's next event-log offset (g/whpos/<partition> before)
 func whKey(t Tenant, id int64) []byte { return cat(t.prefix(), []byte("wh/"), u64(uint64(id))) }
 func whCountKey(t Tenant, sub int64) []byte {
 	return cat(t.prefix(), []byte("whn/"), u64(uint64(sub)))
@@ -150,6 +150,12 @@ type QueueEntry struct {
 }
 
 func whPosKey(p int) []byte {
+	return []byte{'p', '/', byte(p >> 8), byte(p), '/', 'w', 'h', 'p', 'o', 's'}
+}
+
+// oldWHPosKey is where positions were kept before they moved with their partition (cluster
+// mode: "p/" keys go to the partition's changelog); read when the new key is missing.
+func oldWHPosKey(p int) []byte {
 	return []byte{'g', '/', 'w', 'h', 'p', 'o', 's', '/', byte(p >> 8), byte(p)}
 }
 
@@ -258,6 +264,9 @@ func (bt *Batch) SetWebhookPosition(p int, next uint64) { bt.set(whPosKey(p), u6
 // WebhookPosition reads the dispatcher's next offset of a partition (ok false: none stored).
 func (s *Store) WebhookPosition(p int) (uint64, bool, error) {
 	v, err := s.get(whPosKey(p))
+	if errors.Is(err, ErrNotFound) {
+		v, err = s.get(oldWHPosKey(p))
+	}
 	if errors.Is(err, ErrNotFound) {
 		return 0, false, nil
 	}

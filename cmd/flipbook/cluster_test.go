@@ -11,10 +11,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"golang.org/x/oauth2/clientcredentials"
@@ -57,9 +62,34 @@ func startClusterNode(t *testing.T, brokers []string, name string, parts int, ex
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("%s stderr:\n%s", name, lastLines(n.child.stderr.String(), 60))
+			if dir := os.Getenv("FLIPBOOK_TEST_LOGS"); dir != "" {
+				_ = os.WriteFile(filepath.Join(dir, t.Name()+"-"+name+".log"), []byte(n.child.stderr.String()), 0o644)
+			}
 		}
 	})
 	return n
+}
+
+// testCluster is what a test cluster's nodes share: Kafka (kfake, three brokers) and an
+// S3-protocol store (gofakes3), both in the test process, so they outlive the nodes.
+type testCluster struct {
+	brokers []string
+	blobURL string
+	parts   int
+}
+
+func newTestCluster(t *testing.T, parts int) *testCluster {
+	t.Helper()
+	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_ACCESS_KEY_ID", "test-key") // the children inherit them
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test-secret")
+	return &testCluster{brokers: newKafka(t), blobURL: "s3://flipbook-cluster?endpoint=" + srv.URL + "&region=us-east-1", parts: parts}
+}
+
+func (tc *testCluster) start(t *testing.T, name string, extra ...string) *clusterNode {
+	t.Helper()
+	return startClusterNode(t, tc.brokers, name, tc.parts, append([]string{"--blob-url", tc.blobURL}, extra...)...)
 }
 
 func newKafka(t *testing.T) []string {
@@ -110,11 +140,11 @@ func settled(t *testing.T, parts int, nodes ...*clusterNode) {
 }
 
 func TestClusterAnyNodeAnswers(t *testing.T) {
-	brokers := newKafka(t)
 	const parts = 6
-	a := startClusterNode(t, brokers, "node-a", parts)
-	b := startClusterNode(t, brokers, "node-b", parts)
-	c := startClusterNode(t, brokers, "node-c", parts)
+	tc := newTestCluster(t, parts)
+	a := tc.start(t, "node-a")
+	b := tc.start(t, "node-b")
+	c := tc.start(t, "node-c")
 	nodes := []*clusterNode{a, b, c}
 	settled(t, parts, nodes...)
 

@@ -163,6 +163,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 			return nil, errors.New("--cluster-node needs --kafka-brokers")
 		case *token == "":
 			return nil, errors.New("--cluster-node needs --admin-token, the same on every node")
+		case *blobURL == "":
+			return nil, errors.New("--cluster-node needs --blob-url, an S3-compatible store every node reaches")
 		case *clusterParts < 1 || *clusterParts > 1<<15:
 			return nil, fmt.Errorf("--cluster-partitions: %d is not between 1 and 32768", *clusterParts)
 		}

@@ -176,6 +176,9 @@ func ToError(err error) *Error {
 		return &Error{Status: 409, Type: TypeConflict, Message: "the request conflicts with the current state"}
 	case errors.Is(err, actors.ErrTimeout), errors.Is(err, actors.ErrStopping):
 		return &Error{Status: 503, Type: TypeUnavailable, Message: "the service is busy; retry shortly"}
+	case errors.Is(err, storage.ErrMoved):
+		return &Error{Status: 503, Type: TypeUnavailable, RetryAfter: 1,
+			Message: "this workspace's partition is moving between nodes; nothing was applied, retry shortly"}
 	}
 	return ErrInternal()
 }

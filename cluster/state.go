@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -30,7 +29,7 @@ import (
 // therefore never mistaken for a deletion.
 
 // ErrNotOwner refuses a write to a partition this node has no open writer for.
-var ErrNotOwner = errors.New("cluster: this node does not own the partition")
+var ErrNotOwner = fmt.Errorf("cluster: this node does not own the partition (%w)", storage.ErrMoved)
 
 // KeyPartition is the partition of a state key (storage.ScopeOf: a workspace's keys, the global
 // keys that carry its tenant, queue entries named by an id from NextIDIn, a partition's own

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -11,6 +12,12 @@ import (
 // applied: a ChangeSink (Options.Changes) is given each write's mutations before the write
 // reaches Pebble, and an error from it refuses the write (nothing is applied). Without a sink
 // (one process, the default) nothing of this runs.
+
+// ErrMoved refuses a write a ChangeSink could not take because the partition it belongs to is
+// not this node's any more (cluster mode: it moved to another node, or this node was fenced).
+// Nothing of the write is applied; the caller answers 503 and the client retries, reaching the
+// partition's new owner.
+var ErrMoved = errors.New("storage: the write's partition is not this node's")
 
 // Mutation is one key's change in a write.
 type Mutation struct {

@@ -171,8 +171,14 @@ var (
 	brandMetaSchema = object(prop("plan", str), prop("take_over_branding_available", boolean))
 
 	healthSchema = object(prop("status", str), prop("timestamp", str), prop("version", str),
-		prop("details", object(prop("converters", arrayOf(object(prop("name", str), prop("kinds", arrayOf(str)),
-			prop("programs", arrayOf(str)), prop("packages", arrayOf(str)), prop("missing", arrayOf(str))))))))
+		prop("details", optional(object(prop("converters", arrayOf(object(prop("name", str), prop("kinds", arrayOf(str)),
+			prop("programs", arrayOf(str)), prop("packages", arrayOf(str)), prop("missing", arrayOf(str)))))),
+			// cluster mode only (docs/OPERATIONS.md "Running a cluster")
+			prop("cluster", optional(object(prop("node", str), prop("url", str), prop("partitions", integer),
+				prop("owned", arrayOf(integer)), prop("ready", arrayOf(integer)),
+				prop("owners", &jsonschema.Schema{Type: "object", AdditionalProperties: str}),
+				prop("restoring", arrayOf(object(prop("partition", integer), prop("from", integer), prop("to", integer), prop("applied", integer)))),
+				prop("global_lag", integer)), prop("takeover_error", str))))))
 
 	meSchema = object(prop("workspace", workspaceSchema),
 		prop("plan", object(prop("name", str), prop("published_book_limit", intN), prop("analytics", boolean),

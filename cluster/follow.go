@@ -79,6 +79,11 @@ func (m *Member) FollowGlobal(ctx context.Context, st *storage.Store, ready chan
 		if derr != nil {
 			return derr
 		}
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if fp.Err == nil && fp.LastStableOffset > 0 {
+				m.globalSeen(fp.LastStableOffset)
+			}
+		})
 		if next > from {
 			if err := st.ApplyChanges(muts, storage.Mutation{Key: globalOffsetKey, Value: binary.BigEndian.AppendUint64(nil, uint64(next))}); err != nil {
 				return err
@@ -94,6 +99,21 @@ func (m *Member) FollowGlobal(ctx context.Context, st *storage.Store, ready chan
 			ready = nil
 		}
 	}
+}
+
+// globalSeen records the global topic's last stable offset as a fetch reported it.
+func (m *Member) globalSeen(end int64) {
+	m.gmu.Lock()
+	m.gend = max(m.gend, end)
+	m.gmu.Unlock()
+}
+
+// GlobalLag is how many records of the global topic this node's copy lacks, as of the last
+// fetch (no request to Kafka: cheap enough for /health).
+func (m *Member) GlobalLag() int64 {
+	m.gmu.Lock()
+	defer m.gmu.Unlock()
+	return max(m.gend-m.gnext, 0)
 }
 
 // globalApplied records that the global topic is applied up to offset next.

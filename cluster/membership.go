@@ -94,6 +94,7 @@ type Member struct {
 
 	gmu    sync.Mutex
 	gnext  int64         // the global topic's offset applied so far (FollowGlobal)
+	gend   int64         // its last stable offset as the follower's fetches last said
 	gmoved chan struct{} // closed and replaced when gnext moves
 
 	cancel context.CancelFunc

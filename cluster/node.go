@@ -29,6 +29,11 @@ type Node struct {
 
 	onReady atomic.Pointer[func(p int)] // OnReady
 
+	// Restores: those under way (partition → progress), and the totals of those done.
+	restoring     sync.Map // int → *RestoreProgress
+	restoredTotal atomic.Int64
+	restoreNanos  atomic.Int64
+
 	mu     sync.Mutex
 	ready  map[int]chan struct{} // closed once the partition is taken over
 	events chan event
@@ -184,7 +189,16 @@ func (n *Node) takeOver(p int) error {
 	a := &applier{st: n.store, local: func() []storage.Mutation {
 		return []storage.Mutation{{Key: OffsetKey(p), Value: binary.BigEndian.AppendUint64(nil, uint64(next))}}
 	}}
-	last, applied, err := n.m.Restore(ctx, p, from, a.add)
+	prog := &RestoreProgress{From: from, Started: start}
+	if end, err := n.m.stableEnd(ctx, n.m.o.ChangelogTopic, p); err == nil {
+		prog.To = end
+	}
+	n.restoring.Store(p, prog)
+	defer n.restoring.Delete(p)
+	last, applied, err := n.m.Restore(ctx, p, from, func(c Change) error {
+		prog.Applied.Add(1)
+		return a.add(c)
+	})
 	if err != nil {
 		return fmt.Errorf("restore partition %d: %w", p, err)
 	}
@@ -192,6 +206,8 @@ func (n *Node) takeOver(p int) error {
 	if err := a.flush(); err != nil {
 		return err
 	}
+	n.restoredTotal.Add(int64(applied))
+	n.restoreNanos.Add(int64(time.Since(start)))
 	n.mu.Lock()
 	if n.m.Owns(p) {
 		c := n.readyLocked(p)
@@ -207,6 +223,30 @@ func (n *Node) takeOver(p int) error {
 	}
 	n.log.Info("partition taken over", "partition", p, "restored", applied, "from", from, "to", last, "took", time.Since(start))
 	return nil
+}
+
+// RestoreProgress is a partition's restore under way: the changelog's offsets it reads from and
+// to, and the records applied so far.
+type RestoreProgress struct {
+	From, To int64
+	Started  time.Time
+	Applied  atomic.Int64
+}
+
+// Restoring is the restores under way, by partition.
+func (n *Node) Restoring() map[int]*RestoreProgress {
+	out := map[int]*RestoreProgress{}
+	n.restoring.Range(func(k, v any) bool {
+		out[k.(int)] = v.(*RestoreProgress)
+		return true
+	})
+	return out
+}
+
+// Restored is the changelog records this node applied in its takeovers since it started, and
+// the time those took (their ratio is the restore rate).
+func (n *Node) Restored() (records int64, took time.Duration) {
+	return n.restoredTotal.Load(), time.Duration(n.restoreNanos.Load())
 }
 
 // Err is the last takeover error (nil when every takeover went through).

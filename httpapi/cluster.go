@@ -352,6 +352,9 @@ func (c *clusterFront) workspaceOf(ctx *fasthttp.RequestCtx) (int64, bool) {
 		}
 		return c.bookWorkspace(rid)
 	}
+	if string(path) == APIBase+"/health" {
+		return 0, false // this node's own health, whatever credential comes with it
+	}
 	if bytes.HasPrefix(path, []byte(APIBase+"/")) || string(path) == mcp.Path {
 		tok := bearer(ctx)
 		if tok == "" {
@@ -432,19 +435,60 @@ func (s *Service) adminCluster(r *Request) (*Result, error) {
 	return &Result{Data: s.cluster.status(r.Ctx)}, nil
 }
 
-// status is the node's view of the cluster.
+// clusterHealth is the node's part of GET /health (details.cluster).
+type clusterHealth struct {
+	Node       string            `json:"node"`
+	URL        string            `json:"url"`
+	Partitions int               `json:"partitions"`
+	Owned      []int             `json:"owned"`
+	Ready      []int             `json:"ready"`
+	Owners     map[string]string `json:"owners"` // partition → node
+	Restoring  []restoreJSON     `json:"restoring"`
+	GlobalLag  int64             `json:"global_lag"`
+	Error      string            `json:"takeover_error,omitempty"`
+}
+
+type restoreJSON struct {
+	Partition int   `json:"partition"`
+	From      int64 `json:"from"`
+	To        int64 `json:"to"`
+	Applied   int64 `json:"applied"`
+}
+
+// health is the node's view of the cluster, from memory only (no request to Kafka).
+func (c *clusterFront) health() *clusterHealth {
+	m := c.node.Member()
+	h := &clusterHealth{Node: c.cfg.Node, URL: c.cfg.AdvertiseURL, Partitions: m.Partitions(),
+		Owned: m.Owned(), Ready: c.node.ReadyOwned(), Owners: map[string]string{}, Restoring: []restoreJSON{},
+		GlobalLag: m.GlobalLag()}
+	if h.Ready == nil {
+		h.Ready = []int{}
+	}
+	for p, o := range m.Owners() {
+		h.Owners[strconv.Itoa(p)] = o.Node
+	}
+	for p, r := range c.node.Restoring() {
+		h.Restoring = append(h.Restoring, restoreJSON{Partition: p, From: r.From, To: r.To, Applied: r.Applied.Load()})
+	}
+	if err := c.node.Err(); err != nil {
+		h.Error = err.Error()
+	}
+	return h
+}
+
+// status is the node's view of the cluster (GET /admin/v1/cluster): health's, with every
+// owner's URL and generation, the global topic's end as Kafka says now, and the counters.
 func (c *clusterFront) status(ctx context.Context) map[string]any {
 	m := c.node.Member()
+	h := c.health()
 	owners := map[string]any{}
 	for p, o := range m.Owners() {
 		owners[strconv.Itoa(p)] = map[string]any{"node": o.Node, "url": o.URL, "generation": o.Generation}
 	}
-	owned, ready := m.Owned(), c.node.ReadyOwned()
-	if ready == nil {
-		ready = []int{}
-	}
-	out := map[string]any{"node": c.cfg.Node, "url": c.cfg.AdvertiseURL, "partitions": m.Partitions(),
-		"owned": owned, "ready": ready, "owners": owners,
+	records, took := c.node.Restored()
+	out := map[string]any{"node": h.Node, "url": h.URL, "partitions": h.Partitions,
+		"owned": h.Owned, "ready": h.Ready, "owners": owners, "restoring": h.Restoring,
+		"restored_records": records, "restore_seconds": took.Seconds(),
 		"global_applied": m.GlobalApplied(),
 		"forwarded":      c.forwarded.Load(), "waited": c.waited.Load(), "refused": c.refused.Load()}
 	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -453,8 +497,8 @@ func (c *clusterFront) status(ctx context.Context) map[string]any {
 		out["global_end"] = end
 		out["global_lag"] = max(end-m.GlobalApplied(), 0)
 	}
-	if err := c.node.Err(); err != nil {
-		out["takeover_error"] = err.Error()
+	if h.Error != "" {
+		out["takeover_error"] = h.Error
 	}
 	return out
 }

@@ -137,6 +137,24 @@ var (
 		"DuckDB's own accounting of the memory it holds (sum of duckdb_memory()); its malloc'd metadata is not in it.", nil, nil)
 	descDuckTemp = prometheus.NewDesc("flipbook_duckdb_temporary_storage_bytes",
 		"Bytes DuckDB spilled to its temporary files.", nil, nil)
+	descClusterOwned = prometheus.NewDesc("flipbook_cluster_partitions_owned",
+		"Cluster mode: partitions the group assigned this node.", nil, nil)
+	descClusterReady = prometheus.NewDesc("flipbook_cluster_partitions_ready",
+		"Cluster mode: partitions this node owns and has taken over (restored).", nil, nil)
+	descClusterOwner = prometheus.NewDesc("flipbook_cluster_partition_owner",
+		"Cluster mode: 1 for each partition and the node owning it, as this node knows.", []string{"partition", "node"}, nil)
+	descClusterGlobalLag = prometheus.NewDesc("flipbook_cluster_global_lag_records",
+		"Cluster mode: records of the global topic this node's copy of the global table lacks.", nil, nil)
+	descClusterRestoring = prometheus.NewDesc("flipbook_cluster_restore_remaining_records",
+		"Cluster mode: changelog records the restores under way have still to apply.", nil, nil)
+	descClusterRestored = prometheus.NewDesc("flipbook_cluster_restored_records_total",
+		"Cluster mode: changelog records applied by this node's takeovers.", nil, nil)
+	descClusterRestoreSeconds = prometheus.NewDesc("flipbook_cluster_restore_seconds_total",
+		"Cluster mode: time this node's takeovers took.", nil, nil)
+	descClusterForwarded = prometheus.NewDesc("flipbook_cluster_forwarded_requests_total",
+		"Cluster mode: requests forwarded to the node owning their workspace.", nil, nil)
+	descClusterRefused = prometheus.NewDesc("flipbook_cluster_unavailable_requests_total",
+		"Cluster mode: requests answered 503 because their partition had no owner within the wait.", nil, nil)
 	descBuild = prometheus.NewDesc("flipbook_build_info",
 		"Always 1; the version is a label.", []string{"version"}, nil)
 )
@@ -145,7 +163,9 @@ var (
 type serviceCollector struct{ s *Service }
 
 func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descMailbox, descActors, descAppended, descStored, descLogEnd,
+	for _, d := range []*prometheus.Desc{descClusterOwned, descClusterReady, descClusterOwner, descClusterGlobalLag,
+		descClusterRestoring, descClusterRestored, descClusterRestoreSeconds, descClusterForwarded, descClusterRefused,
+		descMailbox, descActors, descAppended, descStored, descLogEnd,
 		descLogStored, descLag, descConvQueued, descConvRunning, descConvPages, descPebbleCache, descPebbleMem,
 		descDuckMem, descDuckTemp, descBuild, descBodyReserved, descBodyRefused} {
 		ch <- d
@@ -181,6 +201,25 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descLag, float64(lag))
 		}
 	}
+	if c := s.cluster; c != nil {
+		h := c.health()
+		gauge(descClusterOwned, float64(len(h.Owned)))
+		gauge(descClusterReady, float64(len(h.Ready)))
+		gauge(descClusterGlobalLag, float64(h.GlobalLag))
+		for p, node := range h.Owners {
+			gauge(descClusterOwner, 1, p, node)
+		}
+		remaining := 0.0
+		for _, r := range h.Restoring {
+			remaining += float64(max(r.To-r.From-r.Applied, 0))
+		}
+		gauge(descClusterRestoring, remaining)
+		records, took := c.node.Restored()
+		counter(descClusterRestored, float64(records))
+		counter(descClusterRestoreSeconds, took.Seconds())
+		counter(descClusterForwarded, float64(c.forwarded.Load()))
+		counter(descClusterRefused, float64(c.refused.Load()))
+	}
 	if s.Store != nil {
 		pm := s.Store.DB().Metrics()
 		gauge(descPebbleCache, float64(pm.BlockCache.Size))
@@ -210,6 +249,9 @@ func (s *Service) eventLogLag() (end, stored, lag uint64, ok bool) {
 		return 0, 0, 0, false
 	}
 	for p, e := range ends {
+		if s.cluster != nil && !s.cluster.node.IsReady(p) {
+			continue // another node's partition: its events are stored there
+		}
 		var d uint64
 		if p < len(done) {
 			d = done[p]

@@ -21,6 +21,9 @@ type healthJSON struct {
 
 type healthDetails struct {
 	Converters []convert.Converter `json:"converters"`
+	// Cluster is this node's part of a cluster (absent in one process): its partitions, who
+	// owns each, the restores under way, how far its copy of the global table lags.
+	Cluster *clusterHealth `json:"cluster,omitempty"`
 }
 
 func (s *Service) Health(r *Request) (*Result, error) {
@@ -28,6 +31,12 @@ func (s *Service) Health(r *Request) (*Result, error) {
 		Details: healthDetails{Converters: convert.Converters()}}
 	for _, c := range h.Details.Converters {
 		if !c.Usable() {
+			h.Status = "degraded"
+		}
+	}
+	if s.cluster != nil {
+		h.Details.Cluster = s.cluster.health()
+		if h.Details.Cluster.Error != "" {
 			h.Status = "degraded"
 		}
 	}

@@ -148,6 +148,32 @@ func TestClusterAnyNodeAnswers(t *testing.T) {
 	nodes := []*clusterNode{a, b, c}
 	settled(t, parts, nodes...)
 
+	// Each node's health says what it owns; its metrics too; `flipbook admin cluster status`
+	// prints a node's view of every partition's owner.
+	for _, n := range nodes {
+		h := call(t, "GET", n.base+"/api/v1/health", "", nil)
+		require.Equal(t, 200, h.status, "%s", h.raw)
+		cl := h.json["details"].(map[string]any)["cluster"].(map[string]any)
+		require.Equal(t, n.name, cl["node"])
+		require.NotEmpty(t, cl["ready"])
+		require.Len(t, cl["owners"], parts)
+		res, err := client.Do(func() *http.Request {
+			req, _ := http.NewRequest("GET", n.base+"/metrics", nil)
+			req.Header.Set("Authorization", "Bearer "+clusterAdminToken)
+			return req
+		}())
+		require.NoError(t, err)
+		metrics, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.Contains(t, string(metrics), "flipbook_cluster_partitions_ready ")
+		require.Contains(t, string(metrics), `flipbook_cluster_partition_owner{node="`+n.name+`"`)
+	}
+	var out, errOut strings.Builder
+	require.NoError(t, run(context.Background(), []string{"admin", "--url", b.base, "--admin-token", clusterAdminToken, "cluster", "status"},
+		func(string) string { return "" }, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), `"node-c"`)
+	require.Contains(t, out.String(), `"owners"`)
+
 	// Workspaces made through node a land in partitions a owns (no hop for their first writes);
 	// ids are unique across nodes.
 	seen := map[int64]string{}

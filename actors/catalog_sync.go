@@ -119,7 +119,7 @@ func (v *catalogSup) removeOrphanInputs(refs []storage.SyncRef) {
 	}
 	for _, f := range files {
 		if !keep[f] {
-			v.s.Store.RemoveSyncInput(strings.TrimSuffix(f, ".tmp"))
+			v.s.Store.RemoveLocalSyncInput(strings.TrimSuffix(f, ".tmp"))
 			_ = os.Remove(filepath.Join(v.s.Store.SyncInputDir(), f))
 		}
 	}

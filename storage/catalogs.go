@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -466,6 +467,11 @@ func (s *Store) WriteSyncInput(name string, data []byte) error {
 	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		return err
 	}
+	if s.Blobs.remote != nil {
+		if err := s.Blobs.remote.putSyncInput(name, data); err != nil {
+			return fmt.Errorf("storage: keep sync input in the object store: %w", err)
+		}
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -480,6 +486,9 @@ func (s *Store) ReadSyncInput(name string) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	data, err := os.ReadFile(filepath.Join(s.SyncInputDir(), name))
+	if errors.Is(err, os.ErrNotExist) && s.Blobs.remote != nil {
+		return s.Blobs.remote.getSyncInput(name) // a job taken over from another node
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrNotFound
 	}
@@ -488,6 +497,17 @@ func (s *Store) ReadSyncInput(name string) ([]byte, error) {
 
 // RemoveSyncInput deletes a job's input file.
 func (s *Store) RemoveSyncInput(name string) {
+	if ValidName(name) {
+		_ = os.Remove(filepath.Join(s.SyncInputDir(), name))
+		if s.Blobs.remote != nil {
+			s.Blobs.remote.removeSyncInput(name)
+		}
+	}
+}
+
+// RemoveLocalSyncInput deletes a job's input file from this node only (its object store copy
+// may be another node's to read: cluster mode).
+func (s *Store) RemoveLocalSyncInput(name string) {
 	if ValidName(name) {
 		_ = os.Remove(filepath.Join(s.SyncInputDir(), name))
 	}

@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -118,4 +120,39 @@ func (s *s3Blobs) removeUpload(batchID string) error {
 		}
 	}
 	return nil
+}
+
+// A catalog sync job's input (its accepted items, WriteSyncInput) is a file of the node that
+// accepted the request; with an object store it is kept there too ("sync-inputs/<name>"), so the
+// node that runs the job after a takeover reads it (ReadSyncInput falls back to it).
+
+func (s *s3Blobs) syncInputKey(name string) string { return s.prefix + "sync-inputs/" + name }
+
+func (s *s3Blobs) putSyncInput(name string, data []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), uploadTimeout)
+	defer cancel()
+	_, err := s.c.PutObject(ctx, s.bucket, s.syncInputKey(name), bytes.NewReader(data), int64(len(data)),
+		minio.PutObjectOptions{ContentType: "application/json"})
+	return err
+}
+
+func (s *s3Blobs) getSyncInput(name string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), uploadTimeout)
+	defer cancel()
+	o, err := s.c.GetObject(ctx, s.bucket, s.syncInputKey(name), minio.GetObjectOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer o.Close()
+	data, err := io.ReadAll(o)
+	if err != nil && minio.ToErrorResponse(err).Code == "NoSuchKey" {
+		return nil, ErrNotFound
+	}
+	return data, err
+}
+
+func (s *s3Blobs) removeSyncInput(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), s3Timeout)
+	defer cancel()
+	_ = s.c.RemoveObject(ctx, s.bucket, s.syncInputKey(name), minio.RemoveObjectOptions{})
 }

@@ -91,6 +91,15 @@ func TestClusterFailover(t *testing.T) {
 		"target_url": hook.URL + "/hook", "event_types": []string{"flipbook_opened"}})
 	require.Equal(t, 201, r.status, "%s", r.raw)
 
+	// A bulk settings batch and a catalog sync in flight on the owner when it dies.
+	bulkIDs := bulkKillCreate(t, b.base, key, 400)
+	revs, _ := bulkKillRevisions(t, c.base, key, bulkIDs)
+	cr := call(t, "POST", c.base+"/api/v1/catalogs", key, map[string]any{
+		"name": "Failover shop", "source": catKillSource, "external_id": "failover-shop", "source_url": "https://shop.example/"})
+	require.Equal(t, 202, cr.status, "%s", cr.raw)
+	catalog := int64(cr.data()["catalog"].(map[string]any)["id"].(float64))
+	var catJobs []int64
+
 	led := &failoverLedger{books: map[string]string{}, unknown: map[string]bool{}, sessions: map[string]bool{}}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -183,8 +192,32 @@ func TestClusterFailover(t *testing.T) {
 		defer led.mu.Unlock()
 		return len(led.books) >= 20 && len(led.sessions) >= 20
 	}, "clients are busy")
+	for r := 0; r < 4; r++ {
+		items := make([]any, 500)
+		for i := range items {
+			items[i] = catKillEntry{pid: fmt.Sprintf("p-%d-%d", r, i), title: fmt.Sprintf("Item %d-%d", r, i)}.body()
+		}
+		res := call(t, "POST", fmt.Sprintf("%s/api/v1/catalogs/%d/items:bulk-upsert", c.base, catalog), key, map[string]any{"items": items})
+		require.Equal(t, 202, res.status, "%s", res.raw)
+		catJobs = append(catJobs, int64(res.data()["sync_job"].(map[string]any)["id"].(float64)))
+	}
 
+	books := make([]any, len(bulkIDs))
+	for i, id := range bulkIDs {
+		books[i] = map[string]any{"id": id, "settings_revision": revs[id]}
+	}
+	br := call(t, "POST", b.base+"/api/v1/books/bulk-settings/batches", key,
+		map[string]any{"books": books, "settings": map[string]any{"title": "After failover", "flip_sound": true}})
+	require.Equal(t, 202, br.status, "%s", br.raw)
+	bulkBatch := br.data()["id"].(string)
+	time.Sleep(100 * time.Millisecond) // running, most of the time, when the owner dies
+	bulkAtKill := call(t, "GET", b.base+"/api/v1/books/bulk-settings/batches/"+bulkBatch, key, nil).data()
+	var jobsAtKill []any
+	for _, j := range catJobs {
+		jobsAtKill = append(jobsAtKill, catKillJob(t, b.base, key, catalog, j)["status"])
+	}
 	a.child.kill(t)
+	t.Logf("in flight at the kill: bulk batch %v %v, catalog jobs %v", bulkAtKill["status"], bulkAtKill["progress"], jobsAtKill)
 	led.mu.Lock()
 	led.killedAt = time.Now() // the process is gone: nothing answered after this is its
 	led.mu.Unlock()
@@ -245,6 +278,35 @@ func TestClusterFailover(t *testing.T) {
 	g := call(t, "GET", b.base+"/api/v1/books/"+pdfBook, key, nil)
 	require.EqualValues(t, 40, g.data()["page_count"], "%s", g.raw)
 	require.Equal(t, 1, names["inflight"], "one book for the upload")
+
+	// The bulk batch in flight finishes once: every book has its settings applied once.
+	waitFor(t, 120*time.Second, func() bool {
+		r := call(t, "GET", b.base+"/api/v1/books/bulk-settings/batches/"+bulkBatch, key, nil)
+		require.Equal(t, 200, r.status, "%s", r.raw)
+		return r.data()["status"] != "queued" && r.data()["status"] != "running"
+	}, "the bulk batch taken over finishes")
+	r = call(t, "GET", b.base+"/api/v1/books/bulk-settings/batches/"+bulkBatch, key, nil)
+	require.Equal(t, "completed", r.data()["status"], "%v", r.data()["progress"])
+	after, titles := bulkKillRevisions(t, c.base, key, bulkIDs)
+	for _, id := range bulkIDs {
+		require.Equal(t, "2", after[id], "book %s changed once (revision 1 → 2)", id)
+		_ = titles
+	}
+	// The catalog sync jobs finish once: every item is there once.
+	for _, j := range catJobs {
+		waitFor(t, 120*time.Second, func() bool { return catKillFinished(catKillJob(t, c.base, key, catalog, j)) },
+			"catalog sync job %d finishes", j)
+		require.Equal(t, "completed", catKillJob(t, b.base, key, catalog, j)["status"])
+	}
+	items := catKillListItems(t, b.base, key, catalog)
+	seenItems := map[string]int{}
+	for _, it := range items {
+		seenItems[it["external_product_id"].(string)]++
+	}
+	require.Equal(t, 4*500, len(seenItems), "every item of the four jobs is in the catalog")
+	for pid, n := range seenItems {
+		require.Equal(t, 1, n, "item %s once", pid)
+	}
 
 	// Every acknowledged session is in analytics exactly once.
 	waitFor(t, 60*time.Second, func() bool {

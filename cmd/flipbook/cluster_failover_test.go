@@ -325,6 +325,7 @@ func TestClusterFailover(t *testing.T) {
 		return true
 	}, "every acknowledged session is in analytics once")
 
+	var lastLog time.Time
 	// Every acknowledged session start was delivered to the webhook (retries after the first
 	// failed attempt, by whichever node owned the workspace then).
 	waitFor(t, 60*time.Second, func() bool {
@@ -347,7 +348,8 @@ func TestClusterFailover(t *testing.T) {
 				}
 			}
 		}
-		if len(delivered) != len(led.sessions) {
+		if len(delivered) != len(led.sessions) && time.Since(lastLog) > 5*time.Second {
+			lastLog = time.Now()
 			once := 0
 			for id, bodies := range hookBodies {
 				if failed[id] && len(bodies) == 1 {

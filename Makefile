@@ -45,7 +45,7 @@ test: test-deps lint
 # Benchmark scenarios (bench/): figures are ratios against a baseline measured in the same run.
 # The ingest scenario runs 10 minutes by default (-duration overrides it for every scenario).
 # make bench BENCH_SCENARIOS=ingest BENCH_ARGS='-duration 2m' (or BENCH_ARGS='-scenario rest')
-BENCH_SCENARIOS ?= rest,mcp,convert,ingest,analytics,webhooks,catalog,hostile
+BENCH_SCENARIOS ?= rest,mcp,convert,ingest,analytics,webhooks,catalog,hostile,cluster
 bench: build
 	./$(BIN) bench -scenario $(BENCH_SCENARIOS) $(BENCH_ARGS)
 

@@ -92,7 +92,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var missed []string
 	list := strings.Split(*scenarios, ",")
 	if *scenarios == "all" {
-		list = []string{"rest", "mcp", "convert", "ingest", "analytics", "webhooks", "catalog", "hostile"}
+		list = []string{"rest", "mcp", "convert", "ingest", "analytics", "webhooks", "catalog", "hostile", "cluster"}
 	}
 	var childOut io.Writer
 	if *childLog != "" {
@@ -164,6 +164,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				o.ChildProfile = abs
 			}
 			rep, err = Catalog(ctx, o, stdout)
+		case "cluster":
+			fmt.Fprintln(stdout, "== scenario cluster ==")
+			o := ClusterOptions{Log: childOut}
+			if given["duration"] {
+				o.Duration = *duration
+			}
+			if given["conns"] {
+				o.Conns = *conns
+			}
+			rep, err = Cluster(ctx, o, stdout)
 		case "hostile":
 			fmt.Fprintln(stdout, "== scenario hostile ==")
 			o := HostileOptions{Log: childOut}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,7 +42,12 @@ type Forwarder struct {
 
 	mu      sync.Mutex
 	clients map[string]*fasthttp.HostClient
+	proofs  sync.Map     // node name → its proof (ForwardAuthHeader), computed once
+	nproofs atomic.Int32 // entries in proofs (at most maxProofs: names a client makes up are not kept)
 }
+
+// maxProofs bounds the proofs kept (a cluster's node names; more are computed each time).
+const maxProofs = 256
 
 // NewForwarder is node's forwarder; secret is the cluster's shared secret (every node's
 // --admin-token); timeout bounds one forwarded exchange.
@@ -51,9 +57,16 @@ func NewForwarder(node string, secret []byte, timeout time.Duration) *Forwarder 
 
 // proof is the value of ForwardAuthHeader for node.
 func (f *Forwarder) proof(node string) string {
+	if v, ok := f.proofs.Load(node); ok {
+		return v.(string)
+	}
 	h := hmac.New(sha256.New, f.secret)
 	h.Write([]byte("flipbook-forward\n" + node))
-	return hex.EncodeToString(h.Sum(nil))
+	p := hex.EncodeToString(h.Sum(nil))
+	if f.nproofs.Add(1) <= maxProofs {
+		f.proofs.Store(node, p)
+	}
+	return p
 }
 
 // FromPeer says whether ctx's request was forwarded by a node of the cluster (its

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,6 +62,11 @@ type clusterFront struct {
 	followDone chan struct{}
 
 	syncs singleflight.Group // SyncGlobal calls (lookup)
+
+	// creds caches credential → workspace (credentialWorkspace): cleared whenever the global
+	// table's credentials or workspaces change, and when it holds maxCachedCreds.
+	credMu sync.RWMutex
+	creds  map[string]int64
 
 	forwarded, refused, waited atomic.Uint64
 }
@@ -157,6 +163,9 @@ func (c *clusterFront) applied(muts []storage.Mutation) {
 				if f := c.invalidate.Load(); f != nil {
 					(*f)()
 				}
+				c.credMu.Lock()
+				c.creds = nil
+				c.credMu.Unlock()
 				return
 			}
 		}
@@ -374,8 +383,30 @@ func (c *clusterFront) bookWorkspace(rid string) (int64, bool) {
 	return t.Workspace, err == nil
 }
 
+// maxCachedCreds bounds the credential cache (past it, it starts again empty).
+const maxCachedCreds = 100_000
+
 // credentialWorkspace is the workspace of an API key or an OAuth access token.
 func (c *clusterFront) credentialWorkspace(tok string) (int64, bool) {
+	c.credMu.RLock()
+	ws, ok := c.creds[tok]
+	c.credMu.RUnlock()
+	if ok {
+		return ws, true
+	}
+	ws, ok = c.lookupCredential(tok)
+	if ok {
+		c.credMu.Lock()
+		if c.creds == nil || len(c.creds) >= maxCachedCreds {
+			c.creds = map[string]int64{}
+		}
+		c.creds[tok] = ws
+		c.credMu.Unlock()
+	}
+	return ws, ok
+}
+
+func (c *clusterFront) lookupCredential(tok string) (int64, bool) {
 	st := c.node.Store()
 	var ws int64
 	err := c.lookup(func() error {

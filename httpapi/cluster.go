@@ -336,12 +336,9 @@ func (c *clusterFront) workspaceOf(ctx *fasthttp.RequestCtx) (int64, bool) {
 		}
 	}
 	if slug, ok := seg("/l/"); ok {
-		var l *storage.TrackedLink
-		err := c.lookup(func() (err error) { l, err = c.node.Store().TrackedLinkBySlug(slug); return err })
-		if err != nil {
-			return 0, false
-		}
-		return l.Workspace, true
+		var t storage.Tenant
+		err := c.lookup(func() (err error) { t, err = c.node.Store().TrackedLinkTenant(slug); return err })
+		return t.Workspace, err == nil
 	}
 	if string(path) == "/collect" {
 		rid := string(ctx.QueryArgs().Peek("book_id"))

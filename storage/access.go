@@ -173,10 +173,15 @@ func (bt *Batch) PutTrackedLink(l *TrackedLink) error {
 // SlugTaken reports whether a tracked-link slug (in lower case) is in use anywhere.
 func (s *Store) SlugTaken(slug string) (bool, error) { return s.has(tlSlugKey(slug)) }
 
-// TrackedLinkBySlug resolves a public tracked-link slug, case-insensitively: the slug as given
-// (a pre-existing slug with capitals that shares its lower-case form, slugcase.go), else in
-// lower case.
-func (s *Store) TrackedLinkBySlug(slug string) (*TrackedLink, error) {
+// TrackedLinkTenant is the tenant of a tracked link's slug, from the global slug entry alone
+// (cluster mode: any node knows it; the link itself is its workspace's partition state).
+func (s *Store) TrackedLinkTenant(slug string) (Tenant, error) {
+	t, _, err := s.trackedLinkSlug(slug)
+	return t, err
+}
+
+// trackedLinkSlug reads a slug's global entry (case-insensitively, as TrackedLinkBySlug).
+func (s *Store) trackedLinkSlug(slug string) (Tenant, []byte, error) {
 	v, err := s.get(tlSlugKey(slug))
 	if errors.Is(err, ErrNotFound) {
 		if lower := strings.ToLower(slug); lower != slug {
@@ -184,14 +189,25 @@ func (s *Store) TrackedLinkBySlug(slug string) (*TrackedLink, error) {
 		}
 	}
 	if err != nil {
-		return nil, err
+		return Tenant{}, nil, err
 	}
 	if len(v) < tenantLen+8 {
-		return nil, ErrNotFound
+		return Tenant{}, nil, ErrNotFound
 	}
 	t, ok := tenantFromBytes(v[:tenantLen])
 	if !ok {
-		return nil, ErrNotFound
+		return Tenant{}, nil, ErrNotFound
+	}
+	return t, v, nil
+}
+
+// TrackedLinkBySlug resolves a public tracked-link slug, case-insensitively: the slug as given
+// (a pre-existing slug with capitals that shares its lower-case form, slugcase.go), else in
+// lower case.
+func (s *Store) TrackedLinkBySlug(slug string) (*TrackedLink, error) {
+	t, v, err := s.trackedLinkSlug(slug)
+	if err != nil {
+		return nil, err
 	}
 	var l TrackedLink
 	if err := s.getJSON(tlKey(t, string(v[tenantLen+8:]), int64(beUint64(v[tenantLen:tenantLen+8]))), &l); err != nil {

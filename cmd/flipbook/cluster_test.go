@@ -13,8 +13,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,15 +50,15 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func startClusterNode(t *testing.T, brokers []string, name string, parts int, extra ...string) *clusterNode {
+func startClusterNode(t *testing.T, tc *testCluster, name string, extra ...string) *clusterNode {
 	t.Helper()
 	addr := freeAddr(t)
 	n := &clusterNode{name: name, base: "http://" + addr, dir: t.TempDir()}
 	n.args = append([]string{"--data", n.dir, "--addr", addr, "--admin-token", clusterAdminToken,
-		"--cluster-node", name, "--advertise-url", n.base, "--kafka-brokers", strings.Join(brokers, ","),
-		"--cluster-partitions", fmt.Sprint(parts), "--cluster-session-timeout", "6s",
+		"--cluster-node", name, "--advertise-url", n.base, "--kafka-brokers", strings.Join(tc.brokers, ","),
+		"--cluster-partitions", fmt.Sprint(tc.parts), "--cluster-session-timeout", "6s",
 		"--rate-limit-endpoint", "0", "--rate-limit-workspace", "0", "--rate-limit-collect", "0",
-		"--allow-private-targets", "--public-url", clusterPublicURL}, extra...)
+		"--allow-private-targets", "--public-url", tc.publicURL, "--blob-url", tc.blobURL}, extra...)
 	n.child = startChild(t, n.args...)
 	require.Equal(t, n.base, n.child.base)
 	t.Cleanup(func() {
@@ -73,9 +75,11 @@ func startClusterNode(t *testing.T, brokers []string, name string, parts int, ex
 // testCluster is what a test cluster's nodes share: Kafka (kfake, three brokers) and an
 // S3-protocol store (gofakes3), both in the test process, so they outlive the nodes.
 type testCluster struct {
-	brokers []string
-	blobURL string
-	parts   int
+	brokers   []string
+	blobURL   string
+	parts     int
+	publicURL string        // every node's --public-url
+	lb        *testBalancer // when the nodes are behind one (newBalancedCluster)
 }
 
 func newTestCluster(t *testing.T, parts int) *testCluster {
@@ -84,12 +88,73 @@ func newTestCluster(t *testing.T, parts int) *testCluster {
 	t.Cleanup(srv.Close)
 	t.Setenv("AWS_ACCESS_KEY_ID", "test-key") // the children inherit them
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test-secret")
-	return &testCluster{brokers: newKafka(t), blobURL: "s3://flipbook-cluster?endpoint=" + srv.URL + "&region=us-east-1", parts: parts}
+	return &testCluster{brokers: newKafka(t), blobURL: "s3://flipbook-cluster?endpoint=" + srv.URL + "&region=us-east-1", parts: parts,
+		publicURL: clusterPublicURL}
 }
 
 func (tc *testCluster) start(t *testing.T, name string, extra ...string) *clusterNode {
 	t.Helper()
-	return startClusterNode(t, tc.brokers, name, tc.parts, append([]string{"--blob-url", tc.blobURL}, extra...)...)
+	n := startClusterNode(t, tc, name, extra...)
+	if tc.lb != nil {
+		tc.lb.add(strings.TrimPrefix(n.base, "http://"))
+	}
+	return n
+}
+
+// testBalancer is a TCP load balancer on loopback, as in front of a cluster: each connection
+// goes to the next node in turn.
+type testBalancer struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	nodes []string
+	next  int
+}
+
+// newBalancedCluster is newTestCluster with a balancer in front: the nodes' public URL is its.
+func newBalancedCluster(t *testing.T, parts int) *testCluster {
+	t.Helper()
+	tc := newTestCluster(t, parts)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	tc.lb = &testBalancer{ln: ln}
+	tc.publicURL = "http://" + ln.Addr().String()
+	t.Cleanup(func() { ln.Close() })
+	go tc.lb.serve()
+	return tc
+}
+
+func (b *testBalancer) add(addr string) {
+	b.mu.Lock()
+	b.nodes = append(b.nodes, addr)
+	b.mu.Unlock()
+}
+
+func (b *testBalancer) serve() {
+	for {
+		c, err := b.ln.Accept()
+		if err != nil {
+			return
+		}
+		b.mu.Lock()
+		if len(b.nodes) == 0 {
+			b.mu.Unlock()
+			c.Close()
+			continue
+		}
+		to := b.nodes[b.next%len(b.nodes)]
+		b.next++
+		b.mu.Unlock()
+		go func() {
+			defer c.Close()
+			up, err := net.Dial("tcp", to)
+			if err != nil {
+				return
+			}
+			defer up.Close()
+			go func() { _, _ = io.Copy(up, c); up.(*net.TCPConn).CloseWrite() }()
+			_, _ = io.Copy(c, up)
+		}()
+	}
 }
 
 func newKafka(t *testing.T) []string {
@@ -323,6 +388,19 @@ func TestClusterAnyNodeAnswers(t *testing.T) {
 		require.Equal(t, 200, r.status, "an access token via %s: %s", n.name, r.raw)
 	}
 
+	// A tracked link made through one node redirects through every node.
+	tl := call(t, "POST", nodes[2].base+"/api/v1/books/"+books[0]+"/tracked-links", key, map[string]any{"name": "newsletter", "slug": "cluster-news"})
+	require.Equal(t, 201, tl.status, "%s", tl.raw)
+	noRedirect := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, n := range nodes {
+		res, err := noRedirect.Get(n.base + "/l/cluster-news")
+		require.NoError(t, err)
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.Equal(t, 302, res.StatusCode, "/l/ via %s: %s (owner %s)", n.name, body, ownerOf(t, a, ws))
+		require.Contains(t, res.Header.Get("Location"), books[0])
+	}
+
 	// A wrong key is refused by whichever node gets it.
 	for _, n := range nodes {
 		require.Equal(t, 401, call(t, "GET", n.base+"/api/v1/books", "wsk_live_nope", nil).status)
@@ -416,4 +494,56 @@ func mcpCall(t *testing.T, base, key, tool string, args map[string]any) map[stri
 	require.NotNil(t, result, "%v", out)
 	require.NotEqual(t, true, result["isError"], "%v", result)
 	return result
+}
+
+// TestClusterMCPHostThroughBalancer runs the MCP TypeScript SDK's own OAuth client (clients/
+// oauth-flow.mjs, as an MCP host runs it) against a three-node cluster behind a load balancer:
+// discovery, dynamic registration, consent with a key, code and PKCE, tools/list, a tool call, a
+// refresh and another call, each request reaching whichever node its connection landed on.
+func TestClusterMCPHostThroughBalancer(t *testing.T) {
+	tc := newBalancedCluster(t, 6)
+	a := tc.start(t, "node-a")
+	b := tc.start(t, "node-b")
+	c := tc.start(t, "node-c")
+	settled(t, 6, a, b, c)
+	ws := newClusterWorkspace(t, b, "MCP host")
+	r := call(t, "POST", tc.publicURL+"/api/v1/books/konva", ws.key, konvaBody(t, "sdk cluster book", 1, 20, 30))
+	require.Equal(t, 201, r.status, "%s", r.raw)
+	env := []string{"FLIPBOOK_URL=" + tc.publicURL, "FLIPBOOK_KEY=" + ws.key, "OAUTH_MODE=dcr", "OAUTH_STATE=1",
+		"OAUTH_REDIRECT=http://127.0.0.1:33418/callback", "OAUTH_TOOLS=55", "OAUTH_TOOL=books_list", `OAUTH_TOOL_ARGS={"limit": 5}`}
+	stdout := runClient(t, 90*time.Second, env, "oauth-flow.mjs")
+	var out struct {
+		Tools         int      `json:"tools"`
+		TokenRequests []string `json:"token_requests"`
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &out), "%s", stdout)
+	require.Equal(t, 55, out.Tools)
+	require.Equal(t, []string{"authorization_code", "refresh_token"}, out.TokenRequests)
+	forwarded := 0.0
+	for _, n := range []*clusterNode{a, b, c} {
+		forwarded += clusterStatus(t, n)["forwarded"].(float64)
+	}
+	require.Greater(t, forwarded, 0.0, "some of the host's requests reached a node that forwarded them")
+}
+
+// runClient runs Node 22 with a script of clients/ (installed by make test-deps) and returns its
+// stdout; the test fails when it exits non-zero.
+func runClient(t *testing.T, timeout time.Duration, env []string, args ...string) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "clients"))
+	require.NoError(t, err)
+	node := filepath.Join(dir, "node_modules", ".bin", "node")
+	_, err = os.Stat(node)
+	require.NoError(t, err, "the test clients are not installed: run make test-deps")
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "node_modules", ".bin")+string(os.PathListSeparator)+os.Getenv("PATH"), "NO_COLOR=1")
+	cmd.Env = append(cmd.Env, env...)
+	var outb, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &outb, &errb
+	require.NoError(t, cmd.Run(), "node %v\nstdout:\n%s\nstderr:\n%s", args, lastLines(outb.String(), 40), lastLines(errb.String(), 40))
+	return outb.String()
 }

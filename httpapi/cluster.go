@@ -268,6 +268,11 @@ func (c *clusterFront) route(ctx *fasthttp.RequestCtx, reqID string) bool {
 
 func (c *clusterFront) unavailable(ctx *fasthttp.RequestCtx, p int) bool {
 	c.refused.Add(1)
+	if ctx.Request.IsBodyStream() && declaredLength(ctx) != 0 {
+		// Answered with (part of) its body still on the connection: closed after the answer
+		// (a lingering close), so the rest is never read as the next request.
+		refusedUnread(ctx)
+	}
 	c.s.writeError(ctx, &Error{Status: 503, Type: TypeUnavailable, RetryAfter: 1,
 		Message: fmt.Sprintf("this workspace's partition (%d) is moving between nodes; retry shortly", p)})
 	return true

@@ -370,7 +370,12 @@ func New(cfg Config) (*Service, error) {
 		CloseOnShutdown:              true,
 		Logger:                       fasthttpLogger{s.log},
 	}
-	s.sweepOrphanFiles()
+	if front == nil {
+		// In cluster mode other nodes store a book's files before its record commits: a folder
+		// without a book may be one being made right now (docs/DECISIONS.md "Cluster mode:
+		// serving").
+		s.sweepOrphanFiles()
+	}
 	s.bg.Add(1)
 	go s.housekeeping()
 	return s, nil

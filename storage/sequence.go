@@ -121,6 +121,11 @@ func (q *sequences) next(name string, key []byte) (int64, error) {
 func (q *sequences) close() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.s.sink != nil {
+		// Cluster mode: the node has left the group when its store closes, so its partitions'
+		// sequences are another node's now; the rest of its leases is skipped, not given back.
+		return nil
+	}
 	b := q.s.db.NewBatch()
 	defer b.Close()
 	for _, st := range q.m {

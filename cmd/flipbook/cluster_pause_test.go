@@ -143,6 +143,9 @@ func TestClusterPausedNodeAndJoin(t *testing.T) {
 				writes[w.id]++
 				if r.status != 201 {
 					failures[w.id] = append(failures[w.id], r.status)
+					if r.status != 503 {
+						t.Logf("workspace %d: %d %s", w.id, r.status, r.raw)
+					}
 				}
 				mu.Unlock()
 				time.Sleep(20 * time.Millisecond)
@@ -172,4 +175,16 @@ func TestClusterPausedNodeAndJoin(t *testing.T) {
 	}
 	t.Logf("the join moved %d of %d workspaces; %v", moved, len(spaces), failures)
 	require.NotZero(t, stayed)
+
+	// The fourth node stopped (SIGTERM) leaves at once: its partitions move without waiting
+	// for the session timeout, and its workspaces answer through the others.
+	stopAt := time.Now()
+	d.child.stop(t)
+	settled(t, parts, a, b, c)
+	t.Logf("a node stopped with SIGTERM: its partitions taken over %s after the signal", time.Since(stopAt).Round(time.Millisecond))
+	require.Less(t, time.Since(stopAt), 6*time.Second, "faster than the session timeout")
+	for _, w := range spaces {
+		r := call(t, "POST", c.base+"/api/v1/books/konva", w.key, konvaBody(t, "after-stop", 1, 20, 30))
+		require.Equal(t, 201, r.status, "%s", r.raw)
+	}
 }

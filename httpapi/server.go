@@ -342,7 +342,7 @@ func New(cfg Config) (*Service, error) {
 	s.metrics = newMetrics(s)
 	s.routes = newRoutes(s.metrics)
 	s.mcp = mcp.New(s.caller, s.ops, mcp.Options{Name: "flipbook", Version: Version,
-		ExportDir: filepath.Join(cfg.DataDir, "exports"), MaxBody: int64(cfg.MaxBodyBytes),
+		ExportDir: filepath.Join(cfg.DataDir, "exports"), PutExport: putExport(st), MaxBody: int64(cfg.MaxBodyBytes),
 		AllowedOrigins: cfg.MCPAllowedOrigins, PageSize: cfg.MCPPageSize, SDKOnly: cfg.MCPSDKOnly, PublicHost: publicHost(cfg.PublicURL), Logger: cfg.Logger,
 		Observe:          s.observeMCP,
 		ResourceMetadata: s.oauth.ResourceMetadataURL(s.mcpResource()),
@@ -698,4 +698,13 @@ func (s *Service) restResource() string { return s.cfg.PublicURL + APIBase }
 func (s *Service) mcpResource() string  { return s.cfg.PublicURL + mcp.Path }
 func (s *Service) fileURL(rid, name string) string {
 	return s.cfg.PublicURL + "/files/" + rid + "/" + name
+}
+
+// putExport keeps the MCP export tools' stored CSVs in the object store when there is one
+// (--blob-url: "exports/<area>/<path>"), else nil (files under <data>/exports).
+func putExport(st *storage.Store) func(key, file string) error {
+	if !st.ExportsRemote() {
+		return nil
+	}
+	return st.PutExport
 }

@@ -61,6 +61,9 @@ func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]a
 		return toolError(aerr), nil
 	}
 	areaName := fmt.Sprintf("%d-%s", p.Tenant.Workspace, p.Tenant.Mode)
+	if s.opts.PutExport != nil {
+		return s.exportObject(res, data, areaName, rel, keyArg, reqID)
+	}
 	area := filepath.Join(s.opts.ExportDir, areaName)
 	if err := os.MkdirAll(area, 0o755); err != nil {
 		return toolResult{}, s.internal(reqID, "export area", err)
@@ -116,6 +119,35 @@ func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]a
 	ok = true
 	// The location is relative to the service's data directory (exports/<area>/<path>): an
 	// answer never names the server's own file system (issue 25).
+	data["rows"], data["bytes"], data["location"] = cw.rows(), n, path.Join(filepath.Base(s.opts.ExportDir), areaName, rel)
+	if keyArg == "output_object_key" {
+		data["object_key"] = rel
+	} else {
+		data["path"] = rel
+	}
+	return exportResult(data), nil
+}
+
+// exportObject stores an export in the object store (Options.PutExport): written to a temporary
+// file first (rows and bytes counted), then moved to "<area>/<path>". Object keys have no
+// directories to escape through: exportPath's checks (relative, no "..", bounded names) suffice.
+func (s *Server) exportObject(res *api.Result, data map[string]any, areaName, rel, keyArg, reqID string) (toolResult, error) {
+	tmp, err := os.CreateTemp("", "flipbook-export-*")
+	if err != nil {
+		return toolResult{}, s.internal(reqID, "export file", err)
+	}
+	defer os.Remove(tmp.Name())
+	cw := &rowCounter{w: tmp}
+	n, err := res.Stream.WriteTo(cw)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.opts.PutExport(areaName+"/"+rel, tmp.Name())
+	}
+	if err != nil {
+		return toolResult{}, s.internal(reqID, "export object", err)
+	}
 	data["rows"], data["bytes"], data["location"] = cw.rows(), n, path.Join(filepath.Base(s.opts.ExportDir), areaName, rel)
 	if keyArg == "output_object_key" {
 		data["object_key"] = rel

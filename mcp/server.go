@@ -38,6 +38,9 @@ type Options struct {
 	Name, Version string
 	// ExportDir is the root of the workspaces' export areas (output_path of the export tools).
 	ExportDir string
+	// PutExport, when set, keeps stored exports in an object store instead of under ExportDir:
+	// it is given the object key ("<area>/<path>") and a finished temporary file to move there.
+	PutExport func(key, file string) error
 	// PageSize is the number of tools per tools/list page (DefaultPageSize when 0).
 	PageSize int
 	// InlineCSV is the largest CSV returned inline (DefaultInlineCSV when 0).

@@ -156,3 +156,39 @@ func (s *s3Blobs) removeSyncInput(name string) {
 	defer cancel()
 	_ = s.c.RemoveObject(ctx, s.bucket, s.syncInputKey(name), minio.RemoveObjectOptions{})
 }
+
+// With an object store, the MCP export tools' stored CSVs (output_path, output_object_key) are
+// objects "exports/<area>/<path>" there, not files of the node that ran the tool (cluster mode:
+// the next call may reach another node; a node's loss must not take them).
+
+// ExportsRemote says whether exports are kept in the object store.
+func (s *Store) ExportsRemote() bool { return s.Blobs.remote != nil }
+
+// PutExport stores the file at path as the export object key ("<area>/<path>") and removes the
+// file.
+func (s *Store) PutExport(key, path string) error {
+	r := s.Blobs.remote
+	if r == nil {
+		return errors.New("storage: no object store for exports")
+	}
+	if err := r.putUploadFile(r.prefix+"exports/"+key, path); err != nil {
+		return fmt.Errorf("storage: store export: %w", err)
+	}
+	return os.Remove(path)
+}
+
+// ExportObject reads an export object back (tests, and operators' tools see the same bytes).
+func (s *Store) ExportObject(key string) ([]byte, error) {
+	r := s.Blobs.remote
+	if r == nil {
+		return nil, ErrNotFound
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), uploadTimeout)
+	defer cancel()
+	o, err := r.c.GetObject(ctx, r.bucket, r.prefix+"exports/"+key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer o.Close()
+	return io.ReadAll(o)
+}

@@ -22,6 +22,8 @@ import (
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"golang.org/x/oauth2/clientcredentials"
@@ -77,6 +79,7 @@ func startClusterNode(t *testing.T, tc *testCluster, name string, extra ...strin
 type testCluster struct {
 	brokers   []string
 	blobURL   string
+	s3        string // the S3 endpoint (http://HOST:PORT)
 	parts     int
 	publicURL string        // every node's --public-url
 	lb        *testBalancer // when the nodes are behind one (newBalancedCluster)
@@ -89,7 +92,7 @@ func newTestCluster(t *testing.T, parts int) *testCluster {
 	t.Setenv("AWS_ACCESS_KEY_ID", "test-key") // the children inherit them
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test-secret")
 	return &testCluster{brokers: newKafka(t), blobURL: "s3://flipbook-cluster?endpoint=" + srv.URL + "&region=us-east-1", parts: parts,
-		publicURL: clusterPublicURL}
+		publicURL: clusterPublicURL, s3: srv.URL}
 }
 
 func (tc *testCluster) start(t *testing.T, name string, extra ...string) *clusterNode {
@@ -373,6 +376,17 @@ func TestClusterAnyNodeAnswers(t *testing.T) {
 	// MCP through a node that does not own the workspace: the session and the tool calls are
 	// the owner's.
 	mcpCall(t, other.base, key, "books_list", map[string]any{"limit": 10})
+	// An export stored by the tool (output_path) is an object of the store, whichever node ran it.
+	ex := mcpCall(t, other.base, key, "exports_download_book_analytics_csv", map[string]any{"book_id": books[0], "output_path": "reports/cluster.csv"})
+	exData, _ := json.Marshal(ex)
+	require.Contains(t, string(exData), "reports/cluster.csv")
+	s3c, err := minio.New(strings.TrimPrefix(tc.s3, "http://"), &minio.Options{Creds: credentials.NewStaticV4("test-key", "test-secret", ""), BucketLookup: minio.BucketLookupPath})
+	require.NoError(t, err)
+	obj, err := s3c.GetObject(context.Background(), "flipbook-cluster", fmt.Sprintf("exports/%d-live/reports/cluster.csv", ws), minio.GetObjectOptions{})
+	require.NoError(t, err)
+	csv, err := io.ReadAll(obj)
+	require.NoError(t, err)
+	require.Equal(t, sessions+1, strings.Count(string(csv), "\n"), "the header and one row per session: %s", csv)
 
 	// OAuth through any node: a client-credentials client registered through one node, its
 	// token issued through another (golang.org/x/oauth2's client), used through the third.

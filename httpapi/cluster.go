@@ -536,6 +536,14 @@ func (c *clusterFront) status(ctx context.Context) map[string]any {
 	return out
 }
 
+// ownsFunc says whether a workspace's partition is taken over here (nil in one process: all).
+func (c *clusterFront) ownsFunc() func(int64) bool {
+	if c == nil {
+		return nil
+	}
+	return func(ws int64) bool { return c.node.IsReady(c.node.Member().PartitionOf(ws)) }
+}
+
 // syncFunc is syncGlobal for api.CallerOptions (nil in one process).
 func (c *clusterFront) syncFunc() func() error {
 	if c == nil {

@@ -510,11 +510,13 @@ func (s *Service) housekeeping() {
 				s.limCollect.Sweep(now)
 			}
 			if minutes++; minutes%10 == 0 {
-				if _, err := s.Store.ExpireIdem(now); err != nil {
+				if _, err := s.Store.ExpireIdemOf(now, s.cluster.ownsFunc()); err != nil {
 					s.log.Error("expire idempotency entries", "err", err)
 				}
 			}
-			if minutes%60 == 0 { // hourly: OAuth grants nothing can use any more
+			// Hourly: OAuth grants nothing can use any more (in cluster mode by their one writer,
+			// the owner of partition 0: "Cluster mode: serving" in docs/DECISIONS.md).
+			if minutes%60 == 0 && (s.cluster == nil || s.cluster.node.IsReady(0)) {
 				if n, err := s.oauth.Purge(now); err != nil {
 					s.log.Error("purge expired OAuth grants", "err", err)
 				} else if n > 0 {

@@ -172,7 +172,12 @@ func (s *Store) PutIdem(t Tenant, key string, e *IdemEntry) error {
 }
 
 // ExpireIdem deletes stored responses older than the TTL; it returns how many went.
-func (s *Store) ExpireIdem(now time.Time) (int, error) {
+func (s *Store) ExpireIdem(now time.Time) (int, error) { return s.ExpireIdemOf(now, nil) }
+
+// ExpireIdemOf is ExpireIdem for the workspaces owns says yes to (nil: all). Cluster mode
+// sweeps only the partitions the node owns: their entries are its to delete, and a write of
+// another node's partition would be refused (and with it the whole sweep).
+func (s *Store) ExpireIdemOf(now time.Time, owns func(workspace int64) bool) (int, error) {
 	lo := []byte(idemExpPrefix)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
 	if err != nil {
@@ -196,6 +201,9 @@ func (s *Store) ExpireIdem(now time.Time) (int, error) {
 			break
 		}
 		t, ok := tenantFromBytes(k[8 : 8+tenantLen])
+		if ok && owns != nil && !owns(t.Workspace) {
+			continue
+		}
 		if ok {
 			key := string(k[8+tenantLen:])
 			// Only delete if the stored entry is the expired one (a key may be reused later).

@@ -96,3 +96,28 @@ func TestIdempotencyEntryBound(t *testing.T) {
 	_, err = s.Idem(tn, fmt.Sprint("k", MaxIdemEntries+49), now)
 	require.NoError(t, err)
 }
+
+// TestExpireIdemOfOwned: a cluster node sweeps the expired entries of the workspaces it owns
+// and leaves the others' (their owner's to delete; a write of them would be refused).
+func TestExpireIdemOfOwned(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	old := time.Now().Add(-2 * IdemTTL)
+	mine, theirs := Tenant{Workspace: 7, Mode: ModeLive}, Tenant{Workspace: 8, Mode: ModeLive}
+	for _, tn := range []Tenant{mine, theirs} {
+		require.NoError(t, s.PutIdem(tn, "k", &IdemEntry{Status: 201, CreatedAt: old}))
+	}
+	now := time.Now()
+	n, err := s.ExpireIdemOf(now, func(ws int64) bool { return ws == mine.Workspace })
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = s.Idem(mine, "k", old)
+	require.ErrorIs(t, err, ErrNotFound)
+	e, err := s.Idem(theirs, "k", old)
+	require.NoError(t, err)
+	require.Equal(t, 201, e.Status)
+	n, err = s.ExpireIdem(now) // one process: all of them
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}

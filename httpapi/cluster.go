@@ -252,8 +252,13 @@ func (c *clusterFront) route(ctx *fasthttp.RequestCtx, reqID string) bool {
 			waited = true
 			continue
 		}
-		// No owner yet, or the owner recorded is this node that no longer owns it, or a node
-		// forwarded it here while the partition is moving: wait for the next change.
+		if o, ok := m.Owner(p); ok && o.Node != c.cfg.Node && peer {
+			// A node forwarded it here, but the partition is another's now (the sender's view
+			// was older): not forwarded again; the client's retry reaches the owner.
+			return c.unavailable(ctx, p)
+		}
+		// No owner yet, or the owner recorded is this node that no longer owns it: wait for
+		// the next change.
 		if !waited {
 			c.waited.Add(1)
 			waited = true
@@ -465,7 +470,7 @@ func (s *Service) adminCluster(r *Request) (*Result, error) {
 	if s.cluster == nil {
 		return nil, &Error{Status: 404, Type: TypeNotFound, Message: "this service runs as one process, not as a cluster node (flipbook serve --cluster-node)"}
 	}
-	return &Result{Data: s.cluster.status(r.Ctx)}, nil
+	return &Result{Data: s.cluster.status()}, nil
 }
 
 // clusterHealth is the node's part of GET /health (details.cluster).
@@ -511,7 +516,7 @@ func (c *clusterFront) health() *clusterHealth {
 
 // status is the node's view of the cluster (GET /admin/v1/cluster): health's, with every
 // owner's URL and generation, the global topic's end as Kafka says now, and the counters.
-func (c *clusterFront) status(ctx context.Context) map[string]any {
+func (c *clusterFront) status() map[string]any {
 	m := c.node.Member()
 	h := c.health()
 	owners := map[string]any{}
@@ -524,7 +529,9 @@ func (c *clusterFront) status(ctx context.Context) map[string]any {
 		"restored_records": records, "restore_seconds": took.Seconds(),
 		"global_applied": m.GlobalApplied(),
 		"forwarded":      c.forwarded.Load(), "waited": c.waited.Load(), "refused": c.refused.Load()}
-	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	// Not derived from the request's context: a fasthttp RequestCtx is pooled, and a context
+	// derived from it watches it after the request ended (a race, and a wrong cancellation).
+	tctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if end, err := m.GlobalEnd(tctx); err == nil {
 		out["global_end"] = end

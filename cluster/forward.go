@@ -99,7 +99,9 @@ func (f *Forwarder) client(base string) (*fasthttp.HostClient, error) {
 	c := &fasthttp.HostClient{Addr: hostPort(u), IsTLS: u.Scheme == "https", Name: "flipbook-forward",
 		ReadTimeout: f.timeout, WriteTimeout: f.timeout, MaxIdleConnDuration: time.Minute,
 		DisableHeaderNamesNormalizing: true, DisablePathNormalizing: true,
-		NoDefaultUserAgentHeader: true}
+		NoDefaultUserAgentHeader: true,
+		// A large answer (a CSV export) streams through instead of being held whole here.
+		StreamResponseBody: true}
 	f.clients[base] = c
 	return c, nil
 }
@@ -139,12 +141,33 @@ func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base, clientIP string) err
 	req.SetRequestURIBytes(ctx.Request.RequestURI())
 	req.UseHostHeader = true // the owner sees the Host the client asked for
 	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseResponse(resp)
-	if err := c.DoTimeout(req, resp, f.timeout); err != nil {
+	if err := c.Do(req, resp); err != nil { // bounded by the client's read and write timeouts
+		fasthttp.ReleaseResponse(resp)
 		return err
 	}
-	resp.CopyTo(&ctx.Response)
+	resp.Header.CopyTo(&ctx.Response.Header)
+	if resp.IsBodyStream() {
+		// Written to the client as it arrives; the owner's response is released once written.
+		ctx.Response.SetBodyStream(&forwardedBody{resp: resp}, resp.Header.ContentLength())
+		return nil
+	}
+	ctx.Response.SetBody(resp.Body())
+	fasthttp.ReleaseResponse(resp)
 	return nil
+}
+
+// forwardedBody is an owner's streamed answer, read by the server writing it to the client;
+// Close (the server calls it when done) releases the owner's response and its connection.
+type forwardedBody struct {
+	resp *fasthttp.Response
+}
+
+func (b *forwardedBody) Read(p []byte) (int, error) { return b.resp.BodyStream().Read(p) }
+
+func (b *forwardedBody) Close() error {
+	err := b.resp.CloseBodyStream()
+	fasthttp.ReleaseResponse(b.resp)
+	return err
 }
 
 // NotSent says whether a Forward error means the request never reached the other node (it could

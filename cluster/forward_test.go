@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"net"
@@ -33,7 +34,18 @@ func TestForwardOneHop(t *testing.T) {
 		peer                              bool
 	}
 	peers := NewForwarder("owner", []byte("shared-secret"), 10*time.Second)
+	big := bytes.Repeat([]byte("row,of,a,large,export\n"), 400_000) // 8.8 MB
 	owner := serve(t, func(ctx *fasthttp.RequestCtx) {
+		if string(ctx.Path()) == "/api/v1/exports/big" {
+			ctx.SetContentType("text/csv")
+			ctx.SetBodyStreamWriter(func(w *bufio.Writer) { // chunked, as the exports are
+				for off := 0; off < len(big); off += 64 << 10 {
+					_, _ = w.Write(big[off:min(off+64<<10, len(big))])
+					_ = w.Flush()
+				}
+			})
+			return
+		}
 		seen.method, seen.uri = string(ctx.Method()), string(ctx.RequestURI())
 		seen.reqID, seen.by = string(ctx.Request.Header.Peek("X-Request-Id")), string(ctx.Request.Header.Peek(ForwardedHeader))
 		seen.xff, seen.host = string(ctx.Request.Header.Peek("X-Forwarded-For")), string(ctx.Host())
@@ -77,6 +89,16 @@ func TestForwardOneHop(t *testing.T) {
 	require.Equal(t, "books.example", seen.host)
 	require.Equal(t, body, seen.body)
 	require.True(t, seen.peer, "the owner knows the request comes from a node")
+
+	// A large streamed answer comes through whole (streamed, not held by the forwarding node).
+	res, err = http.Get(node + "/api/v1/exports/big")
+	require.NoError(t, err)
+	got, err = io.ReadAll(res.Body)
+	res.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, 200, res.StatusCode)
+	require.Equal(t, "text/csv", res.Header.Get("Content-Type"))
+	require.True(t, bytes.Equal(big, got), "the same %d bytes (got %d)", len(big), len(got))
 
 	// A client claiming to be a node, without the cluster's secret, is forwarded as a client.
 	req, _ = http.NewRequest("GET", node+"/api/v1/books", nil)

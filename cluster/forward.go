@@ -34,7 +34,12 @@ const (
 // ErrLoop refuses to forward a request that was forwarded already.
 var ErrLoop = errors.New("cluster: the request was forwarded already (one hop at most)")
 
-// Forwarder forwards requests to other nodes, with a pooled client per node.
+// QuickForwardTimeout bounds a quick exchange (Forward's quick): an owner that does not answer
+// within it (paused, cut off) gets the request a 503 instead of holding it for the full timeout.
+const QuickForwardTimeout = 30 * time.Second
+
+// Forwarder forwards requests to other nodes, with pooled clients per node (one for quick
+// exchanges, one for long ones).
 type Forwarder struct {
 	node    string
 	secret  []byte
@@ -86,10 +91,14 @@ func (f *Forwarder) FromPeer(ctx *fasthttp.RequestCtx) bool {
 	return false
 }
 
-func (f *Forwarder) client(base string) (*fasthttp.HostClient, error) {
+func (f *Forwarder) client(base string, quick bool) (*fasthttp.HostClient, error) {
+	timeout, key := f.timeout, base
+	if quick {
+		timeout, key = min(f.timeout, QuickForwardTimeout), base+" quick"
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if c := f.clients[base]; c != nil {
+	if c := f.clients[key]; c != nil {
 		return c, nil
 	}
 	u, err := url.Parse(base)
@@ -97,12 +106,12 @@ func (f *Forwarder) client(base string) (*fasthttp.HostClient, error) {
 		return nil, errors.New("cluster: a node's URL must be http(s)://HOST[:PORT]")
 	}
 	c := &fasthttp.HostClient{Addr: hostPort(u), IsTLS: u.Scheme == "https", Name: "flipbook-forward",
-		ReadTimeout: f.timeout, WriteTimeout: f.timeout, MaxIdleConnDuration: time.Minute,
+		ReadTimeout: timeout, WriteTimeout: timeout, MaxIdleConnDuration: time.Minute,
 		DisableHeaderNamesNormalizing: true, DisablePathNormalizing: true,
 		NoDefaultUserAgentHeader: true,
 		// A large answer (a CSV export) streams through instead of being held whole here.
 		StreamResponseBody: true}
-	f.clients[base] = c
+	f.clients[key] = c
 	return c, nil
 }
 
@@ -119,11 +128,13 @@ func hostPort(u *url.URL) string {
 // Forward sends ctx's request to the node at base (its advertised URL) and writes the node's
 // answer into ctx's response. A body still on the client's connection (a streamed request) is
 // streamed through as it arrives. clientIP is the address the owner is to take as the client's.
-func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base, clientIP string) error {
+// quick says the exchange should be over within QuickForwardTimeout (no body streaming in, no
+// long answer such as an export); else the forwarder's own timeout bounds it.
+func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base, clientIP string, quick bool) error {
 	if len(ctx.Request.Header.Peek(ForwardedHeader)) > 0 {
 		return ErrLoop
 	}
-	c, err := f.client(strings.TrimRight(base, "/"))
+	c, err := f.client(strings.TrimRight(base, "/"), quick && !ctx.Request.IsBodyStream())
 	if err != nil {
 		return err
 	}

@@ -231,7 +231,7 @@ func (c *clusterFront) route(ctx *fasthttp.RequestCtx, reqID string) bool {
 				}
 			}
 			ctx.Request.Header.Set("X-Request-Id", reqID)
-			err := c.fwd.Forward(ctx, o.URL, clientIP)
+			err := c.fwd.Forward(ctx, o.URL, clientIP, quickExchange(ctx))
 			if err == nil {
 				c.forwarded.Add(1)
 				return true
@@ -269,6 +269,15 @@ func (c *clusterFront) route(ctx *fasthttp.RequestCtx, reqID string) bool {
 			return c.unavailable(ctx, p)
 		}
 	}
+}
+
+// quickExchange says whether a request should be answered within cluster.QuickForwardTimeout:
+// not a CSV export (streamed, possibly for minutes), not MCP (a tool call may export too); a
+// body still streaming in is never quick (Forward checks). An owner that does not answer a
+// quick request in time (paused, cut off) gets it a 503, not a wait of minutes.
+func quickExchange(ctx *fasthttp.RequestCtx) bool {
+	path := ctx.Path()
+	return string(path) != mcp.Path && !bytes.Contains(path, []byte("/exports/"))
 }
 
 func (c *clusterFront) unavailable(ctx *fasthttp.RequestCtx, p int) bool {

@@ -5,7 +5,11 @@ package main
 // partitions without downtime for the workspaces that do not move.
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"sync"
 	"syscall"
 	"testing"
@@ -71,6 +75,18 @@ func TestClusterPausedNodeAndJoin(t *testing.T) {
 	// group gives its partitions to b and c, which restore them.
 	require.NoError(t, a.child.cmd.Process.Signal(syscall.SIGSTOP))
 	stopped := true
+	// A write reaching the paused owner through another node is answered within the quick
+	// forward timeout (30 s): 503 (its outcome unknown to the forwarder), never held for minutes.
+	type answer struct {
+		status int
+		took   time.Duration
+	}
+	pausedWrite := make(chan answer, 1)
+	go func() {
+		start := time.Now()
+		r := callWithTimeout(90*time.Second, "POST", b.base+"/api/v1/books/konva", ws.key, konvaBody(t, "while-paused", 1, 20, 30))
+		pausedWrite <- answer{r, time.Since(start)}
+	}()
 	defer func() {
 		if stopped {
 			_ = a.child.cmd.Process.Signal(syscall.SIGCONT)
@@ -111,6 +127,15 @@ func TestClusterPausedNodeAndJoin(t *testing.T) {
 		require.Equal(t, 1, n, "%s stored once", name)
 	}
 	require.Equal(t, 1, names["after-move"])
+
+	select {
+	case got := <-pausedWrite:
+		t.Logf("a write forwarded to the paused owner: %d after %s", got.status, got.took.Round(time.Millisecond))
+		require.Contains(t, []int{201, 503}, got.status)
+		require.Less(t, got.took, 40*time.Second)
+	case <-time.After(60 * time.Second):
+		t.Fatal("a write forwarded to the paused owner got no answer in a minute")
+	}
 
 	// A fourth node joins: it takes partitions from the others (cooperative-sticky); the
 	// workspaces whose partitions stay where they are keep answering throughout.
@@ -187,4 +212,23 @@ func TestClusterPausedNodeAndJoin(t *testing.T) {
 		r := call(t, "POST", c.base+"/api/v1/books/konva", w.key, konvaBody(t, "after-stop", 1, 20, 30))
 		require.Equal(t, 201, r.status, "%s", r.raw)
 	}
+}
+
+// callWithTimeout sends a JSON request with a key and returns the status (0: no answer within
+// timeout or a transport error); it can run outside the test's goroutine.
+func callWithTimeout(timeout time.Duration, method, url, key string, body any) int {
+	raw, _ := json.Marshal(body)
+	req, err := http.NewRequest(method, url, bytes.NewReader(raw))
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := (&http.Client{Timeout: timeout}).Do(req)
+	if err != nil {
+		return 0
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, res.Body)
+	return res.StatusCode
 }

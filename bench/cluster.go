@@ -124,7 +124,7 @@ func Cluster(ctx context.Context, o ClusterOptions, out io.Writer) (*Report, err
 	}
 
 	// The measured workspace, made through a (so a owns it), and its books.
-	ws, key, err := benchWorkspace(ctx, a.adm, "bench cluster")
+	ws, key, err := benchWorkspace(ctx, a.adm, "bench cluster", "enterprise")
 	if err != nil {
 		return nil, err
 	}
@@ -380,14 +380,14 @@ func clusterSettled(ctx context.Context, nodes []*clusterNodeProc, parts int) er
 	return fmt.Errorf("the cluster did not settle")
 }
 
-// benchWorkspace creates a workspace and a live key through adm.
-func benchWorkspace(ctx context.Context, adm *adminClient, name string) (int64, string, error) {
+// benchWorkspace creates a workspace on plan and a live key with every scope through adm.
+func benchWorkspace(ctx context.Context, adm *adminClient, name, plan string) (int64, string, error) {
 	var ws struct {
 		Data struct {
 			ID int64 `json:"id"`
 		} `json:"data"`
 	}
-	if err := adm.do(ctx, "POST", "/workspaces", map[string]any{"name": name, "plan": "enterprise"}, 201, &ws); err != nil {
+	if err := adm.do(ctx, "POST", "/workspaces", map[string]any{"name": name, "plan": plan}, 201, &ws); err != nil {
 		return 0, "", err
 	}
 	var key struct {

@@ -236,29 +236,16 @@ func publishBook(ctx context.Context, c *child, key, title string) (string, erro
 func ingestSetup(ctx context.Context, c *child, adm *adminClient, o IngestOptions) ([]*ingestBook, error) {
 	var books []*ingestBook
 	for w := 0; w < o.Workspaces; w++ {
-		var ws struct {
-			Data struct {
-				ID int64 `json:"id"`
-			} `json:"data"`
-		}
-		if err := adm.do(ctx, "POST", "/workspaces", map[string]any{"name": fmt.Sprintf("bench ingest %d", w), "plan": "enterprise"}, 201, &ws); err != nil {
-			return nil, err
-		}
-		var key struct {
-			Data struct {
-				Key string `json:"key"`
-			} `json:"data"`
-		}
-		if err := adm.do(ctx, "POST", "/workspaces/"+strconv.FormatInt(ws.Data.ID, 10)+"/keys",
-			map[string]any{"name": "bench", "scopes": []string{"*"}, "mode": "live"}, 201, &key); err != nil {
+		ws, key, err := benchWorkspace(ctx, adm, fmt.Sprintf("bench ingest %d", w), "enterprise")
+		if err != nil {
 			return nil, err
 		}
 		for b := 0; b < o.BooksPerWorkspace; b++ {
-			rid, err := publishBook(ctx, c, key.Data.Key, fmt.Sprintf("Catalogue %d-%d", w, b))
+			rid, err := publishBook(ctx, c, key, fmt.Sprintf("Catalogue %d-%d", w, b))
 			if err != nil {
 				return nil, err
 			}
-			books = append(books, &ingestBook{ws: ws.Data.ID, rid: rid, pages: ingestPages})
+			books = append(books, &ingestBook{ws: ws, rid: rid, pages: ingestPages})
 		}
 	}
 	return books, nil

@@ -445,28 +445,15 @@ func whRunPhase(ctx context.Context, name string, targets []string, rc *whReceiv
 
 // whSetup creates a company workspace (admin API), its live key and a published book.
 func whSetup(ctx context.Context, c *child, adm *adminClient) (string, *ingestBook, error) {
-	var ws struct {
-		Data struct {
-			ID int64 `json:"id"`
-		} `json:"data"`
-	}
-	if err := adm.do(ctx, "POST", "/workspaces", map[string]any{"name": "bench webhooks", "plan": actors.PlanCompany}, 201, &ws); err != nil {
-		return "", nil, err
-	}
-	var key struct {
-		Data struct {
-			Key string `json:"key"`
-		} `json:"data"`
-	}
-	if err := adm.do(ctx, "POST", "/workspaces/"+strconv.FormatInt(ws.Data.ID, 10)+"/keys",
-		map[string]any{"name": "bench", "scopes": []string{"*"}, "mode": "live"}, 201, &key); err != nil {
-		return "", nil, err
-	}
-	rid, err := publishBook(ctx, c, key.Data.Key, "Webhook catalogue")
+	ws, key, err := benchWorkspace(ctx, adm, "bench webhooks", actors.PlanCompany)
 	if err != nil {
 		return "", nil, err
 	}
-	return key.Data.Key, &ingestBook{ws: ws.Data.ID, rid: rid, pages: ingestPages}, nil
+	rid, err := publishBook(ctx, c, key, "Webhook catalogue")
+	if err != nil {
+		return "", nil, err
+	}
+	return key, &ingestBook{ws: ws, rid: rid, pages: ingestPages}, nil
 }
 
 // whDispatcherStats are the webhook dispatcher's counters of GET /admin/v1/ingest ("" when

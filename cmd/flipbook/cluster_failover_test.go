@@ -234,29 +234,7 @@ func TestClusterFailover(t *testing.T) {
 	require.NotEqual(t, "node-a", ownerOf(t, c, ws), "the workspace moved to a live node")
 
 	// Every acknowledged book is there once, complete; nothing that was never sent.
-	names := map[string]int{}
-	cursor := ""
-	for {
-		u := c.base + "/api/v1/books?limit=100"
-		if cursor != "" {
-			u += "&cursor=" + cursor
-		}
-		l := call(t, "GET", u, key, nil)
-		require.Equal(t, 200, l.status, "%s", l.raw)
-		for _, v := range l.json["data"].([]any) {
-			names[v.(map[string]any)["name"].(string)]++
-		}
-		next, _ := l.json["next_cursor"].(string)
-		if next == "" {
-			if m, ok := l.json["meta"].(map[string]any); ok {
-				next, _ = m["next_cursor"].(string)
-			}
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
-	}
+	names := bookNames(t, c, key)
 	for name, rid := range led.books {
 		require.Equal(t, 1, names[name], "acknowledged book %s stored once", name)
 		g := call(t, "GET", b.base+"/api/v1/books/"+rid, key, nil)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -52,7 +53,8 @@ const DefaultClusterWait = 10 * time.Second
 
 // clusterFront is the service's part of cluster mode.
 type clusterFront struct {
-	s    *Service
+	s    *Service // set once New has it (not read by the follower goroutine)
+	log  *slog.Logger
 	cfg  ClusterConfig
 	node *cluster.Node
 	fwd  *cluster.Forwarder
@@ -91,7 +93,7 @@ func openCluster(cfg Config) (*clusterFront, *storage.Store, error) {
 	case cfg.BlobURL == "":
 		return nil, nil, errors.New("cluster mode needs an object store every node reaches (--blob-url): page images and uploads must outlive the node that made them")
 	}
-	c := &clusterFront{cfg: cc}
+	c := &clusterFront{cfg: cc, log: cfg.Logger}
 	var nodeRef atomic.Pointer[cluster.Node]
 	// A new workspace is placed in a partition this node has taken over.
 	home := func() (int, bool) {
@@ -136,16 +138,20 @@ func openCluster(cfg Config) (*clusterFront, *storage.Store, error) {
 // error, as a broker may be away for a while).
 func (c *clusterFront) follow(ctx context.Context, ready chan struct{}) {
 	defer close(c.followDone)
-	log := c.node.Member()
+	m := c.node.Member()
 	for {
-		err := log.FollowGlobal(ctx, c.node.Store(), ready, c.applied)
+		err := m.FollowGlobal(ctx, c.node.Store(), ready, c.applied)
 		if ctx.Err() != nil {
 			return
 		}
-		ready = nil // closed by the first run that caught up, or never needed again
-		if c.s != nil {
-			c.s.log.Error("cluster: follow the global table", "err", err)
+		if ready != nil {
+			select {
+			case <-ready:
+				ready = nil // closed by the run that caught up
+			default: // the next run closes it
+			}
 		}
+		c.log.Error("cluster: follow the global table", "err", err)
 		select {
 		case <-ctx.Done():
 			return

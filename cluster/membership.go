@@ -63,6 +63,9 @@ type Options struct {
 	ReplicationFactor int16
 	// SessionTimeout is how long a silent node keeps its partitions (heartbeats every third).
 	SessionTimeout time.Duration
+	// Standby makes the node follow the changelog of the partitions it does not own, so a
+	// takeover only catches up (StartNode; standby.go).
+	Standby bool
 	// OnAssigned and OnRevoked are told the partitions this node gains and loses, in the
 	// group's callbacks: OnRevoked returns before the partitions can be assigned elsewhere.
 	OnAssigned, OnRevoked func(partitions []int)

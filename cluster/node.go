@@ -34,6 +34,13 @@ type Node struct {
 	restoredTotal atomic.Int64
 	restoreNanos  atomic.Int64
 
+	// Standby (standby.go): the follower of the partitions not owned, its applied records, and
+	// the partitions' locks between its applies and their takeovers.
+	standbyStop    context.CancelFunc
+	standbyDone    chan struct{}
+	standbyApplied atomic.Int64
+	plocks         map[int]*sync.Mutex // under mu
+
 	mu     sync.Mutex
 	ready  map[int]chan struct{} // closed once the partition is taken over
 	events chan event
@@ -70,8 +77,16 @@ func StartNode(ctx context.Context, o Options, open func(storage.ChangeSink, *Me
 		return nil, err
 	}
 	go n.run()
+	if o.Standby {
+		sctx, cancel := context.WithCancel(context.Background())
+		n.standbyStop, n.standbyDone = cancel, make(chan struct{})
+		go n.standby(sctx)
+	}
 	return n, nil
 }
+
+// StandbyApplied is how many changelog records the standby follower applied (0 without it).
+func (n *Node) StandbyApplied() int64 { return n.standbyApplied.Load() }
 
 // Member is the node's membership; Store its store.
 func (n *Node) Member() *Member       { return n.m }
@@ -177,6 +192,9 @@ func (n *Node) takeOver(p int) error {
 	if err := n.sink.Open(ctx, p); err != nil { // fences the previous owner first
 		return err
 	}
+	l := n.partLock(p) // no standby apply of p from here on (it sees p owned)
+	l.Lock()
+	defer l.Unlock()
 	from := int64(0)
 	if v, err := n.store.Local(OffsetKey(p)); err == nil && len(v) == 8 {
 		from = int64(binary.BigEndian.Uint64(v))
@@ -258,6 +276,10 @@ func (n *Node) Err() error {
 
 // Close leaves the cluster (the partitions go to the others at once) and closes the store.
 func (n *Node) Close() error {
+	if n.standbyStop != nil {
+		n.standbyStop()
+		<-n.standbyDone
+	}
 	n.m.Close() // revokes: writers dropped
 	close(n.events)
 	<-n.done

@@ -15,10 +15,14 @@ import (
 )
 
 func startNode(t *testing.T, brokers []string, name string, parts int) *Node {
+	return startNodeWith(t, brokers, name, parts, false)
+}
+
+func startNodeWith(t *testing.T, brokers []string, name string, parts int, standby bool) *Node {
 	t.Helper()
 	dir := t.TempDir()
 	n, err := StartNode(context.Background(), Options{Brokers: brokers, Node: name, URL: "http://" + name + ".test:8080",
-		Partitions: parts, SessionTimeout: 6 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		Partitions: parts, SessionTimeout: 6 * time.Second, Standby: standby, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
 		func(sink storage.ChangeSink, _ *Member) (*storage.Store, error) {
 			return storage.Open(dir, storage.Options{Changes: sink})
 		})
@@ -94,4 +98,40 @@ func TestNodeTakeOverAndCatchUp(t *testing.T) {
 	require.Greater(t, int64(binary.BigEndian.Uint64(off)), aReached)
 	require.NoError(t, a.Store().SetWebhookHealth(tn, 4, storage.WebhookHealth{LastSuccess: now}), "a writes p again")
 	require.NoError(t, a.Err())
+}
+
+// A standby node follows the partitions it does not own: when it takes one over, its restore
+// only catches up (here: nothing left to apply), and its copy equals the owner's.
+func TestNodeStandbyTakesOverWithoutReplay(t *testing.T) {
+	brokers := newBrokers(t)
+	const parts = 2
+	a := startNode(t, brokers, "a", parts)
+	readyAll(t, a, 0, 1)
+	b := startNodeWith(t, brokers, "b", parts, true)
+	defer b.Close()
+	require.Eventually(t, func() bool { return len(b.Member().Owned()) == 1 && len(a.Member().Owned()) == 1 }, 30*time.Second, 50*time.Millisecond)
+	readyAll(t, b, b.Member().Owned()[0])
+	p := a.Member().Owned()[0] // a keeps p; b stands by for it
+	ws := int64(2 - p)
+	require.Equal(t, p, a.Member().PartitionOf(ws))
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	const writes = 300
+	for i := 0; i < writes; i++ {
+		tn := storage.Tenant{Workspace: ws, Mode: storage.ModeLive}
+		require.NoError(t, a.Store().SetWebhookHealth(tn, int64(i+1), storage.WebhookHealth{LastSuccess: now.Add(time.Duration(i) * time.Second)}))
+	}
+	require.Eventually(t, func() bool { return b.StandbyApplied() >= writes }, 30*time.Second, 50*time.Millisecond,
+		"the standby applied the owner's writes (%d)", b.StandbyApplied())
+	require.Equal(t, tenantState(t, a.Store(), ws), tenantState(t, b.Store(), ws), "the standby's copy is the owner's")
+
+	before, _ := b.Restored()
+	aState := tenantState(t, a.Store(), ws)
+	require.NoError(t, a.Close())
+	readyAll(t, b, p)
+	after, _ := b.Restored()
+	require.Less(t, after-before, int64(10), "the takeover only caught up (%d records)", after-before)
+	require.Equal(t, aState, tenantState(t, b.Store(), ws))
+	tn := storage.Tenant{Workspace: ws, Mode: storage.ModeLive}
+	require.NoError(t, b.Store().SetWebhookHealth(tn, 9999, storage.WebhookHealth{LastSuccess: now}), "b writes p")
+	require.NoError(t, b.Err())
 }

@@ -43,6 +43,10 @@ type ClusterConfig struct {
 	SessionTimeout time.Duration
 	// ForwardTimeout bounds one forwarded exchange (0: 5 minutes, an upload's time).
 	ForwardTimeout time.Duration
+	// Standby makes the node a standby replica of the partitions it does not own: it follows
+	// their changelog into its store and stores their reader events in its DuckDB, so taking one
+	// over only catches up (cluster.Options.Standby).
+	Standby bool
 }
 
 // forwardInMemory is the largest body read before it is forwarded (larger ones are piped).
@@ -110,7 +114,7 @@ func openCluster(cfg Config) (*clusterFront, *storage.Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	node, err := cluster.StartNode(ctx, cluster.Options{Brokers: cfg.KafkaBrokers, Node: cc.Node, URL: cc.AdvertiseURL,
-		Partitions: cc.Partitions, SessionTimeout: cc.SessionTimeout, Logger: cfg.Logger},
+		Partitions: cc.Partitions, SessionTimeout: cc.SessionTimeout, Standby: cc.Standby, Logger: cfg.Logger},
 		func(sink storage.ChangeSink, m *cluster.Member) (*storage.Store, error) {
 			return storage.Open(cfg.DataDir, storage.Options{BlobURL: cfg.BlobURL, Changes: sink,
 				Partitions: m.Partitions(), Home: home, SharedSecret: []byte(cfg.AdminToken)})
@@ -542,6 +546,7 @@ func (c *clusterFront) status() map[string]any {
 	out := map[string]any{"node": h.Node, "url": h.URL, "partitions": h.Partitions,
 		"owned": h.Owned, "ready": h.Ready, "owners": owners, "restoring": h.Restoring,
 		"restored_records": records, "restore_seconds": took.Seconds(),
+		"standby": c.cfg.Standby, "standby_applied": c.node.StandbyApplied(),
 		"global_applied": m.GlobalApplied(),
 		"forwarded":      c.forwarded.Load(), "waited": c.waited.Load(), "refused": c.refused.Load()}
 	// Not derived from the request's context: a fasthttp RequestCtx is pooled, and a context

@@ -151,6 +151,8 @@ var (
 		"Cluster mode: changelog records applied by this node's takeovers.", nil, nil)
 	descClusterRestoreSeconds = prometheus.NewDesc("flipbook_cluster_restore_seconds_total",
 		"Cluster mode: time this node's takeovers took.", nil, nil)
+	descClusterStandby = prometheus.NewDesc("flipbook_cluster_standby_applied_records_total",
+		"Cluster mode with --cluster-standby: changelog records applied for partitions this node does not own.", nil, nil)
 	descClusterForwarded = prometheus.NewDesc("flipbook_cluster_forwarded_requests_total",
 		"Cluster mode: requests forwarded to the node owning their workspace.", nil, nil)
 	descClusterRefused = prometheus.NewDesc("flipbook_cluster_unavailable_requests_total",
@@ -164,7 +166,7 @@ type serviceCollector struct{ s *Service }
 
 func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClusterOwned, descClusterReady, descClusterOwner, descClusterGlobalLag,
-		descClusterRestoring, descClusterRestored, descClusterRestoreSeconds, descClusterForwarded, descClusterRefused,
+		descClusterRestoring, descClusterRestored, descClusterRestoreSeconds, descClusterStandby, descClusterForwarded, descClusterRefused,
 		descMailbox, descActors, descAppended, descStored, descLogEnd,
 		descLogStored, descLag, descConvQueued, descConvRunning, descConvPages, descPebbleCache, descPebbleMem,
 		descDuckMem, descDuckTemp, descBuild, descBodyReserved, descBodyRefused} {
@@ -217,6 +219,7 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 		records, took := c.node.Restored()
 		counter(descClusterRestored, float64(records))
 		counter(descClusterRestoreSeconds, took.Seconds())
+		counter(descClusterStandby, float64(c.node.StandbyApplied()))
 		counter(descClusterForwarded, float64(c.forwarded.Load()))
 		counter(descClusterRefused, float64(c.refused.Load()))
 	}

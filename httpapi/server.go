@@ -320,7 +320,9 @@ func New(cfg Config) (*Service, error) {
 	// behind the slower of them.
 	s.trimGate = ingest.NewTrimGate(s.events, "analytics", "webhooks")
 	copts := []analytics.ConsumerOption{analytics.WithLogger(cfg.Logger), analytics.WithTrimmer(s.trimGate.Reader("analytics"))}
-	if front != nil {
+	if front != nil && !front.cfg.Standby {
+		// A standby stores every partition's events (its queries still go to each owner), so
+		// a partition it takes over has nothing to replay.
 		copts = append(copts, analytics.WithPartitions(front.node.IsReady))
 	}
 	if s.consumer, err = analytics.NewConsumer(context.Background(), s.Analytics, s.events, copts...); err != nil {

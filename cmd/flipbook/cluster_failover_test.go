@@ -42,7 +42,15 @@ func (l *failoverLedger) ack(name, rid string, sent time.Time) {
 	}
 }
 
+// TestClusterFailover runs the kill twice: nodes that restore a partition from the changelog
+// and replay its events when they take it over, and standby replicas (--cluster-standby) that
+// followed it all along and only catch up.
 func TestClusterFailover(t *testing.T) {
+	t.Run("replay", func(t *testing.T) { testClusterFailover(t, false) })
+	t.Run("standby", func(t *testing.T) { testClusterFailover(t, true) })
+}
+
+func testClusterFailover(t *testing.T, standby bool) {
 	const parts = 6
 	tc := newTestCluster(t, parts)
 	// A webhook receiver that fails the first attempt of every third delivery: retries are owed
@@ -69,6 +77,9 @@ func TestClusterFailover(t *testing.T) {
 	}))
 	defer hook.Close()
 	extra := []string{"--webhook-retry-schedule", "0s,1s,1s,1s,1s,1s", "--conversion-workers", "1"}
+	if standby {
+		extra = append(extra, "--cluster-standby")
+	}
 	a := tc.start(t, "node-a", extra...)
 	b := tc.start(t, "node-b", extra...)
 	c := tc.start(t, "node-c", extra...)
@@ -232,6 +243,14 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("failover: kill -9 to the first acknowledged write %s; %d writes acknowledged, %d unknown (%d answered 503), %d sessions",
 		failover.Round(time.Millisecond), len(led.books), len(led.unknown), led.refused, len(led.sessions))
 	require.NotEqual(t, "node-a", ownerOf(t, c, ws), "the workspace moved to a live node")
+	for _, n := range []*clusterNode{b, c} {
+		st := clusterStatus(t, n)
+		t.Logf("%s: restored %v changelog records in %.3f s over its takeovers; standby applied %v", n.name,
+			st["restored_records"], st["restore_seconds"], st["standby_applied"])
+		if standby {
+			require.Positive(t, st["standby_applied"].(float64), "%s followed the partitions it did not own", n.name)
+		}
+	}
 
 	// Every acknowledged book is there once, complete; nothing that was never sent.
 	names := bookNames(t, c, key)

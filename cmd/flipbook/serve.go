@@ -96,6 +96,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	clusterParts := num("cluster-partitions", cluster.DefaultPartitions, "cluster mode: partitions of the workspaces, used when the cluster's topics are first created")
 	clusterWait := str("cluster-wait", httpapi.DefaultClusterWait.String(), "cluster mode: how long a request for a workspace whose partition is moving waits before a 503")
 	clusterSession := str("cluster-session-timeout", cluster.DefaultSessionTimeout.String(), "cluster mode: how long a silent node keeps its partitions")
+	clusterStandby := boolVar(fs, getenv, "cluster-standby", "cluster mode: be a standby replica of the partitions this node does not own (follow their changelog and store their events), so a takeover only catches up")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -150,6 +151,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	var cc *httpapi.ClusterConfig
 	if *clusterNode != "" {
 		cc = &httpapi.ClusterConfig{Node: *clusterNode, AdvertiseURL: *advertise, Partitions: *clusterParts}
+		if cc.Standby, err = strconv.ParseBool(clusterStandby.s); err != nil {
+			return nil, fmt.Errorf("--cluster-standby: %w", err)
+		}
 		if cc.Wait, err = time.ParseDuration(*clusterWait); err != nil || cc.Wait <= 0 {
 			return nil, fmt.Errorf("--cluster-wait: %q is not a positive duration", *clusterWait)
 		}

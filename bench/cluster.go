@@ -42,6 +42,7 @@ type ClusterOptions struct {
 	Conns    int           // concurrent clients (default 16)
 	Duration time.Duration // each timed load (default 8 s)
 	Log      io.Writer     // the services' logs (nil: discarded)
+	Standby  bool          // nodes run with --cluster-standby
 }
 
 // TargetClusterForwardRatio is the bar for a GET through a non-owner ÷ through the owner.
@@ -105,7 +106,7 @@ func Cluster(ctx context.Context, o ClusterOptions, out io.Writer) (*Report, err
 			"--admin-token", benchClusterToken, "--cluster-node", name, "--advertise-url", "http://"+addr,
 			"--kafka-brokers", brokers, "--cluster-partitions", strconv.Itoa(parts), "--cluster-session-timeout", "6s",
 			"--blob-url", "s3://bench?endpoint="+s3.URL+"&region=us-east-1", "--public-url", "http://cluster.bench",
-			"--rate-limit-collect", "0", "--cpuprofile", profileOf(name))
+			"--rate-limit-collect", "0", "--cpuprofile", profileOf(name), "--cluster-standby="+strconv.FormatBool(o.Standby))
 		if err != nil {
 			return nil, err
 		}
@@ -320,7 +321,7 @@ func Cluster(ctx context.Context, o ClusterOptions, out io.Writer) (*Report, err
 			restoreSec += st.Data.Seconds
 		}
 	}
-	fmt.Fprintf(out, "  restore: %d changelog records in %.2f s: %.0f records/s\n", restored, restoreSec, float64(restored)/max(restoreSec, 1e-9))
+	fmt.Fprintf(out, "  restore (standby %v): %d changelog records in %.2f s: %.0f records/s\n", o.Standby, restored, restoreSec, float64(restored)/max(restoreSec, 1e-9))
 	return rep, nil
 }
 

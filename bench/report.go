@@ -72,6 +72,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	childLog := fs.String("child-log", "", "ingest, webhooks, catalog: write the service's log to this file")
 	serveArgs := fs.String("serve-args", "", "ingest, webhooks, catalog: extra flipbook serve flags, space-separated (e.g. '--ingest-backlog 65536')")
 	strict := fs.Bool("strict", false, "exit non-zero when a target is missed")
+	clusterStandby := fs.Bool("cluster-standby", false, "cluster: run the nodes as standby replicas (--cluster-standby)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -166,7 +167,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			rep, err = Catalog(ctx, o, stdout)
 		case "cluster":
 			fmt.Fprintln(stdout, "== scenario cluster ==")
-			o := ClusterOptions{Log: childOut}
+			o := ClusterOptions{Log: childOut, Standby: *clusterStandby}
 			if given["duration"] {
 				o.Duration = *duration
 			}

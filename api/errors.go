@@ -179,6 +179,9 @@ func ToError(err error) *Error {
 	case errors.Is(err, storage.ErrMoved):
 		return &Error{Status: 503, Type: TypeUnavailable, RetryAfter: 1,
 			Message: "this workspace's partition is moving between nodes; nothing was applied, retry shortly"}
+	case errors.Is(err, storage.ErrChangelog):
+		return &Error{Status: 503, Type: TypeUnavailable, RetryAfter: 5,
+			Message: "the write could not be recorded (the cluster's log is unavailable); nothing was applied, retry shortly"}
 	}
 	return ErrInternal()
 }

@@ -19,6 +19,10 @@ import (
 // partition's new owner.
 var ErrMoved = errors.New("storage: the write's partition is not this node's")
 
+// ErrChangelog wraps every error of a ChangeSink (Kafka away, a transaction that failed): the
+// write was not applied, and trying again later may succeed (a 503, not a 500).
+var ErrChangelog = errors.New("storage: the changelog did not take the write")
+
 // Mutation is one key's change in a write.
 type Mutation struct {
 	Key    []byte
@@ -45,7 +49,7 @@ func (s *Store) commit(pb *pebble.Batch, opts *pebble.WriteOptions) error {
 		if len(muts) > 0 {
 			local, done, err := s.sink.Changes(muts)
 			if err != nil {
-				return fmt.Errorf("storage: changelog: %w", err)
+				return fmt.Errorf("%w: %w", ErrChangelog, err)
 			}
 			if done != nil {
 				defer done()

@@ -52,3 +52,53 @@ func TestBooleanFlagsTakeTheBareForm(t *testing.T) {
 		require.Regexp(t, regexp.MustCompile(`(?m)^\s+-`+regexp.QuoteMeta(name)+`\n`), help.String(), "%s is listed as a boolean", name)
 	}
 }
+
+// Cluster mode's flags: --cluster-node needs the others (each refusal names what is missing);
+// given all, they reach the config, from flags or FLIPBOOK_ variables.
+func TestClusterFlags(t *testing.T) {
+	all := []string{"--cluster-node", "n1", "--advertise-url", "http://10.0.0.1:8080", "--kafka-brokers", "k1:9092,k2:9092",
+		"--blob-url", "s3://b?endpoint=http://m:9000&region=us-east-1", "--admin-token", "adm_shared"}
+	f, err := parseServeFlags(all, envMap(nil), io.Discard)
+	require.NoError(t, err)
+	cc := f.cfg.Cluster
+	require.NotNil(t, cc)
+	require.Equal(t, "n1", cc.Node)
+	require.Equal(t, "http://10.0.0.1:8080", cc.AdvertiseURL)
+	require.Equal(t, 24, cc.Partitions)
+	require.False(t, cc.Standby)
+	require.Equal(t, []string{"k1:9092", "k2:9092"}, f.cfg.KafkaBrokers)
+
+	f, err = parseServeFlags(append(all, "--cluster-standby", "--cluster-partitions", "12", "--cluster-wait", "3s"), envMap(nil), io.Discard)
+	require.NoError(t, err)
+	require.True(t, f.cfg.Cluster.Standby)
+	require.Equal(t, 12, f.cfg.Cluster.Partitions)
+	require.Equal(t, "3s", f.cfg.Cluster.Wait.String())
+
+	for i, missing := range []string{"--advertise-url", "--kafka-brokers", "--blob-url", "--admin-token"} {
+		args := append([]string{}, all[:2]...)
+		for j := 2; j < len(all); j += 2 {
+			if all[j] != missing {
+				args = append(args, all[j], all[j+1])
+			}
+		}
+		_, err := parseServeFlags(args, envMap(nil), io.Discard)
+		require.ErrorContains(t, err, missing, "case %d", i)
+	}
+	_, err = parseServeFlags(append(all, "--cluster-standby=maybe"), envMap(nil), io.Discard)
+	require.ErrorContains(t, err, "--cluster-standby")
+	_, err = parseServeFlags(append(all, "--cluster-partitions", "0"), envMap(nil), io.Discard)
+	require.ErrorContains(t, err, "--cluster-partitions")
+
+	// From the environment, as compose.yaml sets them.
+	env := envMap(map[string]string{"FLIPBOOK_CLUSTER_NODE": "node2", "FLIPBOOK_ADVERTISE_URL": "http://node2:8080",
+		"FLIPBOOK_KAFKA_BROKERS": "kafka:9092", "FLIPBOOK_BLOB_URL": "s3://flipbook?endpoint=http://minio:9000&region=us-east-1",
+		"FLIPBOOK_ADMIN_TOKEN": "adm_x", "FLIPBOOK_CLUSTER_PARTITIONS": "24"})
+	f, err = parseServeFlags(nil, env, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "node2", f.cfg.Cluster.Node)
+
+	// Without --cluster-node, one process as before.
+	f, err = parseServeFlags(nil, envMap(nil), io.Discard)
+	require.NoError(t, err)
+	require.Nil(t, f.cfg.Cluster)
+}

@@ -36,9 +36,10 @@ type Writer struct {
 	cl     *kgo.Client
 	fenced error // set once fenced: the producer is done for good
 
-	// mu is held by StateSink from a write's transaction until the store applied the write,
-	// so the partition's changelog and its store see writes in the same order.
-	mu sync.Mutex
+	// mu serializes the partition's transactions (StateSink); group is the writes waiting
+	// for the next one (group commit, state.go).
+	mu    sync.Mutex
+	group commitGroup
 }
 
 // OpenWriter opens partition p's changelog writer and fences every writer of p opened before,
@@ -148,6 +149,62 @@ func (w *Writer) appendWith(ctx context.Context, changes, global []Change) (int6
 		}
 	}
 	return end, nil
+}
+
+// appendGroup writes several writes' changes in one transaction, in order (each write's
+// partition changes, and its global changes to the global topic), and returns for each write the
+// offset after its last partition record: a store that applied the writes up to i holds the
+// changelog up to ends[i].
+func (w *Writer) appendGroup(ctx context.Context, parts, globals [][]Change) ([]int64, error) {
+	if w.fenced != nil {
+		return nil, w.fenced
+	}
+	if err := w.cl.BeginTransaction(); err != nil {
+		err = fenced(err)
+		if errors.Is(err, ErrFenced) {
+			w.fenced = err
+		}
+		return nil, err
+	}
+	var recs []*kgo.Record
+	last := make([]*kgo.Record, len(parts)) // each write's last partition record
+	for i := range parts {
+		for _, c := range parts[i] {
+			r := &kgo.Record{Partition: int32(w.p), Key: c.Key, Value: c.Value}
+			recs = append(recs, r)
+			last[i] = r
+		}
+		for _, c := range globals[i] {
+			recs = append(recs, &kgo.Record{Topic: w.m.o.GlobalTopic, Partition: 0, Key: c.Key, Value: c.Value})
+		}
+	}
+	res := w.cl.ProduceSync(ctx, recs...)
+	perr := res.FirstErr()
+	if err := w.cl.EndTransaction(ctx, kgo.TransactionEndTry(perr == nil)); err != nil {
+		err = fenced(fmt.Errorf("cluster: changelog of partition %d: %w", w.p, err))
+		if errors.Is(err, ErrFenced) {
+			w.fenced = err
+		} else {
+			_ = w.cl.AbortBufferedRecords(ctx)
+			_ = w.cl.EndTransaction(ctx, kgo.TryAbort)
+		}
+		return nil, err
+	}
+	if perr != nil {
+		err := fenced(fmt.Errorf("cluster: changelog of partition %d: %w", w.p, perr))
+		if errors.Is(err, ErrFenced) {
+			w.fenced = err
+		}
+		return nil, err
+	}
+	ends := make([]int64, len(parts))
+	for i, r := range last {
+		ends[i] = -1
+		if r != nil {
+			ends[i] = r.Offset + 1
+		}
+	}
+	return ends, nil
 }
 
 // Partition is the writer's partition.

@@ -150,6 +150,11 @@ func (s *StateSink) Changes(muts []storage.Mutation) ([]storage.Mutation, func()
 	if len(byPart) == 0 && len(global) == 0 {
 		return nil, nil, nil
 	}
+	if len(byPart) == 1 {
+		for p, changes := range byPart {
+			return s.grouped(p, changes, global)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
 	parts := make([]int, 0, len(byPart))
@@ -179,19 +184,35 @@ func (s *StateSink) Changes(muts []storage.Mutation) ([]storage.Mutation, func()
 		writers = append(writers, s.global)
 	}
 	s.mu.Unlock()
+	// Each partition's transactions are serialized (mu), and this write is applied after the
+	// partition's writes committed before it (their turns: commitGroup).
+	var turns []chan struct{}
+	var mine []chan struct{}
 	for _, w := range writers {
 		w.mu.Lock()
+		prev, applied := w.group.next()
+		turns, mine = append(turns, prev), append(mine, applied)
 	}
 	done := func() {
-		for _, w := range writers {
+		for i, w := range writers {
+			close(mine[i])
+			w.mu.Unlock()
+		}
+	}
+	// failed passes the turns on without applying anything (in order: once the writes before
+	// have been applied).
+	failed := func() {
+		for i, w := range writers {
+			go passTurn(turns[i], mine[i])
 			w.mu.Unlock()
 		}
 	}
 	if len(parts) == 0 {
 		if _, err := writers[0].AppendWith(ctx, nil, global); err != nil {
-			done()
+			failed()
 			return nil, nil, err
 		}
+		<-turns[0]
 		return nil, done, nil
 	}
 	var local []storage.Mutation
@@ -202,14 +223,134 @@ func (s *StateSink) Changes(muts []storage.Mutation) ([]storage.Mutation, func()
 		}
 		end, err := writers[i].AppendWith(ctx, byPart[p], g)
 		if err != nil {
-			done()
+			failed()
 			return nil, nil, err
 		}
 		if end >= 0 {
 			local = append(local, storage.Mutation{Key: OffsetKey(p), Value: binary.BigEndian.AppendUint64(nil, uint64(end))})
 		}
 	}
+	for _, t := range turns {
+		<-t
+	}
 	return local, done, nil
+}
+
+// Group commit: writes of one partition that arrive while its transaction is in flight wait
+// and go together in the next one (the first of them leads it), so a busy partition pays one
+// transaction per group, not per write. The store applies them in the changelog's order: each
+// write has a turn, given when the write before it (in the changelog) was applied, and it is
+// applied only then (its Changes returns then, and the store applies right after).
+
+// maxGroup bounds the writes of one transaction.
+const maxGroup = 512
+
+// commitGroup is a partition's writes waiting for the next transaction, and its apply turns.
+type commitGroup struct {
+	mu      sync.Mutex
+	queue   []*pendingWrite
+	leading bool
+	last    chan struct{} // closed when the last write given a turn was applied (nil: none yet)
+}
+
+// next gives a write its turn (called in changelog order, under the writer's mu): prev is
+// closed once the write before it was applied; the write closes applied once it was.
+func (g *commitGroup) next() (prev, applied chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	prev = g.last
+	if prev == nil {
+		prev = make(chan struct{})
+		close(prev)
+	}
+	applied = make(chan struct{})
+	g.last = applied
+	return prev, applied
+}
+
+// passTurn gives the next write its turn once the one before it was applied (for a write that
+// applies nothing).
+func passTurn(prev, applied chan struct{}) {
+	<-prev
+	close(applied)
+}
+
+// pendingWrite is one write of a group.
+type pendingWrite struct {
+	part, global  []Change
+	committed     chan struct{} // closed when its transaction ended (err says how)
+	end           int64
+	err           error
+	prev, applied chan struct{}
+}
+
+// grouped writes one partition's changes (and global ones) through the partition's group.
+func (s *StateSink) grouped(p int, changes, global []Change) ([]storage.Mutation, func(), error) {
+	s.mu.Lock()
+	w := s.writers[p]
+	s.mu.Unlock()
+	if w == nil {
+		return nil, nil, fmt.Errorf("%w %d", ErrNotOwner, p)
+	}
+	pw := &pendingWrite{part: changes, global: global, committed: make(chan struct{})}
+	g := &w.group
+	g.mu.Lock()
+	g.queue = append(g.queue, pw)
+	lead := !g.leading
+	g.leading = true
+	g.mu.Unlock()
+	if lead {
+		s.lead(w)
+	}
+	<-pw.committed
+	if pw.err != nil {
+		go passTurn(pw.prev, pw.applied) // nothing to apply
+		return nil, nil, pw.err
+	}
+	<-pw.prev
+	var local []storage.Mutation
+	if pw.end >= 0 {
+		local = []storage.Mutation{{Key: OffsetKey(p), Value: binary.BigEndian.AppendUint64(nil, uint64(pw.end))}}
+	}
+	return local, func() { close(pw.applied) }, nil
+}
+
+// lead runs a partition's group transactions until no write waits.
+func (s *StateSink) lead(w *Writer) {
+	g := &w.group
+	for {
+		w.mu.Lock()
+		g.mu.Lock()
+		batch := g.queue
+		if len(batch) > maxGroup {
+			batch = batch[:maxGroup]
+		}
+		g.queue = g.queue[len(batch):]
+		if len(batch) == 0 {
+			g.leading = false
+			g.mu.Unlock()
+			w.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		parts := make([][]Change, len(batch))
+		globals := make([][]Change, len(batch))
+		for i, pw := range batch {
+			pw.prev, pw.applied = g.next()
+			parts[i], globals[i] = pw.part, pw.global
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		ends, err := w.appendGroup(ctx, parts, globals)
+		cancel()
+		w.mu.Unlock()
+		for i, pw := range batch {
+			pw.err = err
+			if err == nil {
+				pw.end = ends[i]
+			}
+			close(pw.committed)
+		}
+	}
 }
 
 // OffsetKey holds, in a node's store, how far partition p's changelog is applied there (the

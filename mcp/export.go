@@ -117,15 +117,21 @@ func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]a
 		return toolResult{}, s.internal(reqID, "export file", err)
 	}
 	ok = true
-	// The location is relative to the service's data directory (exports/<area>/<path>): an
-	// answer never names the server's own file system (issue 25).
-	data["rows"], data["bytes"], data["location"] = cw.rows(), n, path.Join(filepath.Base(s.opts.ExportDir), areaName, rel)
+	return s.stored(data, cw.rows(), n, areaName, rel, keyArg), nil
+}
+
+// stored is the answer of an export stored at rel of the area: where it is and its size. The
+// location is relative to the service's data directory (exports/<area>/<path>; with an object
+// store, the object's key under its prefix): an answer never names the server's own file system
+// (issue 25).
+func (s *Server) stored(data map[string]any, rows int, n int64, areaName, rel, keyArg string) toolResult {
+	data["rows"], data["bytes"], data["location"] = rows, n, path.Join(filepath.Base(s.opts.ExportDir), areaName, rel)
 	if keyArg == "output_object_key" {
 		data["object_key"] = rel
 	} else {
 		data["path"] = rel
 	}
-	return exportResult(data), nil
+	return exportResult(data)
 }
 
 // exportObject stores an export in the object store (Options.PutExport): written to a temporary
@@ -148,13 +154,7 @@ func (s *Server) exportObject(res *api.Result, data map[string]any, areaName, re
 	if err != nil {
 		return toolResult{}, s.internal(reqID, "export object", err)
 	}
-	data["rows"], data["bytes"], data["location"] = cw.rows(), n, path.Join(filepath.Base(s.opts.ExportDir), areaName, rel)
-	if keyArg == "output_object_key" {
-		data["object_key"] = rel
-	} else {
-		data["path"] = rel
-	}
-	return exportResult(data), nil
+	return s.stored(data, cw.rows(), n, areaName, rel, keyArg), nil
 }
 
 // internal logs a failure of an export with the request id and is the tool call's -32603

@@ -73,6 +73,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	serveArgs := fs.String("serve-args", "", "ingest, webhooks, catalog: extra flipbook serve flags, space-separated (e.g. '--ingest-backlog 65536')")
 	strict := fs.Bool("strict", false, "exit non-zero when a target is missed")
 	clusterStandby := fs.Bool("cluster-standby", false, "cluster: run the nodes as standby replicas (--cluster-standby)")
+	clusterGetOnly := fs.Bool("cluster-get-only", false, "cluster: measure only the GETs through the owner and through another node")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -167,7 +168,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			rep, err = Catalog(ctx, o, stdout)
 		case "cluster":
 			fmt.Fprintln(stdout, "== scenario cluster ==")
-			o := ClusterOptions{Log: childOut, Standby: *clusterStandby}
+			o := ClusterOptions{Log: childOut, Standby: *clusterStandby, GetOnly: *clusterGetOnly}
 			if given["duration"] {
 				o.Duration = *duration
 			}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,9 +35,26 @@ const (
 // ErrLoop refuses to forward a request that was forwarded already.
 var ErrLoop = errors.New("cluster: the request was forwarded already (one hop at most)")
 
-// QuickForwardTimeout bounds a quick exchange (Forward's quick): an owner that does not answer
-// within it (paused, cut off) gets the request a 503 instead of holding it for the full timeout.
+// QuickForwardTimeout bounds a quick exchange (Quick, QuickStreamed): an owner that does not
+// answer within it (paused, cut off) gets the request a 503 instead of holding it for the
+// forwarder's full timeout.
 const QuickForwardTimeout = 30 * time.Second
+
+// Exchange is the kind of a forwarded exchange: how long the owner may take, and whether its
+// answer is read whole before it is written to the client or streamed through.
+type Exchange int
+
+const (
+	// Quick: a small answer at once (the API's JSON, the collector, OAuth, the viewer's page):
+	// read whole, within QuickForwardTimeout. The cheapest per request.
+	Quick Exchange = iota
+	// QuickStreamed: an answer at once but possibly large (files: page images, downloads):
+	// streamed through, within QuickForwardTimeout.
+	QuickStreamed
+	// Long: an answer that may take minutes (CSV exports, MCP tool calls, a request whose body
+	// is still streaming in): streamed through, within the forwarder's own timeout.
+	Long
+)
 
 // Forwarder forwards requests to other nodes, with pooled clients per node (one for quick
 // exchanges, one for long ones).
@@ -91,11 +109,8 @@ func (f *Forwarder) FromPeer(ctx *fasthttp.RequestCtx) bool {
 	return false
 }
 
-func (f *Forwarder) client(base string, quick bool) (*fasthttp.HostClient, error) {
-	timeout, key := f.timeout, base
-	if quick {
-		timeout, key = min(f.timeout, QuickForwardTimeout), base+" quick"
-	}
+func (f *Forwarder) client(base string, ex Exchange) (*fasthttp.HostClient, error) {
+	key := base + " " + strconv.Itoa(int(ex))
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if c := f.clients[key]; c != nil {
@@ -105,12 +120,19 @@ func (f *Forwarder) client(base string, quick bool) (*fasthttp.HostClient, error
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, errors.New("cluster: a node's URL must be http(s)://HOST[:PORT]")
 	}
-	c := &fasthttp.HostClient{Addr: hostPort(u), IsTLS: u.Scheme == "https", Name: "flipbook-forward",
-		ReadTimeout: timeout, WriteTimeout: timeout, MaxIdleConnDuration: time.Minute,
+	c := &fasthttp.HostClient{Addr: hostPort(u), IsTLS: u.Scheme == "https",
+		ReadTimeout: f.timeout, WriteTimeout: f.timeout, MaxIdleConnDuration: time.Minute,
 		DisableHeaderNamesNormalizing: true, DisablePathNormalizing: true,
-		NoDefaultUserAgentHeader: true,
-		// A large answer (a CSV export) streams through instead of being held whole here.
-		StreamResponseBody: true}
+		NoDefaultUserAgentHeader: true, // no User-Agent added where the client sent none
+		// A large or long answer (a CSV export, a file) streams through instead of being held
+		// whole here.
+		StreamResponseBody: ex != Quick}
+	if ex != Long {
+		c.ReadTimeout = min(f.timeout, QuickForwardTimeout)
+		// A quick request has no body stream: it is written into the socket's buffer at once,
+		// never left waiting on a stalled owner (its answer's ReadTimeout bounds the exchange).
+		c.WriteTimeout = 0
+	}
 	f.clients[key] = c
 	return c, nil
 }
@@ -127,30 +149,42 @@ func hostPort(u *url.URL) string {
 
 // Forward sends ctx's request to the node at base (its advertised URL) and writes the node's
 // answer into ctx's response. A body still on the client's connection (a streamed request) is
-// streamed through as it arrives. clientIP is the address the owner is to take as the client's.
-// quick says the exchange should be over within QuickForwardTimeout (no body streaming in, no
-// long answer such as an export); else the forwarder's own timeout bounds it.
-func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base, clientIP string, quick bool) error {
+// streamed through as it arrives (a Long exchange). clientIP is the address the owner is to
+// take as the client's; ex the kind of exchange (Long whenever the body streams in).
+func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base, clientIP string, ex Exchange) error {
 	if len(ctx.Request.Header.Peek(ForwardedHeader)) > 0 {
 		return ErrLoop
 	}
-	c, err := f.client(strings.TrimRight(base, "/"), quick && !ctx.Request.IsBodyStream())
+	if ctx.Request.IsBodyStream() {
+		ex = Long
+	}
+	c, err := f.client(strings.TrimRight(base, "/"), ex)
 	if err != nil {
 		return err
 	}
-	req := fasthttp.AcquireRequest()
-	defer fasthttp.ReleaseRequest(req)
-	ctx.Request.CopyTo(req) // all but a body stream
+	req := &ctx.Request // sent as it is (a copy costs a forward more than its header fields)
 	if ctx.Request.IsBodyStream() {
-		// Not closed when req is released: the stream is the client's connection, which the
-		// server still owns (and a forward that could not dial is tried again with it).
+		// A copy, whose body stream is not closed once sent: the stream is the client's
+		// connection, which the server still owns (and a forward that could not dial is tried
+		// again with it).
+		req = fasthttp.AcquireRequest()
+		defer fasthttp.ReleaseRequest(req)
+		ctx.Request.CopyTo(req) // all but the body stream
 		req.SetBodyStream(struct{ io.Reader }{ctx.RequestBodyStream()}, ctx.Request.Header.ContentLength())
 	}
 	req.Header.Set(ForwardedHeader, f.node)
 	req.Header.Set(ForwardAuthHeader, f.proof(f.node))
 	req.Header.Set("X-Forwarded-For", clientIP)
-	req.SetRequestURIBytes(ctx.Request.RequestURI())
-	req.UseHostHeader = true // the owner sees the Host the client asked for
+	req.SetRequestURIBytes(ctx.Request.RequestURI()) // the URI as the client sent it
+	req.UseHostHeader = true                         // the owner sees the Host the client asked for
+	if ex == Quick {
+		// Read whole straight into the client's response (bounded by the client's timeouts).
+		if err := c.Do(req, &ctx.Response); err != nil {
+			ctx.Response.Reset()
+			return err
+		}
+		return nil
+	}
 	resp := fasthttp.AcquireResponse()
 	if err := c.Do(req, resp); err != nil { // bounded by the client's read and write timeouts
 		fasthttp.ReleaseResponse(resp)

@@ -62,8 +62,11 @@ func TestForwardOneHop(t *testing.T) {
 	defer f.Close()
 	node := serve(t, func(ctx *fasthttp.RequestCtx) {
 		f.FromPeer(ctx) // drops a client's claim to be a node
-		quick := !strings.Contains(string(ctx.Path()), "/exports/")
-		if err := f.Forward(ctx, owner, ctx.RemoteIP().String(), quick); err != nil {
+		ex := Quick
+		if strings.Contains(string(ctx.Path()), "/exports/") {
+			ex = Long
+		}
+		if err := f.Forward(ctx, owner, ctx.RemoteIP().String(), ex); err != nil {
 			ctx.SetStatusCode(503)
 			ctx.SetBodyString(err.Error())
 		}

@@ -241,7 +241,7 @@ func (c *clusterFront) route(ctx *fasthttp.RequestCtx, reqID string) bool {
 				}
 			}
 			ctx.Request.Header.Set("X-Request-Id", reqID)
-			err := c.fwd.Forward(ctx, o.URL, clientIP, quickExchange(ctx))
+			err := c.fwd.Forward(ctx, o.URL, clientIP, exchangeOf(ctx))
 			if err == nil {
 				c.forwarded.Add(1)
 				return true
@@ -281,13 +281,20 @@ func (c *clusterFront) route(ctx *fasthttp.RequestCtx, reqID string) bool {
 	}
 }
 
-// quickExchange says whether a request should be answered within cluster.QuickForwardTimeout:
-// not a CSV export (streamed, possibly for minutes), not MCP (a tool call may export too); a
-// body still streaming in is never quick (Forward checks). An owner that does not answer a
-// quick request in time (paused, cut off) gets it a 503, not a wait of minutes.
-func quickExchange(ctx *fasthttp.RequestCtx) bool {
+// exchangeOf is the kind of exchange ctx's request is forwarded as: Long for a CSV export
+// (streamed, possibly for minutes) and MCP (a tool call may export too), QuickStreamed for
+// files (page images, downloads: large), Quick for the rest (small answers at once). An owner
+// that does not answer a quick request in time (paused, cut off) gets it a 503, not a wait of
+// minutes; a body still streaming in makes the exchange Long (Forward sees to it).
+func exchangeOf(ctx *fasthttp.RequestCtx) cluster.Exchange {
 	path := ctx.Path()
-	return string(path) != mcp.Path && !bytes.Contains(path, []byte("/exports/"))
+	switch {
+	case string(path) == mcp.Path || bytes.Contains(path, []byte("/exports/")):
+		return cluster.Long
+	case bytes.HasPrefix(path, []byte("/files/")):
+		return cluster.QuickStreamed
+	}
+	return cluster.Quick
 }
 
 func (c *clusterFront) unavailable(ctx *fasthttp.RequestCtx, p int) bool {

@@ -4,7 +4,6 @@ GO ?= go
 # duckdb_arrow: duckdb-go's Arrow support, through which the consumer appends event batches.
 export GOFLAGS := -tags=pebblegozstd,duckdb_arrow -buildvcs=false
 BIN := bin/flipbook
-GOFILES = $(shell find . -name '*.go' -not -path './data/*' -not -path './bin/*')
 
 .PHONY: all build run test lint bench clean deps test-deps
 
@@ -31,14 +30,16 @@ test-deps:
 run: deps build
 	./$(BIN) serve $(ARGS)
 
+# The code's checks, as tests (internal/lint): gofmt, go vet, staticcheck, the import layering of
+# docs/ARCHITECTURE.md, no fixed sleeps in tests, no package variables set by tests, the code
+# figures' ratchets. `make test` runs them with everything else.
 lint:
 	@GO=$(GO) scripts/gobuild.sh fetch ./...
-	@echo "==> gofmt, go vet"
-	@bad=$$(gofmt -l $(GOFILES)); if [ -n "$$bad" ]; then echo "gofmt would change:"; echo "$$bad"; exit 1; fi
-	$(GO) vet ./...
+	$(GO) test -count=1 ./internal/lint
 
-# Every test, with the race detector.
-test: test-deps lint
+# Every test, with the race detector (internal/lint among them).
+test: test-deps
+	@GO=$(GO) scripts/gobuild.sh fetch ./...
 	@echo "==> go test -race ./... (the first run compiles every package with the race detector: several minutes)"
 	$(GO) test -race -count=1 -timeout 30m ./...
 

@@ -13,6 +13,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 	"github.com/stretchr/testify/require"
 
+	"flipbook/internal/testutil"
 	"flipbook/storage"
 )
 
@@ -59,6 +60,26 @@ func (e *env) status(tn storage.Tenant, rid string) string {
 		return "error: " + err.Error()
 	}
 	return b.Status
+}
+
+// statusIs is a condition for testutil.Eventually: the book's status is want.
+func (e *env) statusIs(tn storage.Tenant, rid, want, what string) func() error {
+	return func() error {
+		if st := e.status(tn, rid); st != want {
+			return fmt.Errorf("%s: book %s status %q, want %q", what, rid, st, want)
+		}
+		return nil
+	}
+}
+
+// dueCountIs is a condition for testutil.Eventually: the store holds want due entries.
+func (e *env) dueCountIs(want int, what string) func() error {
+	return func() error {
+		if n := e.dueCount(); n != want {
+			return fmt.Errorf("%s: %d due entries, want %d", what, n, want)
+		}
+		return nil
+	}
 }
 
 // dueCount is the number of due entries of the whole store (all transitions pending at any time).
@@ -390,7 +411,7 @@ func TestTimedTransitions(t *testing.T) {
 		b, err := e.sys.CreateBook(tn, rec)
 		require.NoError(t, err)
 		require.Equal(t, storage.StatusSchedule, b.Status)
-		eventually(t, 5*time.Second, func() bool { return e.status(tn, b.RandomID) == storage.StatusPublish }, "scheduled book publishes")
+		testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, e.statusIs(tn, b.RandomID, storage.StatusPublish, "scheduled book publishes"))
 		require.False(t, time.Now().Before(at), "not published early")
 		stored := e.book(tn, b.RandomID)
 		require.True(t, stored.PublishedDate.Equal(at))
@@ -405,7 +426,7 @@ func TestTimedTransitions(t *testing.T) {
 		got, err := e.sys.UpdateBook(tn, b.RandomID, &BookPatch{Status: storage.StatusPublish, ExpiresAt: Val(at)})
 		require.NoError(t, err)
 		require.Equal(t, storage.StatusPublish, got.Status)
-		eventually(t, 5*time.Second, func() bool { return e.status(tn, b.RandomID) == storage.StatusDraft }, "published book expires")
+		testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, e.statusIs(tn, b.RandomID, storage.StatusDraft, "published book expires"))
 		require.False(t, time.Now().Before(at), "not expired early")
 		require.Zero(t, e.dueCount())
 	})
@@ -417,8 +438,8 @@ func TestTimedTransitions(t *testing.T) {
 		rec.PublishedDate, rec.ExpiresAt = &pub, &exp
 		b, err := e.sys.CreateBook(tn, rec)
 		require.NoError(t, err)
-		eventually(t, 5*time.Second, func() bool { return e.status(tn, b.RandomID) == storage.StatusPublish }, "publishes")
-		eventually(t, 5*time.Second, func() bool { return e.status(tn, b.RandomID) == storage.StatusDraft }, "then expires")
+		testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, e.statusIs(tn, b.RandomID, storage.StatusPublish, "publishes"))
+		testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, e.statusIs(tn, b.RandomID, storage.StatusDraft, "then expires"))
 		require.False(t, time.Now().Before(exp))
 		require.Zero(t, e.dueCount())
 		require.True(t, e.book(tn, b.RandomID).PublishedDate.Equal(pub))
@@ -437,9 +458,9 @@ func TestTimedTransitions(t *testing.T) {
 		early.PublishedDate = &earlyAt
 		b, err := e.sys.CreateBook(tn, early)
 		require.NoError(t, err)
-		eventually(t, 5*time.Second, func() bool { return e.status(tn, b.RandomID) == storage.StatusPublish }, "early book publishes")
+		testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, e.statusIs(tn, b.RandomID, storage.StatusPublish, "early book publishes"))
 		require.Equal(t, storage.StatusSchedule, e.status(tn, late.RandomID))
-		eventually(t, 5*time.Second, func() bool { return e.dueCount() == 1 }, "only the hour-later entry is left")
+		testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, e.dueCountIs(1, "only the hour-later entry is left"))
 	})
 }
 
@@ -475,10 +496,10 @@ func TestTimedTransitionsSurviveRestart(t *testing.T) {
 	require.NoError(t, st.Close())
 
 	e.start()
-	eventually(t, 5*time.Second, func() bool { return e.status(tn, sched.RandomID) == storage.StatusPublish }, "scheduled book publishes after restart")
-	eventually(t, 5*time.Second, func() bool { return e.status(tn, exp.RandomID) == storage.StatusDraft }, "published book expires after restart")
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, e.statusIs(tn, sched.RandomID, storage.StatusPublish, "scheduled book publishes after restart"))
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, e.statusIs(tn, exp.RandomID, storage.StatusDraft, "published book expires after restart"))
 	require.False(t, time.Now().Before(schedAt))
-	eventually(t, 5*time.Second, func() bool { return e.dueCount() == 0 }, "due entries are consumed")
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, e.dueCountIs(0, "due entries are consumed"))
 }
 
 func TestTimedTransitionDueWhileDown(t *testing.T) {
@@ -491,9 +512,14 @@ func TestTimedTransitionDueWhileDown(t *testing.T) {
 	require.NoError(t, err)
 	e.stop()
 	// The time passes while the service is down.
-	eventually(t, 5*time.Second, func() bool { return time.Now().After(at) }, "due time passes")
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, func() error {
+		if now := time.Now(); !now.After(at) {
+			return fmt.Errorf("due time %s not passed yet at %s", at.Format(time.StampMilli), now.Format(time.StampMilli))
+		}
+		return nil
+	})
 	e.start()
-	eventually(t, 5*time.Second, func() bool { return e.status(tn, b.RandomID) == storage.StatusPublish }, "a transition missed while down fires at start")
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, e.statusIs(tn, b.RandomID, storage.StatusPublish, "a transition missed while down fires at start"))
 }
 
 func TestPublishQuota(t *testing.T) {
@@ -659,12 +685,15 @@ func TestClockHandlesMoreThanOneBatch(t *testing.T) {
 	tn := e.workspace("Backlog", PlanCompany)
 	rids := writeDueBooks(t, e, tn, dueBatch+150)
 	e.sys.Engine.Send(e.sys.clock, &scheduleAt{at: time.Now()})
-	eventually(t, 20*time.Second, func() bool {
+	testutil.Eventually(t, 20*time.Second, 5*time.Millisecond, func() error {
 		n, err := e.st.CountBooks(tn, storage.StatusPublish, 0)
 		require.NoError(t, err)
-		return n == len(rids)
-	}, "every due book publishes, also past the first batch")
-	eventually(t, 5*time.Second, func() bool { return e.dueCount() == 0 }, "all due entries consumed")
+		if n != len(rids) {
+			return fmt.Errorf("%d of %d due books published (every one must, also past the first batch)", n, len(rids))
+		}
+		return nil
+	})
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, e.dueCountIs(0, "all due entries consumed"))
 }
 
 // TestClockDoesNotRedispatchWithinRetryDue documents the clock's retry rule (retryDue: "how
@@ -704,17 +733,23 @@ func TestClockDoesNotRedispatchWithinRetryDue(t *testing.T) {
 
 	writeDueBooks(t, e, tn, dueBatch+100)
 	e.sys.Engine.Send(e.sys.clock, &scheduleAt{at: time.Now()})
-	eventually(t, 5*time.Second, func() bool {
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, func() error {
 		mu.Lock()
 		defer mu.Unlock()
-		return total > 0
-	}, "the clock dispatches due books")
+		if total == 0 {
+			return errors.New("the clock has dispatched no due book yet")
+		}
+		return nil
+	})
 	// Watch for half of retryDue (or until the first early re-dispatch).
-	eventually(t, 5*time.Second, func() bool {
+	testutil.Eventually(t, 5*time.Second, 5*time.Millisecond, func() error {
 		mu.Lock()
 		defer mu.Unlock()
-		return dups > 0 || time.Since(first) > retryDue/2
-	}, "observation window")
+		if dups == 0 && time.Since(first) <= retryDue/2 {
+			return fmt.Errorf("observation window: no re-dispatch %s after the first dispatch (watching for %s)", time.Since(first), retryDue/2)
+		}
+		return nil
+	})
 	<-e.sys.Engine.Poison(e.sys.clock).Done() // stop the flood before the checks
 
 	mu.Lock()

@@ -1,30 +1,30 @@
 package actors
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"flipbook/internal/testutil"
 	"flipbook/storage"
 )
 
 func (e *env) waitBulk(tn storage.Tenant, id string) *storage.BulkBatch {
 	e.tb.Helper()
 	var b *storage.BulkBatch
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	testutil.Eventually(e.tb, 20*time.Second, 5*time.Millisecond, func() error {
 		var err error
 		b, err = e.st.BulkBatch(tn, id)
 		require.NoError(e.tb, err)
-		if !b.Active() {
-			return b
+		if b.Active() {
+			return fmt.Errorf("bulk batch %s did not finish: %s", id, b.Status)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	e.tb.Fatalf("bulk batch %s did not finish: %s", id, b.Status)
-	return nil
+		return nil
+	})
+	return b
 }
 
 // An item asked of its book actor several times (a runner asking again after a timeout, a

@@ -412,7 +412,7 @@ func (w *catalogWorker) apply(b *storage.Batch, cat *storage.Catalog, state *sto
 			if g.item != nil {
 				continue
 			}
-			if state.Items >= MaxCatalogItems {
+			if state.Items >= w.s.opts.MaxCatalogItems {
 				g.full = true
 				continue
 			}
@@ -504,7 +504,7 @@ func (w *catalogWorker) applyGroup(j *storage.SyncJob, item *storage.CatalogItem
 			applyAvailability(item, in)
 			item.LastAvailabilitySyncedAt = &snap
 		case full || item == nil:
-			fail("catalog_full", fmt.Sprintf("the catalog already holds %d items, the most one catalog may hold", MaxCatalogItems))
+			fail("catalog_full", fmt.Sprintf("the catalog already holds %d items, the most one catalog may hold", w.s.opts.MaxCatalogItems))
 			continue
 		default:
 			applyProduct(item, in)

@@ -44,9 +44,9 @@ type CatalogCreated struct {
 	Updated bool // an existing catalog was updated
 }
 
-// MaxCatalogItems bounds the items of one catalog; items beyond it fail with catalog_full (a
-// variable so tests can lower it).
-var MaxCatalogItems int64 = 250_000
+// MaxCatalogItems bounds the items of one catalog; items beyond it fail with catalog_full
+// (Options.MaxCatalogItems sets another bound).
+const MaxCatalogItems = 250_000
 
 func (w *workspace) createCatalog(m *CreateCatalog) (*CatalogCreated, error) {
 	st, now, in := w.s.Store, w.s.now(), m.Catalog

@@ -1,12 +1,14 @@
 package actors
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/stretchr/testify/require"
 
+	"flipbook/internal/testutil"
 	"flipbook/storage"
 )
 
@@ -42,7 +44,12 @@ func TestMailboxDepth(t *testing.T) {
 	<-g.entered // the first is being handled; three wait
 	require.Equal(t, ActorStats{Live: 1, Waiting: 3}, e.sys.MailboxDepth()["gate"])
 	close(g.release)
-	eventually(t, 2*time.Second, func() bool { return e.sys.MailboxDepth()["gate"].Waiting == 0 }, "inbox drained")
+	testutil.Eventually(t, 2*time.Second, 5*time.Millisecond, func() error {
+		if st := e.sys.MailboxDepth()["gate"]; st.Waiting != 0 {
+			return fmt.Errorf("inbox not drained: %+v", st)
+		}
+		return nil
+	})
 
 	// A stopped actor leaves the figures, and a send to it afterwards (a late timer) counts
 	// nowhere.
@@ -64,13 +71,18 @@ func TestMailboxDepth(t *testing.T) {
 	depth = e.sys.MailboxDepth()
 	require.Equal(t, int64(1), depth["book"].Live)
 	require.GreaterOrEqual(t, depth["ws"].Live, int64(1))
-	eventually(t, 2*time.Second, func() bool {
-		for _, st := range e.sys.MailboxDepth() {
+	testutil.Eventually(t, 2*time.Second, 5*time.Millisecond, func() error {
+		for kind, st := range e.sys.MailboxDepth() {
 			if st.Waiting != 0 {
-				return false
+				return fmt.Errorf("%s: %d messages still wait once the asks are answered", kind, st.Waiting)
 			}
 		}
-		return true
-	}, "nothing waits once the asks are answered")
-	eventually(t, 10*testBookIdle, func() bool { return e.sys.MailboxDepth()["book"] == ActorStats{} }, "the passivated book actor leaves")
+		return nil
+	})
+	testutil.Eventually(t, 10*testBookIdle, 5*time.Millisecond, func() error {
+		if st := e.sys.MailboxDepth()["book"]; st != (ActorStats{}) {
+			return fmt.Errorf("the passivated book actor is still counted: %+v", st)
+		}
+		return nil
+	})
 }

@@ -54,6 +54,8 @@ type Options struct {
 	// OwnsPartition is Owns for a partition of the event log (the webhook reader reads the
 	// partitions this node owns, each from the position stored with it).
 	OwnsPartition func(p int) bool
+	// MaxCatalogItems bounds the items of one catalog (0: MaxCatalogItems).
+	MaxCatalogItems int64
 }
 
 // System is the running actor engine and the PIDs of its long-lived actors.
@@ -97,6 +99,9 @@ func Start(store *storage.Store, o Options) (*System, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.MaxCatalogItems <= 0 {
+		o.MaxCatalogItems = MaxCatalogItems
 	}
 	if o.Now == nil {
 		o.Now = time.Now

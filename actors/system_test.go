@@ -3,6 +3,7 @@ package actors
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -14,25 +15,21 @@ import (
 	"github.com/anthdm/hollywood/actor"
 	"github.com/stretchr/testify/require"
 
+	"flipbook/internal/testutil"
 	"flipbook/storage"
 )
 
-// eventually polls cond until it holds or within has passed.
-func eventually(tb testing.TB, within time.Duration, cond func() bool, msg string) {
-	tb.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if cond() {
-			return
+const testBookIdle = 200 * time.Millisecond
+
+// liveBookActorsGone is a condition for testutil.Eventually: every idle book actor has stopped.
+func liveBookActorsGone(e *env) func() error {
+	return func() error {
+		if n := e.sys.LiveBookActors(); n != 0 {
+			return fmt.Errorf("%d book actors still live, want all idle ones stopped", n)
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("condition not met within %s: %s", within, msg)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return nil
 	}
 }
-
-const testBookIdle = 200 * time.Millisecond
 
 // env is a running actor system on a real store in a temp dir; it can be restarted.
 type env struct {
@@ -75,12 +72,6 @@ func (e *env) stop() {
 		require.NoError(e.tb, e.st.Close())
 		e.st = nil
 	}
-}
-
-func (e *env) restart() {
-	e.tb.Helper()
-	e.stop()
-	e.start()
 }
 
 // workspace creates a workspace on plan and returns its live tenant.
@@ -289,7 +280,12 @@ func TestRecoverMiddlewareAnswersAndKeepsServing(t *testing.T) {
 
 	// A panic with no asker (a plain send) must not break the actor either.
 	e.sys.Engine.Send(pid, "boom")
-	eventually(t, 2*time.Second, func() bool { return rcv.resets.Load() == 2 }, "second panic handled")
+	testutil.Eventually(t, 2*time.Second, 5*time.Millisecond, func() error {
+		if n := rcv.resets.Load(); n != 2 {
+			return fmt.Errorf("second panic not handled: %d resets, want 2", n)
+		}
+		return nil
+	})
 
 	v, err = e.sys.ask(pid, "again")
 	require.NoError(t, err)
@@ -351,10 +347,10 @@ func TestPassivationAndRespawn(t *testing.T) {
 		_, err := e.sys.UpdateBook(tn, b.RandomID, &BookPatch{Status: storage.StatusDraft, FlipSound: Val(true)})
 		require.NoError(t, err)
 		require.Equal(t, int64(1), e.sys.LiveBookActors())
-		time.Sleep(testBookIdle / 10) // pacing the updates, not waiting for a condition
+		time.Sleep(testBookIdle / 10) // sleep: pacing the updates, not waiting for a condition
 	}
 
-	eventually(t, 10*testBookIdle, func() bool { return e.sys.LiveBookActors() == 0 }, "idle book actor stops")
+	testutil.Eventually(t, 10*testBookIdle, 5*time.Millisecond, liveBookActorsGone(e))
 
 	// Change the record behind the (stopped) actor's back: a new actor must reload it.
 	cur, err := e.st.GetBook(tn, b.RandomID)
@@ -387,7 +383,7 @@ func TestPassivationAndRespawn(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.GreaterOrEqual(t, e.sys.LiveBookActors(), int64(5))
-	eventually(t, 10*testBookIdle, func() bool { return e.sys.LiveBookActors() == 0 }, "all book actors stop")
+	testutil.Eventually(t, 10*testBookIdle, 5*time.Millisecond, liveBookActorsGone(e))
 }
 
 func TestStopStopsBookActors(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"flipbook/ingest"
+	"flipbook/internal/testutil"
 )
 
 // checkRuns fails unless event_runs lists exactly the run tables there are (the runs below
@@ -116,17 +117,18 @@ func testCompactionMovesRows(t *testing.T, chunk int64) {
 	// Appends keep coming while runs are made and merged; each waits until fewer rows wait
 	// than would make a run big enough to skip the merges (2 × 1000: TestMergesStayWithinBudget
 	// has those).
+	deadline, _ := ctx.Deadline()
 	for i := 0; i < 20; i++ {
-		for {
+		testutil.Eventually(t, time.Until(deadline), time.Millisecond, func() error {
 			var recent int64
 			if err := db.Query().QueryRowContext(ctx, `SELECT count(*) FROM `+RecentTable).Scan(&recent); err != nil {
 				t.Fatal(err)
 			}
-			if recent < 1500 {
-				break
+			if recent >= 1500 {
+				return fmt.Errorf("%d rows wait in %s, want fewer than 1500 before the next append", recent, RecentTable)
 			}
-			time.Sleep(time.Millisecond)
-		}
+			return nil
+		})
 		if err := log.Append(ctx, genEvents(rng, 450, 30, time.Now().UTC())); err != nil {
 			t.Fatal(err)
 		}

@@ -584,7 +584,7 @@ func TestBusyConsumerGathersWholeRowGroups(t *testing.T) {
 		sizes = append(sizes, int(c.Stats().Events)-sum(sizes))
 		if len(sizes) == 1 { // the rest of the row group comes 5 ms after the first commit
 			go func() {
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(5 * time.Millisecond) // sleep: the rest of the row group deliberately arrives 5 ms after the first commit, for the consumer to gather
 				appended <- log.Append(context.Background(), later)
 			}()
 		}

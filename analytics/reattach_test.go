@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/internal/testutil"
 )
 
 // TestGate: statements run together; close waits for the running ones and keeps new ones out
@@ -27,7 +29,14 @@ func TestGate(t *testing.T) {
 	// A close that waits: both statements end while it waits.
 	closed := make(chan bool)
 	go func() { closed <- g.close(10 * time.Second) }()
-	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.shut != nil })
+	testutil.Eventually(t, 10*time.Second, time.Millisecond, func() error {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.shut == nil {
+			return errors.New("the closing gate is not shut yet")
+		}
+		return nil
+	})
 	entered := make(chan struct{})
 	go func() {
 		if g.enter(ctx) == nil {
@@ -68,18 +77,6 @@ func TestGate(t *testing.T) {
 	require.True(t, g.close(time.Millisecond))
 	g.open()
 	require.Zero(t, g.active)
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	ctx := waitCtx(t, 10*time.Second)
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatal("condition not met in time")
-		case <-time.After(time.Millisecond):
-		}
-	}
 }
 
 // TestReattachUnderLoad: a compactor that reattaches the file every few thousand rows, while
@@ -149,7 +146,12 @@ func TestReattachUnderLoad(t *testing.T) {
 		if i%10 == 9 {
 			// Let a few reattaches happen between the bursts.
 			want := c.Stats().Reattaches + 1
-			waitFor(t, func() bool { return c.Stats().Reattaches >= want || c.stopped() })
+			testutil.Eventually(t, 10*time.Second, time.Millisecond, func() error {
+				if st := c.Stats(); st.Reattaches < want && !c.stopped() {
+					return fmt.Errorf("%d reattaches, want %d (consumer running): %+v", st.Reattaches, want, st)
+				}
+				return nil
+			})
 		}
 	}
 	require.NoError(t, c.WaitFor(ctx, log.ends()))

@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"flipbook/ingest"
+	"flipbook/internal/testutil"
 )
 
 // expectedRedaction computes, from the log itself and independently of the SQL, the ids of a
@@ -190,7 +192,7 @@ func TestRedactReaderEverywhere(t *testing.T) {
 				return
 			}
 			c.Wake()
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // sleep: pacing the background appends of other workspaces
 		}
 	})
 	done, err := c.RedactReader(ctx, m)
@@ -209,11 +211,18 @@ func TestRedactReaderEverywhere(t *testing.T) {
 	if again, err := c.RedactReader(ctx, m); err != nil || again != (ReaderCounts{}) {
 		t.Errorf("second redaction: %+v, %v", again, err)
 	}
-	for c.Stats().Merges < mergesBefore+2 && ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
-	}
+	deadline, _ := ctx.Deadline()
+	merged := testutil.Poll(time.Until(deadline), 5*time.Millisecond, func() error {
+		if st := c.Stats(); st.Merges < mergesBefore+2 {
+			return fmt.Errorf("%d merges since the redaction began, want 2: %+v", st.Merges-mergesBefore, st)
+		}
+		return nil
+	})
 	close(stop)
 	wg.Wait()
+	if merged != nil {
+		t.Fatal(merged)
+	}
 	if err := c.WaitFor(ctx, log.ends()); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"flipbook/internal/testutil"
 )
 
 // newBrokers is an in-process Kafka-protocol cluster of three brokers (kfake) on loopback.
@@ -59,10 +61,9 @@ func (n *node) lostSoFar() []int {
 // some, and every node's view of the owners says the same; it returns partition → owner.
 func settled(t *testing.T, parts int, nodes ...*node) map[int]string {
 	t.Helper()
-	var last string
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		owner := map[int]string{}
+	var owner map[int]string
+	testutil.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
+		owner = map[int]string{}
 		ok := true
 		for _, n := range nodes {
 			if len(n.Owned()) == 0 {
@@ -75,27 +76,20 @@ func settled(t *testing.T, parts int, nodes ...*node) map[int]string {
 				owner[p] = n.o.Node
 			}
 		}
-		if ok && len(owner) == parts {
-			agree := true
-			for _, n := range nodes {
-				view := n.Owners()
-				for p, name := range owner {
-					if view[p].Node != name || view[p].URL != "http://"+name+".test:8080" {
-						agree = false
-					}
+		if !ok || len(owner) != parts {
+			return fmt.Errorf("the cluster did not settle: %d of %d partitions owned, each once and every node some: %v", len(owner), parts, ok)
+		}
+		for _, n := range nodes {
+			view := n.Owners()
+			for p, name := range owner {
+				if view[p].Node != name || view[p].URL != "http://"+name+".test:8080" {
+					return fmt.Errorf("the cluster did not settle: views differ: %s sees partition %d at %+v, its owner is %s", n.o.Node, p, view[p], name)
 				}
 			}
-			if agree {
-				return owner
-			}
-			last = "views differ"
-		} else {
-			last = fmt.Sprintf("%d partitions owned, each once: %v", len(owner), ok)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("the cluster did not settle: %s", last)
-	return nil
+		return nil
+	})
+	return owner
 }
 
 func counts(owner map[int]string) map[string]int {

@@ -239,7 +239,7 @@ type slowSink struct{ *StateSink }
 
 func (s slowSink) Changes(muts []storage.Mutation) ([]storage.Mutation, func(), error) {
 	local, done, err := s.StateSink.Changes(muts)
-	time.Sleep(time.Duration(len(muts)%3+1) * 300 * time.Microsecond)
+	time.Sleep(time.Duration(len(muts)%3+1) * 300 * time.Microsecond) // sleep: the slow sink under test returns a moment after the changelog committed
 	return local, done, err
 }
 

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"flipbook/analytics"
 	"flipbook/api"
+	"flipbook/internal/testutil"
 )
 
 // BenchmarkGetBook measures the handler path of GET /books/{book} without the network.
@@ -58,9 +60,13 @@ func BenchmarkExportCSV(b *testing.B) {
 	if events >= analytics.DefaultCompactRows {
 		// Measure the steady state: the compactor sorts rows into runs once recent holds
 		// DefaultCompactRows (seconds of background work on both cores).
-		deadline := time.Now().Add(5 * time.Minute)
-		for h.svc.consumer.Stats().CompactedRows < uint64(events) && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
+		if err := testutil.Poll(5*time.Minute, 100*time.Millisecond, func() error {
+			if n := h.svc.consumer.Stats().CompactedRows; n < uint64(events) {
+				return fmt.Errorf("%d of %d rows compacted", n, events)
+			}
+			return nil
+		}); err != nil {
+			b.Logf("measuring before the compactor is done: %v", err)
 		}
 	}
 	h.restart(b) // a fresh process: DuckDB caches only what the export reads

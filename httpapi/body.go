@@ -199,7 +199,6 @@ type body struct {
 	held     int64
 	loaded   bool
 	err      *Error
-	pooled   *bytebufferpool.ByteBuffer
 	multi    bool // read as a multipart form (files on disk)
 	declared int
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/internal/testutil"
 )
 
 // Request bodies are bounded before they are read (body.go; issue 25 part 2): what an
@@ -131,7 +133,7 @@ func TestBodySlowSenderCut(t *testing.T) {
 	require.NoError(t, err)
 	go func() {
 		for i := 0; i < 20; i++ {
-			time.Sleep(500 * time.Millisecond)
+			time.Sleep(500 * time.Millisecond) // sleep: the slow sender under test trickles a byte every 500 ms
 			if _, err := c.Write([]byte(" ")); err != nil {
 				return
 			}
@@ -166,7 +168,12 @@ func TestBodyBudget(t *testing.T) {
 	_, fams := scrape(t, h.base+"/metrics", h.admin)
 	require.GreaterOrEqual(t, sample(fams, "flipbook_request_body_budget_refusals_total"), 1.0)
 	// Everything reserved was given back.
-	eventually(t, 5*time.Second, func() bool { return h.svc.bodies.inUse() == 0 }, "the budget is free again")
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if n := h.svc.bodies.inUse(); n != 0 {
+			return fmt.Errorf("the body budget is not free again: %d in use", n)
+		}
+		return nil
+	})
 	// Small bodies never touch it.
 	require.Equal(t, 201, h.do(t, "POST", "/api/v1/books/konva", key, konvaBody("small", "draft", 1)).Status)
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/internal/testutil"
 )
 
 // bookFields and settingsFields are spec §2.1 exactly, plus settings_revision (spec §4.1).
@@ -120,6 +123,14 @@ func TestScheduleAndExpiry(t *testing.T) {
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "timed", "draft")
 	status := func() string { return h.do(t, "GET", "/api/v1/books/"+rid, key, nil).data()["status"].(string) }
+	statusIs := func(want, what string) func() error {
+		return func() error {
+			if st := status(); st != want {
+				return fmt.Errorf("%s: book status %q, want %q", what, st, want)
+			}
+			return nil
+		}
+	}
 
 	// The times below are set before the PUT that carries them: they leave room for it on a
 	// loaded machine (the first PUT of a book spawns its actor; under -race and load it took
@@ -129,13 +140,13 @@ func TestScheduleAndExpiry(t *testing.T) {
 	r := h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "schedule", "published_date": at})
 	require.Equal(t, 200, r.Status, "%s", r.Body)
 	require.Equal(t, "schedule", r.data()["status"])
-	eventually(t, 10*time.Second, func() bool { return status() == "publish" }, "scheduled book publishes at published_date")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, statusIs("publish", "the scheduled book publishes at published_date"))
 
 	exp := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
 	r = h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "publish", "expires_at": exp})
 	require.Equal(t, 200, r.Status, "%s", r.Body)
 	require.Equal(t, "publish", r.data()["status"])
-	eventually(t, 10*time.Second, func() bool { return status() == "draft" }, "expires_at passing unpublishes")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, statusIs("draft", "expires_at passing unpublishes"))
 	b := h.do(t, "GET", "/api/v1/books/"+rid, key, nil).data()
 	require.NotNil(t, b["expires_at"], "the expiry stays visible")
 	// Listing by status follows the transitions.
@@ -154,7 +165,7 @@ func TestScheduleAndExpiry(t *testing.T) {
 	require.Equal(t, 200, h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "schedule", "published_date": at}).Status)
 	h.restart(t)
 	require.Equal(t, "schedule", status())
-	eventually(t, 15*time.Second, func() bool { return status() == "publish" }, "schedule fires after a restart")
+	testutil.Eventually(t, 15*time.Second, 10*time.Millisecond, statusIs("publish", "the schedule fires after a restart"))
 }
 
 func TestListPaginationAndSorting(t *testing.T) {
@@ -308,7 +319,12 @@ func TestBookActorsPassivate(t *testing.T) {
 	rid := h.konva(t, key, "idle", "draft")
 	require.Equal(t, 200, h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "draft", "title": "one"}).Status)
 	require.EqualValues(t, 1, h.svc.Actors.LiveBookActors())
-	eventually(t, 5*time.Second, func() bool { return h.svc.Actors.LiveBookActors() == 0 }, "idle book actor stops")
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if n := h.svc.Actors.LiveBookActors(); n != 0 {
+			return fmt.Errorf("the idle book actor has not stopped: %d book actors live", n)
+		}
+		return nil
+	})
 	r := h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "publish", "title": "two"})
 	require.Equal(t, 200, r.Status)
 	require.Equal(t, "two", r.data()["name"])

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"flipbook/ingest"
+	"flipbook/internal/testutil"
 )
 
 // chromium finds the browser for browser tests: Debian's chromium, which make test (make
@@ -72,9 +74,7 @@ func startBrowser(t *testing.T, exe string, w, h int, timeout time.Duration) con
 		cancelT()
 		cancel()
 		cancelA() // waits for the process
-		for i := 0; i < 50 && os.RemoveAll(dir) != nil; i++ {
-			time.Sleep(20 * time.Millisecond)
-		}
+		_ = testutil.Poll(time.Second, 20*time.Millisecond, func() error { return os.RemoveAll(dir) })
 	})
 	require.NoError(t, chromedp.Run(ctx)) // starts the browser
 	return ctx
@@ -141,16 +141,19 @@ func TestViewerInBrowser(t *testing.T) {
 	t.Logf("screenshot: %s", out)
 
 	// The events the viewer posted are in the log, identified by the gate.
-	eventually(t, 20*time.Second, func() bool {
+	testutil.Eventually(t, 20*time.Second, 10*time.Millisecond, func() error {
 		seen := map[string]int{}
 		for _, e := range h.logged(t) {
 			if e.BookID == rid && (e.ViewerEmail == "reader@example.com") {
 				seen[e.Type]++
 			}
 		}
-		return seen[ingest.AccessRequested] == 1 && seen[ingest.AccessGranted] == 1 &&
-			seen[ingest.SessionStarted] == 1 && seen[ingest.PageSegmentCompleted] >= 2
-	}, "access, session and page events from the browser")
+		if seen[ingest.AccessRequested] != 1 || seen[ingest.AccessGranted] != 1 ||
+			seen[ingest.SessionStarted] != 1 || seen[ingest.PageSegmentCompleted] < 2 {
+			return fmt.Errorf("not yet the access, session and page events from the browser (one access request, grant and session start, two page segments): %v", seen)
+		}
+		return nil
+	})
 	var pages []int32
 	for _, e := range h.logged(t) {
 		if e.Type == ingest.PageSegmentCompleted {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/internal/testutil"
 )
 
 // Bulk settings batches and the summary over HTTP (spec §3.4, §4.1, §4.1.1; docs/DECISIONS.md
@@ -46,12 +48,15 @@ func (h *harness) makeBooks(tb testing.TB, key string, n int, name string) []str
 func (h *harness) waitBulk(tb testing.TB, key, id string) map[string]any {
 	tb.Helper()
 	var b map[string]any
-	eventually(tb, 60*time.Second, func() bool {
+	testutil.Eventually(tb, 60*time.Second, 10*time.Millisecond, func() error {
 		r := h.do(tb, "GET", bulkPath+"/"+id, key, nil)
 		require.Equal(tb, 200, r.Status, "%s", r.Body)
 		b = r.data()
-		return b["status"] != "queued" && b["status"] != "running"
-	}, "the bulk settings batch finishes")
+		if st := b["status"]; st == "queued" || st == "running" {
+			return fmt.Errorf("the bulk settings batch %s is still %v: %v", id, st, b["progress"])
+		}
+		return nil
+	})
 	return b
 }
 
@@ -423,9 +428,12 @@ func TestBulkSettingsCancelRunning(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the runner never reached the held item")
 	}
-	eventually(t, 10*time.Second, func() bool {
-		return bulkCounts(h.do(t, "GET", bulkPath+"/"+id, key, nil).data())["succeeded"] == float64(held)
-	}, "the items before the held one are applied")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if counts := bulkCounts(h.do(t, "GET", bulkPath+"/"+id, key, nil).data()); counts["succeeded"] != float64(held) {
+			return fmt.Errorf("the items before the held one are not applied: counts %v, want %d succeeded", counts, held)
+		}
+		return nil
+	})
 	b := h.do(t, "GET", bulkPath+"/"+id, key, nil).data()
 	require.Equal(t, "running", b["status"])
 	require.Equal(t, "5", b["progress"].(map[string]any)["finished"])
@@ -434,8 +442,12 @@ func TestBulkSettingsCancelRunning(t *testing.T) {
 	done := make(chan *resp, 1)
 	go func() { done <- h.do(t, "DELETE", bulkPath+"/"+id, key, nil) }()
 	// The cancel is recorded at once (the batch shows cancelled_at while its runner stops) ...
-	eventually(t, 10*time.Second, func() bool { return h.do(t, "GET", bulkPath+"/"+id, key, nil).data()["cancelled_at"] != nil },
-		"the cancel is recorded")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if b := h.do(t, "GET", bulkPath+"/"+id, key, nil).data(); b["cancelled_at"] == nil {
+			return fmt.Errorf("the cancel is not recorded: status %v, no cancelled_at", b["status"])
+		}
+		return nil
+	})
 	select {
 	case <-done:
 		t.Fatal("the cancel answered before the runner stopped")
@@ -548,11 +560,14 @@ func TestBulkSettingsThousandBooks(t *testing.T) {
 	created := time.Since(start)
 	id := r.data()["id"].(string)
 	tenant := h.principal(t, key).Tenant
-	eventually(t, 120*time.Second, func() bool { // the record alone: polling the API would compete for the CPU
+	testutil.Eventually(t, 120*time.Second, 10*time.Millisecond, func() error { // the record alone: polling the API would compete for the CPU
 		rec, err := h.svc.Store.BulkBatch(tenant, id)
 		require.NoError(t, err)
-		return !rec.Active()
-	}, "the batch finishes")
+		if rec.Active() {
+			return fmt.Errorf("the batch has not finished: %s", rec.Status)
+		}
+		return nil
+	})
 	total := time.Since(start)
 	b := h.do(t, "GET", bulkPath+"/"+id, key, nil).data()
 	require.Equal(t, "completed", b["status"])

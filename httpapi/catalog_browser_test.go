@@ -22,6 +22,7 @@ import (
 	xdraw "golang.org/x/image/draw"
 
 	"flipbook/actors/convert"
+	"flipbook/internal/testutil"
 )
 
 // catalogProduct is a product of the browser test: its image is a solid colour.
@@ -93,13 +94,16 @@ func TestCatalogRenderInBrowser(t *testing.T) {
 	require.Equal(t, "2", r.data()["template_id"])
 	rid := r.data()["book"].(map[string]any)["random_id"].(string)
 	var book map[string]any
-	eventually(t, 60*time.Second, func() bool {
+	testutil.Eventually(t, 60*time.Second, 10*time.Millisecond, func() error {
 		b := h.do(t, "GET", "/api/v1/books/"+rid, key, nil)
 		require.Equal(t, 200, b.Status, "%s", b.Body)
 		book = b.data()
 		require.NotEqual(t, "failed", book["page_images_status"], "%s", b.Body)
-		return book["page_images_status"] == "ready"
-	}, "the render is converted")
+		if st := book["page_images_status"]; st != "ready" {
+			return fmt.Errorf("the render's page images are %v, want ready", st)
+		}
+		return nil
+	})
 	require.EqualValues(t, 2, book["page_count"], "cover + one grid page of four")
 	require.Equal(t, "publish", book["status"])
 	require.Equal(t, "Colour collection", book["name"])
@@ -158,13 +162,16 @@ func TestCatalogRenderInBrowser(t *testing.T) {
 	))
 	require.Equal(t, "1 / 2", info)
 	// Both page images load (the viewer loads the pages around the current one).
-	eventually(t, 20*time.Second, func() bool {
+	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
 		var loaded int
 		require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(
 			`Array.from(document.querySelectorAll('.page img')).filter(function (i) { return i.complete && i.naturalWidth > 0 }).length`,
 			&loaded)))
-		return loaded == 2
-	}, "the viewer loads both page images")
+		if loaded != 2 {
+			return fmt.Errorf("the viewer loaded %d of both page images", loaded)
+		}
+		return nil
+	})
 	var hrefs []string
 	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(
 		`Array.from(document.querySelectorAll('.page[data-n="2"] a.link')).map(function (a) { return a.href })`, &hrefs)))
@@ -176,18 +183,21 @@ func TestCatalogRenderInBrowser(t *testing.T) {
 
 	// Turn to page 2 and wait for the flip to land.
 	require.NoError(t, chromedp.Run(ctx, chromedp.KeyEvent(kb.ArrowRight)))
-	eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
 		var state string
 		require.NoError(t, chromedp.Run(ctx, chromedp.Text("#pageinfo", &info, chromedp.ByID),
 			chromedp.Evaluate(`window.flipbook.pageFlip.getState()`, &state)))
-		return info == "2 / 2" && state == "read"
-	}, "the viewer turns to page 2")
+		if info != "2 / 2" || state != "read" {
+			return fmt.Errorf("the viewer has not turned to page 2: page info %q, flip state %q", info, state)
+		}
+		return nil
+	})
 	// The flip's last frame may still be painting: screenshots are taken until one shows every
 	// product's colour.
 	var shot []byte
 	var shotImg image.Image
 	missing := ""
-	eventually(t, 15*time.Second, func() bool {
+	testutil.Eventually(t, 15*time.Second, 50*time.Millisecond, func() error {
 		require.NoError(t, chromedp.Run(ctx, chromedp.FullScreenshot(&shot, 100))) // 100: PNG
 		var err error
 		shotImg, err = png.Decode(bytes.NewReader(shot))
@@ -198,8 +208,11 @@ func TestCatalogRenderInBrowser(t *testing.T) {
 				missing = p.pid
 			}
 		}
-		return missing == ""
-	}, "the screenshot shows every product's colour")
+		if missing != "" {
+			return fmt.Errorf("the screenshot does not show every product's colour: %s's is missing", missing)
+		}
+		return nil
+	})
 
 	out := filepath.Join(t.TempDir(), "catalog-render.png")
 	require.NoError(t, os.WriteFile(out, shot, 0o644))

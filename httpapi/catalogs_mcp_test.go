@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/internal/testutil"
 )
 
 // TestCatalogTools drives the 9 catalog tools through a real MCP client session.
@@ -19,10 +22,13 @@ func TestCatalogTools(t *testing.T) {
 	data := out["data"].(map[string]any)
 	catID := num(data["catalog"].(map[string]any)["id"])
 	jobID := num(data["sync_job"].(map[string]any)["id"])
-	eventually(t, 20*time.Second, func() bool {
+	testutil.Eventually(t, 20*time.Second, 10*time.Millisecond, func() error {
 		_, out := callTool(t, cs, "catalogs_get_sync_job", map[string]any{"catalog_id": catID, "sync_job_id": jobID})
-		return out["data"].(map[string]any)["sync_job"].(map[string]any)["status"] == "completed"
-	}, "the create job completed")
+		if st := out["data"].(map[string]any)["sync_job"].(map[string]any)["status"]; st != "completed" {
+			return fmt.Errorf("the create job is %v, want completed", st)
+		}
+		return nil
+	})
 
 	_, out = callTool(t, cs, "catalogs_bulk_upsert_items", map[string]any{"catalog_id": catID,
 		"items": []any{catProduct("a3", "", "Chair")}})

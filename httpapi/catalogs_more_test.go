@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"flipbook/actors"
+	"flipbook/internal/testutil"
 )
 
 // Over-HTTP tests of every status code and limit of the 11 catalog and template operations
@@ -639,9 +639,8 @@ func TestCatalogXSyncRules(t *testing.T) {
 	})
 
 	t.Run("catalog full", func(t *testing.T) {
-		saved := actors.MaxCatalogItems
-		actors.MaxCatalogItems = 3
-		t.Cleanup(func() { actors.MaxCatalogItems = saved })
+		h := newHarness(t, func(c *Config) { c.MaxCatalogItems = 3 })
+		key := h.workspace(t, "pro", "live")
 		f := newCatalog(t, h, key, "Full", catProduct("p1", "", "One"), catProduct("p2", "", "Two"))
 		j := upsertWait(t, h, key, f.id, catProduct("p3", "", "Three"), catProduct("p4", "", "Four"),
 			catProduct("p1", "", "One updated"), catProduct("p5", "", "Five"))
@@ -954,11 +953,14 @@ func TestCatalogXFields(t *testing.T) {
 			r := h.do(t, "POST", "/api/v1/catalogs/"+itoa(f.id)+"/render", key, body)
 			require.Equal(t, 202, r.Status, "%s", r.Body)
 			rid := r.data()["book"].(map[string]any)["random_id"].(string)
-			eventually(t, 60*time.Second, func() bool {
+			testutil.Eventually(t, 60*time.Second, 10*time.Millisecond, func() error {
 				b := h.do(t, "GET", "/api/v1/books/"+rid, key, nil)
 				require.NotEqual(t, "failed", b.data()["page_images_status"], "%s", b.Body)
-				return b.data()["page_images_status"] == "ready"
-			}, "the render is converted")
+				if st := b.data()["page_images_status"]; st != "ready" {
+					return fmt.Errorf("the render's page images are %v, want ready", st)
+				}
+				return nil
+			})
 			pl := h.do(t, "GET", "/view/"+rid+"/pages", "", nil)
 			require.Equal(t, 200, pl.Status, "%s", pl.Body)
 			pages := pl.data()["pages"].([]any)

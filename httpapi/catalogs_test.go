@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"flipbook/internal/testutil"
 	"flipbook/storage"
 )
 
@@ -26,13 +27,15 @@ func catProduct(pid, variant, title string, extra ...any) map[string]any {
 func waitJob(t *testing.T, h *harness, key string, catalog, job int64) map[string]any {
 	t.Helper()
 	var j map[string]any
-	eventually(t, 30*time.Second, func() bool {
+	testutil.Eventually(t, 30*time.Second, 10*time.Millisecond, func() error {
 		r := h.do(t, "GET", fmt.Sprintf("/api/v1/catalogs/%d/sync-jobs/%d", catalog, job), key, nil)
 		require.Equal(t, 200, r.Status, "%s", r.Body)
 		j = r.data()["sync_job"].(map[string]any)
-		s := j["status"].(string)
-		return s != "queued" && s != "running"
-	}, "sync job finished")
+		if s := j["status"].(string); s == "queued" || s == "running" {
+			return fmt.Errorf("catalog %d's sync job %d is still %s", catalog, job, s)
+		}
+		return nil
+	})
 	return j
 }
 
@@ -117,10 +120,12 @@ func TestCatalogLifecycle(t *testing.T) {
 	book := r.data()["book"].(map[string]any)
 	rid := book["random_id"].(string)
 	require.EqualValues(t, catID, book["external_catalog_id"])
-	eventually(t, 60*time.Second, func() bool {
-		b := h.do(t, "GET", "/api/v1/books/"+rid, key, nil)
-		return b.data()["page_images_status"] == "ready"
-	}, "render converted")
+	testutil.Eventually(t, 60*time.Second, 10*time.Millisecond, func() error {
+		if st := h.do(t, "GET", "/api/v1/books/"+rid, key, nil).data()["page_images_status"]; st != "ready" {
+			return fmt.Errorf("the render's page images are %v, want ready", st)
+		}
+		return nil
+	})
 	b := h.do(t, "GET", "/api/v1/books/"+rid, key, nil)
 	require.EqualValues(t, 2, b.data()["page_count"]) // cover + one grid page
 	require.Equal(t, "Spring", b.data()["name"])
@@ -159,11 +164,14 @@ func TestCatalogLifecycle(t *testing.T) {
 	require.Equal(t, 404, h.do(t, "GET", "/api/v1/catalogs/"+itoa(catID), key, nil).Status)
 	l := h.do(t, "GET", "/api/v1/catalogs", key, nil)
 	require.Len(t, l.list(), 0)
-	eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		ids, err := h.svc.Store.CatalogItemIDs(tenantOf(t, h, key), catID, 10)
 		require.NoError(t, err)
-		return len(ids) == 0
-	}, "items purged")
+		if len(ids) != 0 {
+			return fmt.Errorf("items not purged: %d (of up to 10 read) left", len(ids))
+		}
+		return nil
+	})
 }
 
 // tenantOf is the storage tenant of a key (from /me).
@@ -204,9 +212,12 @@ func TestCatalogRenderReferences(t *testing.T) {
 		"items": []any{"1", "c:d", "e:f:g", idOfA}, "template_id": 2, "status": "publish"})
 	require.Equal(t, 202, r.Status, "%s", r.Body)
 	rid := r.data()["book"].(map[string]any)["random_id"].(string)
-	eventually(t, 60*time.Second, func() bool {
-		return h.do(t, "GET", "/api/v1/books/"+rid, key, nil).data()["page_images_status"] == "ready"
-	}, "render converted")
+	testutil.Eventually(t, 60*time.Second, 10*time.Millisecond, func() error {
+		if st := h.do(t, "GET", "/api/v1/books/"+rid, key, nil).data()["page_images_status"]; st != "ready" {
+			return fmt.Errorf("the render's page images are %v, want ready", st)
+		}
+		return nil
+	})
 	pl := h.do(t, "GET", "/view/"+rid+"/pages", "", nil)
 	require.Equal(t, 200, pl.Status, "%s", pl.Body)
 	var urls []string

@@ -2,12 +2,14 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"flipbook/internal/testutil"
 	"flipbook/mcp"
 )
 
@@ -57,9 +59,12 @@ func newMCPClientFixture(t *testing.T) *mcpClientFixture {
 	b["session_id"], b["tracked_link"], b["source_host"] = "s-anon", "sdk-news", "partner.example"
 	post(b)
 	h.logged(t)
-	eventually(t, 20*time.Second, func() bool {
-		return len(h.do(t, "GET", "/api/v1/analytics/book-view-events?book_id="+rid, key, nil).list()) >= 2
-	}, "the sessions are in the analytics store")
+	testutil.Eventually(t, 20*time.Second, 10*time.Millisecond, func() error {
+		if n := len(h.do(t, "GET", "/api/v1/analytics/book-view-events?book_id="+rid, key, nil).list()); n < 2 {
+			return fmt.Errorf("%d of the 2 sessions are in the analytics store", n)
+		}
+		return nil
+	})
 	return &mcpClientFixture{h: h, key: key, rid: rid, viewer: num(ann.data()["viewer_id"]),
 		receiver: newReceiver(t, "whsec_0123456789abcdef")}
 }

@@ -22,10 +22,10 @@ import (
 // the next row's callback fails, which ends the query. Their columns are the records' JSON
 // fields, in order.
 
-// readersExportBatch is how many readers one query of the readers export computes: the
-// readers are read in keyset batches over one snapshot, like the JSON list's pages (a
-// variable for tests).
-var readersExportBatch = 65536
+// defaultReadersExportBatch is how many readers one query of the readers export computes: the
+// readers are read in keyset batches over one snapshot, like the JSON list's pages
+// (Config.ReadersExportBatch; Service.readersBatch, which tests lower on a running service).
+const defaultReadersExportBatch = 65536
 
 // errExportStopped ends a producer whose stream was closed.
 var errExportStopped = errors.New("export stopped")
@@ -114,9 +114,6 @@ func appendStructRow(b []byte, v reflect.Value, cols []structColumn) []byte {
 	}
 	return append(b, '\r', '\n')
 }
-
-// rowEmitter hands one record (a struct value) to the stream.
-type rowEmitter func(record any) error
 
 // producerStream is an export whose rows come from a callback-driven query run on a producer
 // goroutine.
@@ -259,14 +256,15 @@ func (s *Service) ExportReaderPages(r *Request) (*Result, error) {
 	anon, _ := r.Params["include_anonymous"].(bool)
 	return aggregateExport(s, r, b, "reader-pages", func(ctx context.Context, emit func(analytics.ReaderPage) error) error {
 		// Keyset batches, so the export's memory does not grow with the book's readers.
+		batch := int(s.readersBatch.Load())
 		var after *analytics.ReaderPageKey
 		for {
 			var last analytics.ReaderPage
-			n, err := analytics.ReaderPagesAfter(ctx, s.Analytics.Query(), f, anon, after, readersExportBatch, func(row analytics.ReaderPage) error {
+			n, err := analytics.ReaderPagesAfter(ctx, s.Analytics.Query(), f, anon, after, batch, func(row analytics.ReaderPage) error {
 				last = row
 				return emit(row)
 			})
-			if err != nil || n < readersExportBatch {
+			if err != nil || n < batch {
 				return err
 			}
 			after = &analytics.ReaderPageKey{Reader: last.ReaderID, Page: last.PageNumber}
@@ -282,7 +280,7 @@ func (s *Service) ExportReaders(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := analytics.ReadersQuery{Sort: analytics.SortRecent, Limit: readersExportBatch}
+	o := analytics.ReadersQuery{Sort: analytics.SortRecent, Limit: int(s.readersBatch.Load())}
 	if v := r.Str("sort"); v != "" {
 		o.Sort = v
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"flipbook/analytics"
+	"flipbook/internal/testutil"
 )
 
 // csvExport is a downloaded export.
@@ -338,9 +339,9 @@ func TestExports(t *testing.T) {
 		require.Len(t, want, 2, "Ann's two pages")
 		requireSameRows(t, e, want, nil)
 		// Keyset batches of two rows (across readers, identified and anonymous) give every row once.
+		defer h.svc.readersBatch.Store(defaultReadersExportBatch)
 		for _, batch := range []int{65536, 2, 1} {
-			defer func(n int) { readersExportBatch = n }(readersExportBatch)
-			readersExportBatch = batch
+			h.svc.readersBatch.Store(int64(batch))
 			for _, q := range []string{"include_anonymous=true", "session_id=s-anon", "viewer_id=" + itoa(int64(fx.viewer)),
 				"page_number=1&include_anonymous=true", "date=" + fx.old + "&include_anonymous=true", "tracked_link_id=" + fx.link} {
 				requireSameRows(t, h.export(t, key, books+"/reader-pages?"+q),
@@ -356,8 +357,8 @@ func TestExports(t *testing.T) {
 		require.Len(t, want, 1, "Ann")
 		requireSameRows(t, e, want, nil)
 		// Keyset batches of two readers over one snapshot walk every reader once.
-		defer func(n int) { readersExportBatch = n }(readersExportBatch)
-		readersExportBatch = 2
+		h.svc.readersBatch.Store(2)
+		defer h.svc.readersBatch.Store(defaultReadersExportBatch)
 		for _, q := range []string{"include_anonymous=true", "include_anonymous=true&sort=engagement", "session_id=s-old",
 			"viewer_id=" + itoa(int64(fx.viewer)), "include_anonymous=true&date=" + fx.day, "tracked_link_id=" + fx.link + "&include_anonymous=true"} {
 			want := h.walk(t, key, "/api/v1/analytics/readers?book_id="+rid+"&"+q, 1)
@@ -521,14 +522,19 @@ func TestExportClientDisconnect(t *testing.T) {
 	c, _ := rawGet(t, h, path, key, 64<<10)
 	require.NoError(t, c.Close())
 	start := time.Now()
-	eventually(t, 10*time.Second, func() bool { return db.ExportStats().Running == 0 }, "the export let go of its connection")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if st := db.ExportStats(); st.Running != 0 {
+			return fmt.Errorf("the export has not let go of its connection: %+v", st)
+		}
+		return nil
+	})
 	stopped := time.Since(start)
 	after := db.ExportStats()
 	rows, queries := after.Rows-before.Rows, after.Queries-before.Queries
 	t.Logf("stopped %s after the client closed; %d of %d rows read, %d queries", stopped, rows, total, queries)
 	require.Less(t, rows, int64(total/4), "the export stopped reading rows")
 	require.LessOrEqual(t, queries, int64(4), "count, cut points and at most two of the seven windows")
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // sleep: a quiet window in which nothing may run after the stop (a negative check: no event to wait for)
 	require.Equal(t, after, db.ExportStats(), "nothing runs after the stop")
 
 	// The service still answers, exports included.
@@ -550,11 +556,16 @@ func TestExportShutdownStalledClient(t *testing.T) {
 	c, _ := rawGet(t, h, "/api/v1/exports/books/"+rid+"/interaction-events", key, 4096)
 	defer c.Close()
 	db := h.svc.Analytics
-	eventually(t, 10*time.Second, func() bool {
-		s1 := db.ExportStats().Rows
-		time.Sleep(100 * time.Millisecond)
-		return db.ExportStats().Rows == s1
-	}, "the export blocks on the stalled client")
+	prevRows := int64(-1) // the rows handed out at the previous look, 100 ms earlier
+	testutil.Eventually(t, 10*time.Second, 100*time.Millisecond, func() error {
+		rows := db.ExportStats().Rows
+		if rows != prevRows {
+			err := fmt.Errorf("the export does not block on the stalled client: %d rows handed out, %d 100 ms before", rows, prevRows)
+			prevRows = rows
+			return err
+		}
+		return nil
+	})
 	require.EqualValues(t, 1, db.ExportStats().Running)
 
 	within(t, 30*time.Second, "shutdown", func() {
@@ -578,10 +589,15 @@ func TestExportAggregateDisconnect(t *testing.T) {
 	before := db.ExportStats()
 	c, _ := rawGet(t, h, "/api/v1/exports/books/"+rid+"/readers?include_anonymous=true", key, 16<<10)
 	require.NoError(t, c.Close())
-	eventually(t, 20*time.Second, func() bool { return db.ExportStats().Running == 0 }, "the export ended")
+	testutil.Eventually(t, 20*time.Second, 10*time.Millisecond, func() error {
+		if st := db.ExportStats(); st.Running != 0 {
+			return fmt.Errorf("the export has not ended: %+v", st)
+		}
+		return nil
+	})
 	rows := db.ExportStats().Rows - before.Rows
 	t.Logf("%d readers written of 67,667", rows)
-	require.Less(t, rows, int64(readersExportBatch), "the export stopped within its first batch")
+	require.Less(t, rows, int64(defaultReadersExportBatch), "the export stopped within its first batch")
 
 	r := h.do(t, "GET", "/api/v1/exports/books/"+rid+"/readers?session_id=syn-7", key, nil)
 	require.Equal(t, 200, r.Status)

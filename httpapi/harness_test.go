@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/valyala/fasthttp"
 )
 
 // harness is a real service on a real loopback listener, with a temp data dir.
@@ -224,22 +223,4 @@ func pngBase64(w, h int) string {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// eventually polls cond until it holds or the deadline passes (no fixed sleeps).
-func eventually(tb testing.TB, within time.Duration, cond func() bool, msg string) {
-	tb.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	tb.Fatalf("condition not met within %s: %s", within, msg)
-}
-
 // fakeCtx is a request context carrying a bearer key (for calling the pipeline directly).
-func fakeCtx(key string) *fasthttp.RequestCtx {
-	var ctx fasthttp.RequestCtx
-	ctx.Request.Header.Set("Authorization", "Bearer "+key)
-	return &ctx
-}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/internal/testutil"
 )
 
 func TestRateLimits(t *testing.T) {
@@ -134,7 +137,12 @@ func TestIdempotencyConflictWhileInFlight(t *testing.T) {
 		defer wg.Done()
 		first = h.do(t, "POST", "/api/v1/books/konva", key, body, "Idempotency-Key", "slow-1")
 	}()
-	eventually(t, 20*time.Second, func() bool { return h.svc.caller.InFlight("slow-1") }, "the first request is in flight")
+	testutil.Eventually(t, 20*time.Second, 10*time.Millisecond, func() error {
+		if !h.svc.caller.InFlight("slow-1") {
+			return errors.New("the first request (Idempotency-Key slow-1) is not in flight yet")
+		}
+		return nil
+	})
 	second := h.do(t, "POST", "/api/v1/books/konva", key, body, "Idempotency-Key", "slow-1")
 	wg.Wait()
 	require.Equal(t, 201, first.Status, "%s", first.Body)

@@ -17,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"flipbook/internal/testutil"
 	"flipbook/mcp"
 )
 
@@ -344,10 +345,13 @@ func TestMCPUploadAndIdempotency(t *testing.T) {
 	// The same key replays the first result instead of uploading twice.
 	_, again := callTool(t, cs, "books_upload_pdfs", args)
 	require.Equal(t, batch, again["data"].(map[string]any)["batch_id"])
-	eventually(t, 60*time.Second, func() bool {
+	testutil.Eventually(t, 60*time.Second, 10*time.Millisecond, func() error {
 		_, out := callTool(t, cs, "books_get_batch", map[string]any{"batch_id": batch})
-		return out["data"].(map[string]any)["status"] == "completed"
-	}, "the uploaded image is converted")
+		if st := out["data"].(map[string]any)["status"]; st != "completed" {
+			return fmt.Errorf("the uploaded image's batch is %v, want completed", st)
+		}
+		return nil
+	})
 	_, out = callTool(t, cs, "books_get_upload_status", map[string]any{"batch_id": batch})
 	require.Equal(t, "completed", out["data"].(map[string]any)["status"])
 	require.Len(t, h.do(t, "GET", "/api/v1/books", key, nil).list(), 1, "one book, not two")

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/oauth2"
 
+	"flipbook/internal/testutil"
 	"flipbook/mcp"
 )
 
@@ -53,16 +55,19 @@ func (rt *redirectTarget) all() []url.Values {
 // none does.
 func (rt *redirectTarget) wait(t *testing.T, ctx context.Context, n int) url.Values {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for len(rt.all()) < n && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if q := rt.all(); len(q) >= n {
+	var q []url.Values
+	err := testutil.Poll(60*time.Second, 20*time.Millisecond, func() error {
+		if q = rt.all(); len(q) < n {
+			return fmt.Errorf("the browser was not redirected to the client (%d of %d redirects)", len(q), n)
+		}
+		return nil
+	})
+	if err == nil {
 		return q[n-1]
 	}
 	var loc, text string
 	_ = chromedp.Run(ctx, chromedp.Location(&loc), chromedp.Text("body", &text, chromedp.ByQuery))
-	t.Fatalf("the browser was not redirected to the client (%d of %d redirects); it shows %s: %s", len(rt.all()), n, loc, text)
+	t.Fatalf("%v; it shows %s: %s", err, loc, text)
 	return nil
 }
 
@@ -195,7 +200,7 @@ func TestOAuthXConsentNotFramed(t *testing.T) {
 
 	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(framer.URL), chromedp.WaitReady("#f", chromedp.ByID)))
 	var child *page.FrameTree
-	eventually(t, 20*time.Second, func() bool {
+	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
 		var tree *page.FrameTree
 		require.NoError(t, chromedp.Run(ctx, chromedp.ActionFunc(func(ctx context.Context) error {
 			var err error
@@ -204,10 +209,14 @@ func TestOAuthXConsentNotFramed(t *testing.T) {
 		})))
 		if len(tree.ChildFrames) == 1 && tree.ChildFrames[0].Frame.URL != "" && tree.ChildFrames[0].Frame.URL != "about:blank" {
 			child = tree.ChildFrames[0]
-			return true
+			return nil
 		}
-		return false
-	}, "the frame settles")
+		var urls []string
+		for _, f := range tree.ChildFrames {
+			urls = append(urls, f.Frame.URL)
+		}
+		return fmt.Errorf("the frame has not settled: child frames %q, want one with a URL", urls)
+	})
 	t.Logf("framed: %s", child.Frame.URL)
 	require.False(t, strings.HasPrefix(child.Frame.URL, h.base), "the consent page is not rendered in a frame: %s", child.Frame.URL)
 	// Nothing of the page is reachable in the frame.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"html"
 	"io"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"flipbook/api"
+	"flipbook/internal/testutil"
 	"flipbook/mcp"
 )
 
@@ -247,10 +249,13 @@ func TestOAuthXExpiredAccessToken(t *testing.T) {
 	require.LessOrEqual(t, time.Until(tok.Expiry), 2*time.Second, "expires_in is the configured lifetime")
 
 	var r *resp
-	eventually(t, 15*time.Second, func() bool {
+	testutil.Eventually(t, 15*time.Second, 10*time.Millisecond, func() error {
 		r = h.do(t, "GET", "/api/v1/books", tok.AccessToken, nil)
-		return r.Status == 401
-	}, "the access token expires")
+		if r.Status != 401 {
+			return fmt.Errorf("the access token has not expired: GET /api/v1/books answers %d", r.Status)
+		}
+		return nil
+	})
 	require.Contains(t, r.Header.Get("WWW-Authenticate"), `error="invalid_token"`)
 	require.Contains(t, r.Header.Get("WWW-Authenticate"), `resource_metadata="`+h.base+`/.well-known/oauth-protected-resource/api/v1"`)
 	m := h.do(t, "POST", mcp.Path, tok.AccessToken, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"},

@@ -106,7 +106,6 @@ type routes struct {
 	// 503 while its partition moved
 	forwarded *routeInfo
 	badReq    *routeInfo // requests fasthttp refused before routing
-	mcpBase   *routeInfo
 }
 
 func newRoutes(m *metrics) *routes {

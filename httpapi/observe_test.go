@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"io"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"flipbook/actors"
+	"flipbook/internal/testutil"
 	"flipbook/mcp"
 )
 
@@ -169,13 +171,18 @@ func TestMetricsEndpoint(t *testing.T) {
 	require.Equal(t, "completed", h.waitBatch(t, key, batch)["status"])
 
 	var after map[string]*dto.MetricFamily
-	eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		_, after = scrape(t, url, h.admin)
-		return sample(after, "flipbook_events_stored_total") == 3 && sample(after, "flipbook_event_log_lag_events") == 0 &&
-			sample(after, "flipbook_duckdb_memory_bytes") > 0 &&
-			// the batch's status is written just before the supervisor's figures move
-			sample(after, "flipbook_conversion_running_batches") == 0
-	}, "the consumer stored the 3 events, the conversion is over")
+		stored, lag := sample(after, "flipbook_events_stored_total"), sample(after, "flipbook_event_log_lag_events")
+		mem := sample(after, "flipbook_duckdb_memory_bytes")
+		// the batch's status is written just before the supervisor's figures move
+		running := sample(after, "flipbook_conversion_running_batches")
+		if stored != 3 || lag != 0 || mem <= 0 || running != 0 {
+			return fmt.Errorf("want the consumer to have stored the 3 events and the conversion over: events stored %v, log lag %v, DuckDB memory %v, running batches %v",
+				stored, lag, mem, running)
+		}
+		return nil
+	})
 
 	delta := func(name string, labels ...string) float64 {
 		return sample(after, name, labels...) - sample(before, name, labels...)
@@ -366,7 +373,12 @@ func TestRequestLogsHoldNoSecrets(t *testing.T) {
 
 	for _, c := range calls {
 		var got []map[string]any
-		eventually(t, 5*time.Second, func() bool { got = logs.requestLines(t, c.id); return len(got) > 0 }, c.id+" logged")
+		testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
+			if got = logs.requestLines(t, c.id); len(got) == 0 {
+				return fmt.Errorf("request %s not logged", c.id)
+			}
+			return nil
+		})
 		require.Len(t, got, 1, "%s: exactly one line", c.id)
 		l := got[0]
 		require.Equal(t, "INFO", l["level"], c.id)
@@ -473,15 +485,18 @@ func TestTransportErrorsLogged(t *testing.T) {
 	raw, _ := io.ReadAll(c)
 	c.Close()
 	require.Contains(t, string(raw), "400")
-	eventually(t, 5*time.Second, func() bool {
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
 		n := 0
 		for _, l := range sink.lines(t) {
 			if l["msg"] == "request" && l["operation"] == "transport_error" {
 				n++
 			}
 		}
-		return n == 1 // the malformed request (the oversized one was routed: its operation's line)
-	}, "the malformed request is logged")
+		if n != 1 { // the malformed request (the oversized one was routed: its operation's line)
+			return fmt.Errorf("%d transport_error request lines logged, want the malformed request's one", n)
+		}
+		return nil
+	})
 	require.Contains(t, sink.String(), `"component":"fasthttp"`, "fasthttp's message about it is there (debug)")
 	require.NotContains(t, sink.String(), secret)
 }

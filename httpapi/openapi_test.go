@@ -12,6 +12,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/stretchr/testify/require"
+
+	"flipbook/internal/testutil"
 )
 
 // openAPIChecker sends real requests and records which operations answered a success. Every
@@ -176,9 +178,12 @@ func TestOpenAPIDocumentMatchesResponses(t *testing.T) {
 	fx := newExportFixture(t)
 	h, key, rid := fx.h, fx.key, fx.rid
 	c := newOpenAPIChecker(t, h)
-	eventually(t, 10*time.Second, func() bool {
-		return len(h.do(t, "GET", "/api/v1/analytics/book-view-events?book_id="+rid, key, nil).list()) >= 3
-	}, "the fixture's sessions are in DuckDB")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n := len(h.do(t, "GET", "/api/v1/analytics/book-view-events?book_id="+rid, key, nil).list()); n < 3 {
+			return fmt.Errorf("%d of the fixture's 3 sessions are in DuckDB", n)
+		}
+		return nil
+	})
 
 	// General. Any operation caps the body it is sent, /health too (its documented 4xx).
 	c.check(t, 200, "GET", "/api/v1/health", "", nil)
@@ -351,13 +356,13 @@ func checkWebhookResponses(t *testing.T) map[string]bool {
 		"filters": map[string]any{"book_ids": []string{rid}}})
 	id := fmt.Sprint(int64(sub.data()["id"].(float64)))
 	require.Equal(t, 202, h.do(t, "POST", "/collect", "", collectBody(rid, map[string]any{"type": "session_started", "page_number": 1})).Status)
-	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 1 }, "the delivery arrived")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(1, "the delivery arrived"))
 	c.check(t, 200, "GET", "/api/v1/webhook-subscriptions", key, nil)
 	c.check(t, 200, "GET", "/api/v1/webhook-subscriptions/options", key, nil)
 	c.check(t, 200, "GET", "/api/v1/webhook-subscriptions/sample-events?event_types=flipbook_opened,session_ended", key, nil)
 	c.check(t, 200, "PUT", "/api/v1/webhook-subscriptions/"+id, key, map[string]any{"name": "crm 2"})
 	c.check(t, 202, "POST", "/api/v1/webhook-subscriptions/"+id+"/test", key, nil)
-	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 2 }, "the test delivery arrived")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(2, "the test delivery arrived"))
 	c.check(t, 200, "GET", "/api/v1/webhook-subscriptions/"+id+"/deliveries?limit=1", key, nil)
 	c.check(t, 202, "POST", "/api/v1/webhooks", key, map[string]any{"event": "flipbook.created", "url": rc.url()})
 	c.check(t, 502, "POST", "/api/v1/webhooks", key, map[string]any{"event": "flipbook.created", "url": "http://127.0.0.1:1/"})

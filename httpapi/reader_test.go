@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"flipbook/ingest"
+	"flipbook/internal/testutil"
 )
 
 // logged returns every event the service has stored, in arrival order, as the analytics store
@@ -237,7 +239,12 @@ func TestViewerPage(t *testing.T) {
 	// expiry already passed is refused).
 	exp := time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)
 	require.Equal(t, 200, h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "publish", "expires_at": exp}).Status)
-	eventually(t, 10*time.Second, func() bool { return h.getPage(t, "/view/"+rid).Status == 404 }, "an expired book is not shown")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if st := h.getPage(t, "/view/"+rid).Status; st != 404 {
+			return fmt.Errorf("an expired book is still shown: /view/%s answers %d, want 404", rid, st)
+		}
+		return nil
+	})
 
 	// Test-mode books carry a banner.
 	test := h.key(t, ws, "test", "*")
@@ -278,11 +285,17 @@ func TestEventsReachDuckDB(t *testing.T) {
 	require.Equal(t, 202, r.Status)
 	var n int
 	var total int64
-	eventually(t, 5*time.Second, func() bool {
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
 		row := h.svc.Analytics.Query().QueryRowContext(context.Background(),
 			`SELECT count(*), coalesce(sum(active_ms), 0) FROM interaction_events WHERE book_id = ?`, rid)
-		return row.Scan(&n, &total) == nil && n == 3
-	}, "the events are queryable in DuckDB")
+		if err := row.Scan(&n, &total); err != nil {
+			return fmt.Errorf("the events are not queryable in DuckDB: %w", err)
+		}
+		if n != 3 {
+			return fmt.Errorf("%d of the 3 events are queryable in DuckDB", n)
+		}
+		return nil
+	})
 	require.EqualValues(t, 6500, total)
 	require.Less(t, time.Since(start), 2*time.Second, "visible within 2 s of the 202")
 }
@@ -314,11 +327,13 @@ func TestAdminIngestStatus(t *testing.T) {
 	require.EqualValues(t, 6, r.data()["log_end"])
 	p := ingest.PartitionOf(ws, ingest.DefaultPartitions)
 	require.EqualValues(t, 6, r.data()["partitions"].([]any)[p].(map[string]any)["log_end"])
-	deadline := time.Now().Add(2 * time.Second)
-	for r.data()["lag"].(float64) != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	testutil.Eventually(t, 2*time.Second, 10*time.Millisecond, func() error {
 		r = h.adminDo(t, "GET", "/ingest", nil)
-	}
+		if lag := r.data()["lag"].(float64); lag != 0 {
+			return fmt.Errorf("DuckDB lags %v events behind the log: %s", lag, r.Body)
+		}
+		return nil
+	})
 	d := r.data()
 	require.EqualValues(t, 0, d["lag"], "%s", r.Body)
 	require.EqualValues(t, 6, d["stored"])
@@ -327,10 +342,13 @@ func TestAdminIngestStatus(t *testing.T) {
 	require.True(t, wpos >= -1 && wpos <= 6, "%v", wpos)
 	delete(part, "webhooks")
 	require.Equal(t, map[string]any{"partition": float64(p), "log_end": float64(6), "stored": float64(6), "lag": float64(0)}, part)
-	eventually(t, 5*time.Second, func() bool {
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
 		q := h.adminDo(t, "GET", "/ingest", nil).data()["partitions"].([]any)[p].(map[string]any)
-		return q["webhooks"].(float64) == 6
-	}, "the dispatcher (no subscriptions) moves to the log's end")
+		if q["webhooks"].(float64) != 6 {
+			return fmt.Errorf("the dispatcher (no subscriptions) has not moved to the log's end (6): partition %d says %v", p, q)
+		}
+		return nil
+	})
 	c := d["consumer"].(map[string]any)
 	require.EqualValues(t, 6, c["events"])
 	require.EqualValues(t, 0, c["errors"])

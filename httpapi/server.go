@@ -109,6 +109,11 @@ type Config struct {
 	ConversionWorkers int
 	PageLongEdge      int
 	MaxPages          int
+	// MaxCatalogItems bounds the items of one catalog (0: actors.MaxCatalogItems).
+	MaxCatalogItems int64
+	// ReadersExportBatch is how many readers one query of the readers exports computes (0:
+	// defaultReadersExportBatch; tests lower it to walk many batches).
+	ReadersExportBatch int
 	// Logger receives the service's log, one line per HTTP request at info (docs/OPERATIONS.md).
 	Logger *slog.Logger
 	// RequestLog, when set, receives the request lines, encoded by hand (RequestLog); nil
@@ -150,6 +155,8 @@ type Service struct {
 	router  *router.Router
 	caps    *router.Router // each route's body cap (body.go)
 	srv     *fasthttp.Server
+	// readersBatch is Config.ReadersExportBatch, which a test may lower on a running service.
+	readersBatch atomic.Int64
 	// Observability (observe.go, metrics.go): the request routes' labels, the Prometheus
 	// registry, and the server of --metrics-addr (nil until ServeMetrics).
 	routes     *routes
@@ -187,6 +194,54 @@ type Service struct {
 
 // New opens the store, starts the actors and builds the router.
 func New(cfg Config) (*Service, error) {
+	cfg = cfg.withDefaults()
+	st, front, closeStore, err := openState(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var sysRef atomic.Pointer[actors.System]
+	ownsWS, ownsPart := front.ownership(&sysRef)
+	sys, err := actors.Start(st, actors.Options{BookIdle: cfg.BookIdle, Logger: cfg.Logger, Owns: ownsWS, OwnsPartition: ownsPart,
+		MaxCatalogItems: cfg.MaxCatalogItems,
+		Conversion:      actors.ConversionOptions{Workers: cfg.ConversionWorkers, LongEdge: cfg.PageLongEdge, MaxPages: cfg.MaxPages},
+		ImageFetcher: func() (convert.Fetcher, func()) {
+			f := newFetcher(cfg.AllowPrivateTargets)
+			return f.fetch, f.close
+		}})
+	if err != nil {
+		_ = closeStore()
+		return nil, err
+	}
+	s := &Service{
+		cfg: cfg, log: cfg.Logger, Store: st, Actors: sys, cluster: front, closeStore: closeStore,
+		limCollect: api.NewLimiter(cfg.RateCollect),
+		reqPrefix:  actors.RandomString(8) + "-", stop: make(chan struct{}),
+		bodies: bodyBudget{max: max(cfg.MaxBufferedBytes, 0)},
+	}
+	s.readersBatch.Store(int64(cfg.ReadersExportBatch))
+	// From here on a failure stops what was started, in reverse order (shutdownState).
+	if err := s.startState(); err != nil {
+		s.shutdownState()
+		return nil, err
+	}
+	if front != nil {
+		sysRef.Store(sys)
+		sys.Resume() // the partitions taken over while the supervisors started
+	}
+	s.startFront()
+	if front == nil {
+		// In cluster mode other nodes store a book's files before its record commits: a folder
+		// without a book may be one being made right now (docs/DECISIONS.md "Cluster mode:
+		// serving").
+		s.sweepOrphanFiles()
+	}
+	s.bg.Add(1)
+	go s.housekeeping()
+	return s, nil
+}
+
+// withDefaults is cfg with DefaultConfig's values where cfg leaves a field empty.
+func (cfg Config) withDefaults() Config {
 	def := DefaultConfig()
 	if cfg.Addr == "" {
 		cfg.Addr = def.Addr
@@ -206,6 +261,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxBufferedBytes == 0 {
 		cfg.MaxBufferedBytes = DefaultMaxBufferedBytes
 	}
+	if cfg.ReadersExportBatch <= 0 {
+		cfg.ReadersExportBatch = defaultReadersExportBatch
+	}
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://" + cfg.Addr
 	}
@@ -213,81 +271,77 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	var st *storage.Store
-	var front *clusterFront
-	var err error
 	if cfg.Cluster != nil {
 		// The node's events are in partitions of the cluster's count, a workspace's in the
 		// partition its state is in; DuckDB holds the owned partitions' (consumer filter).
 		cfg.IngestBacklog = 0 // this node's appends are not all its own consumer's
-		front, st, err = openCluster(cfg)
-	} else {
-		st, err = storage.Open(cfg.DataDir, storage.Options{BlobURL: cfg.BlobURL})
 	}
-	if err != nil {
-		return nil, err
+	return cfg
+}
+
+// openState opens the state store: the local Pebble, or in cluster mode the node's (joined to
+// the cluster: front), with what closes it.
+func openState(cfg Config) (st *storage.Store, front *clusterFront, closeStore func() error, err error) {
+	if cfg.Cluster != nil {
+		if front, st, err = openCluster(cfg); err != nil {
+			return nil, nil, nil, err
+		}
+		return st, front, front.close, nil
 	}
-	closeStore := st.Close
-	if front != nil {
-		closeStore = front.close
+	if st, err = storage.Open(cfg.DataDir, storage.Options{BlobURL: cfg.BlobURL}); err != nil {
+		return nil, nil, nil, err
 	}
-	var ownsWS func(int64) bool
-	var ownsPart func(int) bool
-	var sysRef atomic.Pointer[actors.System]
-	if front != nil {
-		// The supervisors work on the partitions taken over here, and pick up a partition's
-		// queues once it is (Resume).
-		ownsPart = front.node.IsReady
-		ownsWS = func(ws int64) bool { return front.node.IsReady(front.node.Member().PartitionOf(ws)) }
-		// Partitions taken over together (a node's share at a rebalance) make one Resume: it
-		// reads the queues as they are when it runs, after the pending flag is cleared.
-		var pending atomic.Bool
-		front.node.OnReady(func(int) {
-			if pending.CompareAndSwap(false, true) {
-				time.AfterFunc(20*time.Millisecond, func() {
-					pending.Store(false)
-					if sys := sysRef.Load(); sys != nil {
-						sys.Resume()
-					}
-				})
-			}
-		})
+	return st, nil, st.Close, nil
+}
+
+// ownership is what the actors' supervisors work on in cluster mode: the workspaces and
+// partitions taken over here (nil, nil without a cluster: everything). A partition's queues
+// are picked up once it is taken over (Resume of the system sysRef holds once started).
+func (c *clusterFront) ownership(sysRef *atomic.Pointer[actors.System]) (ownsWS func(int64) bool, ownsPart func(int) bool) {
+	if c == nil {
+		return nil, nil
 	}
-	sys, err := actors.Start(st, actors.Options{BookIdle: cfg.BookIdle, Logger: cfg.Logger, Owns: ownsWS, OwnsPartition: ownsPart,
-		Conversion: actors.ConversionOptions{Workers: cfg.ConversionWorkers, LongEdge: cfg.PageLongEdge, MaxPages: cfg.MaxPages},
-		ImageFetcher: func() (convert.Fetcher, func()) {
-			f := newFetcher(cfg.AllowPrivateTargets)
-			return f.fetch, f.close
-		}})
-	if err != nil {
-		_ = closeStore()
-		return nil, err
-	}
-	s := &Service{
-		cfg: cfg, log: cfg.Logger, Store: st, Actors: sys, cluster: front, closeStore: closeStore,
-		limCollect: api.NewLimiter(cfg.RateCollect),
-		reqPrefix:  actors.RandomString(8) + "-", stop: make(chan struct{}),
-		bodies: bodyBudget{max: max(cfg.MaxBufferedBytes, 0)},
-	}
+	ownsPart = c.node.IsReady
+	ownsWS = func(ws int64) bool { return c.node.IsReady(c.node.Member().PartitionOf(ws)) }
+	// Partitions taken over together (a node's share at a rebalance) make one Resume: it
+	// reads the queues as they are when it runs, after the pending flag is cleared.
+	var pending atomic.Bool
+	c.node.OnReady(func(int) {
+		if pending.CompareAndSwap(false, true) {
+			time.AfterFunc(20*time.Millisecond, func() {
+				pending.Store(false)
+				if sys := sysRef.Load(); sys != nil {
+					sys.Resume()
+				}
+			})
+		}
+	})
+	return ownsWS, ownsPart
+}
+
+// startState starts what the service keeps beside the store and the actors: the OAuth
+// server, the caller, the installation's secrets, the event log, the analytics store and its
+// consumer, and webhook delivery. On an error the caller stops what was started
+// (shutdownState).
+func (s *Service) startState() error {
+	cfg, st, front := s.cfg, s.Store, s.cluster
+	var err error
 	// The OAuth authorization server (package oauth): access tokens are accepted wherever keys
 	// are, for the resource they were issued for.
 	if s.oauth, err = oauth.New(st, oauth.Options{Issuer: cfg.PublicURL, Resources: []string{s.mcpResource(), s.restResource()},
 		Scopes: api.Scopes, AllowPrivate: cfg.AllowPrivateTargets, DocumentRoots: cfg.OAuthDocumentRoots, Logger: cfg.Logger,
 		AccessTTL: cfg.OAuthAccessTTL, RefreshTTL: cfg.OAuthRefreshTTL, RateLimit: cfg.RateUnauthenticated,
 		OnRevoke: func() { s.caller.InvalidateAuth() }}); err != nil {
-		s.shutdownState()
-		return nil, fmt.Errorf("oauth: %w", err)
+		return fmt.Errorf("oauth: %w", err)
 	}
 	s.caller = api.NewCaller(st, api.CallerOptions{RateWorkspace: cfg.RateWorkspace, RateEndpoint: cfg.RateEndpoint,
 		RateUnauthenticated: cfg.RateUnauthenticated, AdminToken: cfg.AdminToken, Logger: cfg.Logger,
 		Tokens: s.oauth, RESTResource: s.restResource(), MCPResource: s.mcpResource(), SyncGlobal: front.syncFunc()})
 	if s.cursors.key, err = st.Secret("cursor_secret"); err != nil {
-		s.shutdownState()
-		return nil, err
+		return err
 	}
 	if s.readers.key, err = st.Secret("reader_secret"); err != nil {
-		s.shutdownState()
-		return nil, err
+		return err
 	}
 	if front != nil {
 		front.s = s
@@ -304,16 +358,14 @@ func New(cfg Config) (*Service, error) {
 		s.events, err = ingest.NewPebbleLog(st.DB(), ingest.PebbleOptions{})
 	}
 	if err != nil {
-		s.shutdownState()
-		return nil, fmt.Errorf("event log: %w", err)
+		return fmt.Errorf("event log: %w", err)
 	}
 	var aopts []analytics.Option
 	if cfg.AnalyticsMemory != "" {
 		aopts = append(aopts, analytics.WithMemoryLimit(cfg.AnalyticsMemory))
 	}
 	if s.Analytics, err = analytics.Open(context.Background(), filepath.Join(cfg.DataDir, "analytics.duckdb"), aopts...); err != nil {
-		s.shutdownState()
-		return nil, fmt.Errorf("analytics store: %w", err)
+		return fmt.Errorf("analytics store: %w", err)
 	}
 	// The log has two readers, each with its own durable position: the analytics consumer
 	// (offsets in DuckDB) and the webhook dispatcher (offsets in Pebble). It is trimmed only
@@ -326,25 +378,26 @@ func New(cfg Config) (*Service, error) {
 		copts = append(copts, analytics.WithPartitions(front.node.IsReady))
 	}
 	if s.consumer, err = analytics.NewConsumer(context.Background(), s.Analytics, s.events, copts...); err != nil {
-		s.shutdownState()
-		return nil, fmt.Errorf("event consumer: %w", err)
+		return fmt.Errorf("event consumer: %w", err)
 	}
 	s.consumer.Start()
 	wo := cfg.Webhooks
 	wo.PublicURL, wo.AllowPrivate = cfg.PublicURL, cfg.AllowPrivateTargets
-	if err := sys.StartWebhooks(s.events, s.trimGate.Reader("webhooks"), wo); err != nil {
-		s.shutdownState()
-		return nil, fmt.Errorf("webhooks: %w", err)
+	if err := s.Actors.StartWebhooks(s.events, s.trimGate.Reader("webhooks"), wo); err != nil {
+		return fmt.Errorf("webhooks: %w", err)
 	}
-	if front != nil {
-		sysRef.Store(sys)
-		sys.Resume() // the partitions taken over while the supervisors started
-	}
+	return nil
+}
+
+// startFront builds what answers requests: the operations, metrics, the MCP endpoint, the
+// router and the HTTP server (not yet listening).
+func (s *Service) startFront() {
+	cfg := s.cfg
 	s.ops = s.operations()
 	s.metrics = newMetrics(s)
 	s.routes = newRoutes(s.metrics)
 	s.mcp = mcp.New(s.caller, s.ops, mcp.Options{Name: "flipbook", Version: Version,
-		ExportDir: filepath.Join(cfg.DataDir, "exports"), PutExport: putExport(st), MaxBody: int64(cfg.MaxBodyBytes),
+		ExportDir: filepath.Join(cfg.DataDir, "exports"), PutExport: putExport(s.Store), MaxBody: int64(cfg.MaxBodyBytes),
 		AllowedOrigins: cfg.MCPAllowedOrigins, PageSize: cfg.MCPPageSize, SDKOnly: cfg.MCPSDKOnly, PublicHost: publicHost(cfg.PublicURL), Logger: cfg.Logger,
 		Observe:          s.observeMCP,
 		ResourceMetadata: s.oauth.ResourceMetadataURL(s.mcpResource()),
@@ -372,15 +425,6 @@ func New(cfg Config) (*Service, error) {
 		CloseOnShutdown:              true,
 		Logger:                       fasthttpLogger{s.log},
 	}
-	if front == nil {
-		// In cluster mode other nodes store a book's files before its record commits: a folder
-		// without a book may be one being made right now (docs/DECISIONS.md "Cluster mode:
-		// serving").
-		s.sweepOrphanFiles()
-	}
-	s.bg.Add(1)
-	go s.housekeeping()
-	return s, nil
 }
 
 // validUTF8 is request bytes fit to quote in a JSON message (invalid UTF-8 as U+FFFD).

@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"flipbook/internal/testutil"
 	"flipbook/storage"
 )
 
@@ -116,7 +117,7 @@ func (h *harness) waitBatch(tb testing.TB, key, id string) map[string]any {
 	tb.Helper()
 	var last map[string]any
 	prev := ""
-	eventually(tb, 90*time.Second, func() bool {
+	testutil.Eventually(tb, 90*time.Second, 10*time.Millisecond, func() error {
 		last = h.batchData(tb, key, id)
 		st, _ := last["status"].(string)
 		_, known := batchOrder[st]
@@ -125,8 +126,11 @@ func (h *harness) waitBatch(tb testing.TB, key, id string) map[string]any {
 			require.GreaterOrEqual(tb, batchOrder[st], batchOrder[prev], "batch status went from %s to %s", prev, st)
 		}
 		prev = st
-		return st != "queued" && st != "processing"
-	}, "batch "+id+" finishes")
+		if st == "queued" || st == "processing" {
+			return fmt.Errorf("batch %s is still %s", id, st)
+		}
+		return nil
+	})
 	return last
 }
 
@@ -134,10 +138,13 @@ func (h *harness) waitBatch(tb testing.TB, key, id string) map[string]any {
 func (h *harness) waitStatus(tb testing.TB, key, id, st string) map[string]any {
 	tb.Helper()
 	var last map[string]any
-	eventually(tb, 60*time.Second, func() bool {
+	testutil.Eventually(tb, 60*time.Second, 10*time.Millisecond, func() error {
 		last = h.batchData(tb, key, id)
-		return last["status"] == st
-	}, "batch "+id+" becomes "+st)
+		if last["status"] != st {
+			return fmt.Errorf("batch %s is %v, want %s", id, last["status"], st)
+		}
+		return nil
+	})
 	return last
 }
 
@@ -645,7 +652,7 @@ func TestCancelHungOfficeConversion(t *testing.T) {
 	key := h.workspace(t, "company", "live")
 	batch, rid := h.uploadOK(t, key, "letter.docx", zipBytes(t, "[Content_Types].xml", "word/document.xml"))
 	h.waitStatus(t, key, batch, "processing")
-	eventually(t, 20*time.Second, func() bool { return len(procsWith("sleep", marker)) > 0 }, "the fake LibreOffice runs")
+	testutil.Eventually(t, 20*time.Second, 10*time.Millisecond, procRuns("sleep", marker, "the fake LibreOffice runs"))
 	require.Equal(t, "processing", h.batchData(t, key, batch)["status"])
 	start := time.Now()
 	r := h.do(t, "DELETE", "/api/v1/batches/"+batch, key, nil)
@@ -655,6 +662,17 @@ func TestCancelHungOfficeConversion(t *testing.T) {
 	require.Empty(t, procsWith("sleep", marker), "LibreOffice's own children are stopped too")
 	require.Equal(t, 404, h.do(t, "GET", "/api/v1/books/"+rid, key, nil).Status)
 	requireGone(t, h.dataPath("work", batch))
+}
+
+// procRuns is a condition for testutil.Eventually: a process named name whose command line
+// contains s runs.
+func procRuns(name, s, what string) func() error {
+	return func() error {
+		if len(procsWith(name, s)) == 0 {
+			return fmt.Errorf("%s: no %s process with %s in its command line", what, name, s)
+		}
+		return nil
+	}
 }
 
 // procsWith lists the pids of processes named name whose command line contains s.
@@ -732,7 +750,7 @@ func TestCancelBatch(t *testing.T) {
 
 	// Cancel the batch being converted, while its renderer runs.
 	work := h.dataPath("work", bigBatch)
-	eventually(t, 30*time.Second, func() bool { return len(procsWith("pdftoppm", work)) > 0 }, "pdftoppm renders the big PDF")
+	testutil.Eventually(t, 30*time.Second, 10*time.Millisecond, procRuns("pdftoppm", work, "pdftoppm renders the big PDF"))
 	require.Equal(t, "processing", h.batchData(t, key, bigBatch)["status"])
 	start := time.Now()
 	r = h.do(t, "DELETE", "/api/v1/batches/"+bigBatch, key, nil)
@@ -837,7 +855,7 @@ func TestConversionResumesAfterRestart(t *testing.T) {
 	bigBatch, bigRid := h.uploadOK(t, key, "big.pdf", manyPagesPDF(t, bigPages))
 	smallBatch, smallRid := h.uploadOK(t, key, "small.pdf", samplePDF(t))
 	h.waitStatus(t, key, bigBatch, "processing")
-	eventually(t, 30*time.Second, func() bool { return len(procsWith("pdftoppm", h.dataPath("work", bigBatch))) > 0 }, "the renderer runs")
+	testutil.Eventually(t, 30*time.Second, 10*time.Millisecond, procRuns("pdftoppm", h.dataPath("work", bigBatch), "the renderer runs"))
 
 	// Stop in the middle of the conversion; the stored batches show where it stopped.
 	h.stop(t)
@@ -903,7 +921,7 @@ func TestGracefulRestartsDoNotUseUpAttempts(t *testing.T) {
 	work := h.dataPath("work", batch)
 	for i := 0; i < 3; i++ {
 		h.waitStatus(t, key, batch, "processing")
-		eventually(t, 30*time.Second, func() bool { return len(procsWith("pdftoppm", work)) > 0 }, "the renderer runs")
+		testutil.Eventually(t, 30*time.Second, 10*time.Millisecond, procRuns("pdftoppm", work, "the renderer runs"))
 		h.restart(t)
 	}
 	b := h.waitBatch(t, key, batch)

@@ -23,6 +23,7 @@ import (
 	xdraw "golang.org/x/image/draw"
 
 	"flipbook/ingest"
+	"flipbook/internal/testutil"
 )
 
 // viewerBrowser starts headless Chromium at 1280x900 (startBrowser).
@@ -63,18 +64,14 @@ func viewerWaitCounter(t *testing.T, ctx context.Context, want string) {
 		Info  string `json:"info"`
 		State string `json:"state"`
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testutil.Eventually(t, 15*time.Second, 40*time.Millisecond, func() error {
 		require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`({info: (document.getElementById("pageinfo") || {}).textContent || "",
 			state: window.flipbook ? window.flipbook.pageFlip.getState() : ""})`, &got)))
-		if got.Info == want && got.State == "read" {
-			return
+		if got.Info != want || got.State != "read" {
+			return fmt.Errorf("page counter %q (state %q), want %q", got.Info, got.State, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("page counter %q (state %q), want %q", got.Info, got.State, want)
-		}
-		time.Sleep(40 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // viewerEval evaluates js to a string.
@@ -205,7 +202,7 @@ func viewerTouch(ctx context.Context, hold time.Duration, pts ...[2]float64) err
 		if err := input.DispatchTouchEvent(input.TouchStart, at(pts[0])).Do(ctx); err != nil {
 			return err
 		}
-		time.Sleep(hold)
+		time.Sleep(hold) // sleep: the finger rests this long before it moves (the gesture under test)
 		for _, p := range pts[1:] {
 			if err := input.DispatchTouchEvent(input.TouchMove, at(p)).Do(ctx); err != nil {
 				return err
@@ -340,7 +337,7 @@ func TestViewerSpreadsInBrowser(t *testing.T) {
 		viewerWaitCounter(t, ctx, "3 / 56")
 		// A vertical swipe does not turn the page.
 		require.NoError(t, viewerTouch(ctx, 0, [2]float64{left, y - 100}, [2]float64{left, y}, [2]float64{left, y + 100}))
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond) // sleep: time for a turn that must not come (a negative check: the vertical swipe turns no page)
 		viewerWaitCounter(t, ctx, "3 / 56")
 		viewerCheckFits(t, viewerLayoutOf(t, ctx))
 		viewerScreenshot(t, ctx, "viewer-touch-390x844.png", "")
@@ -353,7 +350,7 @@ func TestViewerSpreadsInBrowser(t *testing.T) {
 		session := viewerEval(t, ctx, `window.flipbook.session`)
 		var entries, after int
 		require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`history.length`, &entries)))
-		time.Sleep(100 * time.Millisecond) // some reading time on pages 12-13
+		time.Sleep(100 * time.Millisecond) // sleep: some reading time on pages 12-13 (their page segment's active time)
 		require.NoError(t, chromedp.Run(ctx, chromedp.KeyEvent(kb.ArrowRight)))
 		viewerWaitCounter(t, ctx, "14–15 / 56")
 		require.Equal(t, "#page=14", viewerEval(t, ctx, `location.hash`))
@@ -378,8 +375,18 @@ func TestViewerSpreadsInBrowser(t *testing.T) {
 			{"#page=0", "1 / 56", "#page=1"},
 			{"#page=3", "2–3 / 56", "#page=3"},
 		} {
-			require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`location.hash = `+viewerJSString(c.hash), nil)))
-			time.Sleep(100 * time.Millisecond)
+			// A listener added after the viewer's own sees the hashchange once the viewer handled it.
+			require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`window.testHashChanged = false;
+				addEventListener("hashchange", function () { window.testHashChanged = true }, {once: true});
+				location.hash = `+viewerJSString(c.hash), nil)))
+			testutil.Eventually(t, 5*time.Second, 20*time.Millisecond, func() error {
+				var handled bool
+				require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`window.testHashChanged`, &handled)))
+				if !handled {
+					return fmt.Errorf("the viewer has not handled the fragment %s yet (no hashchange seen)", c.hash)
+				}
+				return nil
+			})
 			viewerWaitCounter(t, ctx, c.counter)
 			require.Equal(t, c.after, viewerEval(t, ctx, `location.hash`), c.hash)
 		}
@@ -393,15 +400,18 @@ func TestViewerSpreadsInBrowser(t *testing.T) {
 
 		// The first session's events: it started on page 12, and pages 12-13 and 14-15 have a
 		// segment each (nothing for page 1, nothing twice).
-		eventually(t, 20*time.Second, func() bool {
+		testutil.Eventually(t, 20*time.Second, 10*time.Millisecond, func() error {
 			n := 0
 			for _, e := range h.logged(t) {
 				if e.SessionID == session && e.Type == ingest.PageSegmentCompleted {
 					n++
 				}
 			}
-			return n >= 4
-		}, "the first session's page segments")
+			if n < 4 {
+				return fmt.Errorf("%d of the first session's 4 page segments are stored", n)
+			}
+			return nil
+		})
 		starts, segs := []int32{}, map[int32]int{}
 		for _, e := range h.logged(t) {
 			if e.SessionID != session {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"flipbook/actors"
+	"flipbook/internal/testutil"
 	"flipbook/storage"
 )
 
@@ -117,6 +118,20 @@ func history(d map[string]any) []map[string]any {
 	return out
 }
 
+// sessionDelivered is a condition for testutil.Eventually: the receiver answered 2xx a delivery
+// of an event of session sid.
+func (rc *receiver) sessionDelivered(sid string) func() error {
+	return func() error {
+		got := rc.succeeded()
+		for _, g := range got {
+			if g.Payload["data"].(map[string]any)["session_id"] == sid {
+				return nil
+			}
+		}
+		return fmt.Errorf("no event of session %s delivered among %d successful requests", sid, len(got))
+	}
+}
+
 func countStatus(ds []map[string]any, status string) int {
 	n := 0
 	for _, d := range ds {
@@ -148,18 +163,21 @@ func TestWebhookRetries(t *testing.T) {
 
 	sawRetrying := false
 	var fd map[string]any
-	eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		ds := whDeliveries(t, h, key, fid)
 		if len(ds) != 1 {
-			return false
+			return fmt.Errorf("the flaky receiver's subscription has %d deliveries, want 1", len(ds))
 		}
 		fd = ds[0]
 		if fd["status"] == "retrying" {
 			sawRetrying = true
 			require.NotNil(t, fd["next_attempt_at"], "a retrying delivery says when it is tried next")
 		}
-		return fd["status"] == "succeeded"
-	}, "the flaky receiver's delivery succeeds")
+		if fd["status"] != "succeeded" {
+			return fmt.Errorf("the flaky receiver's delivery is %v after %v attempts, want succeeded", fd["status"], fd["attempts"])
+		}
+		return nil
+	})
 	t.Logf("status retrying observed: %v", sawRetrying)
 	require.EqualValues(t, 3, fd["attempts"])
 	require.EqualValues(t, 200, fd["response_status"])
@@ -194,14 +212,17 @@ func TestWebhookRetries(t *testing.T) {
 
 	// Always failing: failed after len(Schedule) attempts, nothing more due.
 	var dd map[string]any
-	eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		ds := whDeliveries(t, h, key, did)
 		if len(ds) != 1 {
-			return false
+			return fmt.Errorf("the dead receiver's subscription has %d deliveries, want 1", len(ds))
 		}
 		dd = ds[0]
-		return dd["status"] == "failed"
-	}, "the dead receiver's delivery fails")
+		if dd["status"] != "failed" {
+			return fmt.Errorf("the dead receiver's delivery is %v after %v attempts, want failed", dd["status"], dd["attempts"])
+		}
+		return nil
+	})
 	require.EqualValues(t, 4, dd["attempts"])
 	require.Nil(t, dd["next_attempt_at"])
 	require.Nil(t, dd["delivered_at"])
@@ -224,7 +245,7 @@ func TestWebhookRetryAfter(t *testing.T) {
 	id := idOf(whCreate(t, h, key, whBody("limited", rc.url(), "flipbook_opened")))
 	post(t, h, rid, "s1", nil, opened())
 
-	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 1 }, "the second attempt succeeds")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(1, "the second attempt succeeds"))
 	got := rc.all()
 	require.Len(t, got, 2)
 	require.Equal(t, 429, got[0].Status)
@@ -232,10 +253,13 @@ func TestWebhookRetryAfter(t *testing.T) {
 	require.GreaterOrEqual(t, gap, ms(950), "Retry-After: 1 is honoured (schedule says 50ms)")
 	require.Less(t, gap, 5*time.Second)
 	var d map[string]any
-	eventually(t, 5*time.Second, func() bool {
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
 		d = whDeliveries(t, h, key, id)[0]
-		return d["status"] == "succeeded"
-	}, "recorded")
+		if d["status"] != "succeeded" {
+			return fmt.Errorf("the delivery is recorded as %v, want succeeded", d["status"])
+		}
+		return nil
+	})
 	hist := history(d)
 	require.Len(t, hist, 2)
 	require.EqualValues(t, 429, hist[0]["response_status"])
@@ -260,7 +284,7 @@ func TestWebhookHangingReceiver(t *testing.T) {
 		post(t, h, rid, fmt.Sprintf("s%d", i), nil, opened())
 	}
 	start := time.Now()
-	eventually(t, 10*time.Second, func() bool { return len(fast.succeeded()) == 4 }, "the healthy receiver gets its four deliveries")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, fast.succeededN(4, "the healthy receiver gets its four deliveries"))
 	took := time.Since(start)
 	tried := 0
 	for _, d := range whDeliveries(t, h, key, sid) {
@@ -273,15 +297,16 @@ func TestWebhookHangingReceiver(t *testing.T) {
 	require.Len(t, whDeliveries(t, h, key, fid), 4)
 
 	var d map[string]any
-	eventually(t, 15*time.Second, func() bool {
-		for _, x := range whDeliveries(t, h, key, sid) {
+	testutil.Eventually(t, 15*time.Second, 10*time.Millisecond, func() error {
+		ds := whDeliveries(t, h, key, sid)
+		for _, x := range ds {
 			if x["status"] == "failed" {
 				d = x
-				return true
+				return nil
 			}
 		}
-		return false
-	}, "a hanging delivery fails after its two attempts")
+		return fmt.Errorf("no hanging delivery failed after its two attempts: %d deliveries, %d retrying", len(ds), countStatus(ds, "retrying"))
+	})
 	require.EqualValues(t, 2, d["attempts"])
 	require.Equal(t, "no answer within 500ms", d["error_message"])
 	require.Nil(t, d["response_status"], "no answer, no status")
@@ -327,7 +352,12 @@ func TestWebhookFilters(t *testing.T) {
 
 	// 10 mapped events in all; once "all" has them, every event was matched against every
 	// subscription (they share the tenant's log partition).
-	eventually(t, 10*time.Second, func() bool { return len(whDeliveries(t, h, key, all)) == 10 }, "all ten events reach the unfiltered subscription")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n := len(whDeliveries(t, h, key, all)); n != 10 {
+			return fmt.Errorf("%d of all ten events reached the unfiltered subscription", n)
+		}
+		return nil
+	})
 
 	ds := whDeliveries(t, h, key, idOf(byBook))
 	require.Len(t, ds, 1)
@@ -363,7 +393,7 @@ func TestWebhookFilters(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, clicks)
-	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 10+1+1+3+0+1 }, "every matched delivery is sent")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(10+1+1+3+0+1, "every matched delivery is sent"))
 	require.Len(t, rc.all(), 16, "and nothing else")
 }
 
@@ -502,7 +532,7 @@ func TestWebhookUpdate(t *testing.T) {
 
 	// The kept secret still signs.
 	post(t, h, rid, "one", nil, opened())
-	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 1 }, "delivered")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(1, "delivered"))
 	require.True(t, rc.all()[0].Verified)
 
 	// null removes the secret: deliveries are unsigned.
@@ -511,7 +541,7 @@ func TestWebhookUpdate(t *testing.T) {
 	require.Equal(t, false, r.data()["has_signing_secret"])
 	require.Equal(t, "renamed", r.data()["name"])
 	post(t, h, rid, "two", nil, opened())
-	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 2 }, "delivered")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(2, "delivered"))
 	require.False(t, rc.all()[1].Signed, "no secret, no signature")
 	r = h.do(t, "PUT", whPath(id, ""), key, map[string]any{"signing_secret": "another-secret-0123456789"})
 	require.Equal(t, 200, r.Status, "%s", r.Body)
@@ -524,14 +554,14 @@ func TestWebhookUpdate(t *testing.T) {
 	require.Equal(t, false, r.data()["is_active"])
 	require.Nil(t, r.data()["disabled_reason"], "paused by the user, not deactivated")
 	post(t, h, rid, "paused", nil, opened())
-	eventually(t, 10*time.Second, func() bool { return len(barrier.succeeded()) == 3 }, "the barrier subscription got the paused event")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, barrier.succeededN(3, "the barrier subscription got the paused event"))
 	require.Len(t, whDeliveries(t, h, key, id), 2, "no delivery for the inactive subscription")
 	r = h.do(t, "PUT", whPath(id, ""), key, map[string]any{"is_active": true})
 	require.Equal(t, 200, r.Status, "%s", r.Body)
 	require.Equal(t, true, r.data()["is_active"])
 	post(t, h, rid, "resumed", nil, opened())
-	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 3 }, "delivered after resuming")
-	eventually(t, 10*time.Second, func() bool { return len(barrier.succeeded()) == 4 }, "barrier")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(3, "delivered after resuming"))
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, barrier.succeededN(4, "barrier"))
 	sessions := []string{}
 	for _, g := range rc.all() {
 		sessions = append(sessions, g.Payload["data"].(map[string]any)["session_id"].(string))
@@ -546,9 +576,9 @@ func TestWebhookUpdate(t *testing.T) {
 	require.Equal(t, rc2.url(), r.data()["target_url"])
 	require.Equal(t, true, r.data()["has_signing_secret"])
 	post(t, h, rid, "moved", nil, opened())
-	eventually(t, 10*time.Second, func() bool { return len(rc2.succeeded()) == 1 }, "delivered to the new target")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc2.succeededN(1, "delivered to the new target"))
 	require.True(t, rc2.all()[0].Verified, "signed with the new secret")
-	eventually(t, 10*time.Second, func() bool { return len(barrier.succeeded()) == 5 }, "barrier")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, barrier.succeededN(5, "barrier"))
 	require.Len(t, rc.all(), 3, "nothing more to the old target")
 
 	require.Equal(t, 404, h.do(t, "PUT", whPath(id+1000, ""), key, map[string]any{"name": "x"}).Status)
@@ -586,10 +616,13 @@ func TestWebhookDelete(t *testing.T) {
 		require.Equal(t, 202, tr.Status, "%s", tr.Body)
 		want = 3
 	}
-	eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		ds := whDeliveries(t, h, key, id)
-		return len(ds) == want && countStatus(ds, "retrying") == want
-	}, "the deliveries wait for their second attempt (an hour away)")
+		if n := countStatus(ds, "retrying"); len(ds) != want || n != want {
+			return fmt.Errorf("%d deliveries, %d waiting for their second attempt (an hour away), want %d each", len(ds), n, want)
+		}
+		return nil
+	})
 
 	r := h.do(t, "DELETE", whPath(id, ""), key, nil)
 	require.Equal(t, 200, r.Status, "%s", r.Body)
@@ -610,12 +643,15 @@ func TestWebhookDelete(t *testing.T) {
 	require.NotEqual(t, 200, h.do(t, "GET", whPath(id, ""), key, nil).Status, "no single-subscription GET")
 
 	var kept []*storage.WebhookDelivery
-	eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		var err error
 		kept, _, err = h.svc.Store.WebhookDeliveries(tenant, id, 0, 100, nil)
 		require.NoError(t, err)
-		return len(kept) == want && countStored(kept, storage.DeliveryFailed) == want
-	}, "the deliveries are kept, failed")
+		if n := countStored(kept, storage.DeliveryFailed); len(kept) != want || n != want {
+			return fmt.Errorf("%d deliveries kept, %d failed, want %d each", len(kept), n, want)
+		}
+		return nil
+	})
 	tests := 0
 	for _, d := range kept {
 		require.Equal(t, "subscription deleted", d.ErrorMessage)
@@ -627,20 +663,20 @@ func TestWebhookDelete(t *testing.T) {
 		}
 	}
 	require.Equal(t, want-2, tests)
-	eventually(t, 5*time.Second, func() bool {
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
 		lanes, err := h.svc.Store.WebhookLanes()
 		require.NoError(t, err)
 		for _, l := range lanes {
 			if l.Tenant == tenant && l.Sub == id {
-				return false
+				return fmt.Errorf("the queue still holds a lane of the deleted subscription: %+v", l)
 			}
 		}
-		return true
-	}, "the queue holds nothing of the deleted subscription")
+		return nil
+	})
 
 	// Later events make no deliveries for it.
 	post(t, h, rid, "c", nil, opened())
-	eventually(t, 10*time.Second, func() bool { return len(barrier.succeeded()) == 3 }, "barrier")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, barrier.succeededN(3, "barrier"))
 	kept, _, err := h.svc.Store.WebhookDeliveries(tenant, id, 0, 100, nil)
 	require.NoError(t, err)
 	require.Len(t, kept, want)
@@ -677,7 +713,7 @@ func TestWebhookTestDelivery(t *testing.T) {
 	require.Equal(t, true, d["payload"].(map[string]any)["test"])
 	require.Equal(t, rid, payloadData(d)["book"].(map[string]any)["id"], "an example on the workspace's book")
 
-	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 1 }, "the test delivery arrives")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(1, "the test delivery arrives"))
 	g := rc.all()[0]
 	require.Equal(t, "whd_"+itoa(idOf(d)), g.ID)
 	require.True(t, g.Verified)
@@ -685,20 +721,23 @@ func TestWebhookTestDelivery(t *testing.T) {
 	require.Equal(t, true, g.Payload["test"])
 	require.Equal(t, d["event_id"], g.Payload["id"])
 	require.Equal(t, d["event_id"], g.EventID)
-	eventually(t, 5*time.Second, func() bool {
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
 		ds := whDeliveries(t, h, key, id)
-		return len(ds) == 1 && ds[0]["status"] == "succeeded" && ds[0]["test"] == true
-	}, "recorded as a succeeded test delivery")
+		if len(ds) != 1 || ds[0]["status"] != "succeeded" || ds[0]["test"] != true {
+			return fmt.Errorf("not recorded as one succeeded test delivery: %v", ds)
+		}
+		return nil
+	})
 
 	// Another type; then on an inactive subscription.
 	r = h.do(t, "POST", whPath(id, "/test"), key, map[string]any{"event_type": "flipbook_opened"})
 	require.Equal(t, 202, r.Status, "%s", r.Body)
-	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 2 }, "second test delivery")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(2, "second test delivery"))
 	require.Equal(t, "flipbook_opened", rc.all()[1].Payload["type"])
 	require.Equal(t, 200, h.do(t, "PUT", whPath(id, ""), key, map[string]any{"is_active": false}).Status)
 	r = h.do(t, "POST", whPath(id, "/test"), key, nil)
 	require.Equal(t, 202, r.Status, "%s", r.Body)
-	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 3 }, "a test reaches an inactive subscription")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(3, "a test reaches an inactive subscription"))
 	require.Equal(t, true, rc.all()[2].Payload["test"])
 
 	r = h.do(t, "POST", whPath(id, "/test"), key, map[string]any{"event_type": "book_burned"})
@@ -807,12 +846,15 @@ func TestWebhookSampleEvents(t *testing.T) {
 	post(t, h, a1, "first", nil, opened(), map[string]any{"type": "page_segment_completed", "page_number": 2, "active_ms": 4000})
 	post(t, h, a1, "second", nil, opened())
 	var samples []any
-	eventually(t, 20*time.Second, func() bool {
+	testutil.Eventually(t, 20*time.Second, 10*time.Millisecond, func() error {
 		r := h.do(t, "GET", "/api/v1/webhook-subscriptions/sample-events?event_types=flipbook_opened", key, nil)
 		require.Equal(t, 200, r.Status, "%s", r.Body)
 		samples = r.list()
-		return len(samples) == 2 && samples[0].(map[string]any)["test"] == nil
-	}, "analytics has the events")
+		if len(samples) != 2 || samples[0].(map[string]any)["test"] != nil {
+			return fmt.Errorf("analytics does not have the two real events yet: %s", r.Body)
+		}
+		return nil
+	})
 	evtID := regexp.MustCompile(`^evt_[0-9]+$`)
 	for _, s := range samples {
 		m := s.(map[string]any)
@@ -824,7 +866,7 @@ func TestWebhookSampleEvents(t *testing.T) {
 	}
 	require.Equal(t, "second", samples[0].(map[string]any)["data"].(map[string]any)["session_id"], "newest first")
 	// The sample of an event is the payload its delivery carried.
-	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 2 }, "deliveries")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(2, "deliveries"))
 	for _, g := range rc.all() {
 		if g.Payload["data"].(map[string]any)["session_id"] == "second" {
 			s := samples[0].(map[string]any)
@@ -910,7 +952,7 @@ func TestWebhookIsolation(t *testing.T) {
 	require.Equal(t, 422, r.Status, "B cannot filter on A's book")
 
 	post(t, h, rid, "s", nil, opened(), ended())
-	eventually(t, 10*time.Second, func() bool { return len(rcA.succeeded()) == 1 }, "A's subscription gets A's event")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rcA.succeededN(1, "A's subscription gets A's event"))
 	require.Empty(t, whDeliveries(t, h, keyB, idB), "B's subscription gets none of A's events")
 	require.Empty(t, rcB.all())
 
@@ -921,7 +963,7 @@ func TestWebhookIsolation(t *testing.T) {
 	require.Len(t, h.do(t, "GET", "/api/v1/webhook-subscriptions", testA, nil).list(), 1)
 	require.Nil(t, whGet(t, h, keyA, idT), "the live list does not show it")
 	post(t, h, ridT, "t", nil, opened())
-	eventually(t, 10*time.Second, func() bool { return len(rcT.succeeded()) == 1 }, "the test-mode subscription gets its event")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rcT.succeededN(1, "the test-mode subscription gets its event"))
 	require.Equal(t, false, rcT.all()[0].Payload["livemode"])
 	require.Equal(t, true, rcA.all()[0].Payload["livemode"])
 	require.Len(t, whDeliveries(t, h, keyA, idA), 1, "the live subscription gets no test-mode event")
@@ -1006,16 +1048,22 @@ func TestWebhookAutoDeactivation(t *testing.T) {
 
 	// Zapier: one attempt answered 410 → delivery failed, subscription off.
 	var z map[string]any
-	eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		z = whGet(t, h, key, zapID)
-		return z["is_active"] == false
-	}, "the zapier subscription is deactivated by 410")
+		if z["is_active"] != false {
+			return fmt.Errorf("the zapier subscription is not deactivated by 410: is_active %v", z["is_active"])
+		}
+		return nil
+	})
 	require.Contains(t, z["disabled_reason"], "410")
 	require.NotNil(t, z["disabled_at"])
-	eventually(t, 5*time.Second, func() bool {
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
 		ds := whDeliveries(t, h, key, zapID)
-		return len(ds) == 1 && ds[0]["status"] == "failed"
-	}, "its delivery failed at once")
+		if len(ds) != 1 || ds[0]["status"] != "failed" {
+			return fmt.Errorf("its delivery did not fail at once: %v", ds)
+		}
+		return nil
+	})
 	zd := whDeliveries(t, h, key, zapID)[0]
 	require.EqualValues(t, 1, zd["attempts"])
 	require.EqualValues(t, 410, zd["response_status"])
@@ -1023,10 +1071,13 @@ func TestWebhookAutoDeactivation(t *testing.T) {
 
 	// Generic: failing for more than DisableAfter.
 	var d map[string]any
-	eventually(t, 15*time.Second, func() bool {
+	testutil.Eventually(t, 15*time.Second, 10*time.Millisecond, func() error {
 		d = whGet(t, h, key, deadID)
-		return d["is_active"] == false
-	}, "the failing subscription is deactivated")
+		if d["is_active"] != false {
+			return fmt.Errorf("the failing subscription is not deactivated: is_active %v", d["is_active"])
+		}
+		return nil
+	})
 	require.Contains(t, d["disabled_reason"], "failed")
 	require.NotNil(t, d["disabled_at"])
 	hist := history(whDeliveries(t, h, key, deadID)[0])
@@ -1045,17 +1096,20 @@ func TestWebhookAutoDeactivation(t *testing.T) {
 	// Events while deactivated are not delivered; reactivating clears the reason and resumes
 	// the waiting delivery.
 	post(t, h, rid, "while-off", nil, opened())
-	eventually(t, 10*time.Second, func() bool { return len(barrier.succeeded()) == 2 }, "the event while deactivated was read")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, barrier.succeededN(2, "the event while deactivated was read"))
 	dead.failing(0, 500, "")
 	r := h.do(t, "PUT", whPath(deadID, ""), key, map[string]any{"is_active": true})
 	require.Equal(t, 200, r.Status, "%s", r.Body)
 	require.Equal(t, true, r.data()["is_active"])
 	require.Nil(t, r.data()["disabled_reason"])
 	require.Nil(t, r.data()["disabled_at"])
-	eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		ds := whDeliveries(t, h, key, deadID)
-		return len(ds) >= 1 && ds[len(ds)-1]["status"] == "succeeded"
-	}, "the paused delivery is sent after reactivation")
+		if len(ds) == 0 || ds[len(ds)-1]["status"] != "succeeded" {
+			return fmt.Errorf("the paused delivery is not sent after reactivation: %d deliveries, %d succeeded", len(ds), countStatus(ds, "succeeded"))
+		}
+		return nil
+	})
 	for _, x := range whDeliveries(t, h, key, deadID) {
 		require.NotEqual(t, "while-off", sessionOf(x), "no delivery for an event while deactivated")
 	}
@@ -1085,34 +1139,38 @@ func TestWebhookRestart(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		post(t, h, rid, fmt.Sprintf("before-%d", i), nil, opened(), ended())
 	}
-	eventually(t, 10*time.Second, func() bool { return len(rc1.all()) >= 6 && len(rc2.all()) >= 6 }, "first attempts made")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n1, n2 := len(rc1.all()), len(rc2.all()); n1 < 6 || n2 < 6 {
+			return fmt.Errorf("first attempts not made: the receivers got %d and %d requests, want 6 each", n1, n2)
+		}
+		return nil
+	})
 	require.Less(t, len(rc1.succeeded())+len(rc2.succeeded()), 12, "the restart comes in the middle of the retries")
 	h.restart(t)
 	for i := 0; i < 3; i++ {
 		post(t, h, rid, fmt.Sprintf("after-%d", i), nil, opened(), ended())
 	}
 	post(t, h, ridB, "b-after", nil, opened())
-	eventually(t, 10*time.Second, func() bool { return len(rcB.succeeded()) == 1 }, "B's active subscription after the restart")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rcB.succeededN(1, "B's active subscription after the restart"))
 	require.Empty(t, whDeliveries(t, h, keyB, idOf(offB)), "B's inactive subscription stays inactive")
 	require.Len(t, rcB.all(), 1)
 	for _, c := range []struct {
 		id int64
 		rc *receiver
 	}{{id1, rc1}, {id2, rc2}} {
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			ds := whDeliveries(t, h, key, c.id)
-			if len(ds) == 12 && countStatus(ds, "succeeded") == 12 {
-				break
+		var ds []map[string]any
+		if err := testutil.Poll(20*time.Second, 10*time.Millisecond, func() error {
+			ds = whDeliveries(t, h, key, c.id)
+			if n := countStatus(ds, "succeeded"); len(ds) != 12 || n != 12 {
+				return fmt.Errorf("%d deliveries, %d succeeded, want 12 each", len(ds), n)
 			}
-			if time.Now().After(deadline) {
-				for _, d := range ds {
-					t.Logf("delivery %v %v %v attempts=%v next=%v hist=%v", d["id"], sessionOf(d), d["status"], d["attempts"], d["next_attempt_at"], d["history"])
-				}
-				t.Logf("stats: %+v", h.svc.Actors.WebhookStats())
-				t.Fatalf("every delivery succeeds after the restart")
+			return nil
+		}); err != nil {
+			for _, d := range ds {
+				t.Logf("delivery %v %v %v attempts=%v next=%v hist=%v", d["id"], sessionOf(d), d["status"], d["attempts"], d["next_attempt_at"], d["history"])
 			}
-			time.Sleep(10 * time.Millisecond)
+			t.Logf("stats: %+v", h.svc.Actors.WebhookStats())
+			t.Fatalf("every delivery succeeds after the restart: %v", err)
 		}
 		ok := map[string]int{}
 		events := map[string]int{}
@@ -1181,13 +1239,16 @@ func TestWebhookMCP(t *testing.T) {
 	require.Equal(t, rc.url(), out["data"].(map[string]any)["target_url"])
 
 	post(t, h, rid, "mcp", nil, opened())
-	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 1 }, "a real delivery")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(1, "a real delivery"))
 	require.True(t, rc.all()[0].Verified)
-	eventually(t, 5*time.Second, func() bool {
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
 		out = ok("webhooks_list_subscription_deliveries", map[string]any{"subscription_id": id, "limit": 10})
 		ds := out["data"].([]any)
-		return len(ds) == 1 && ds[0].(map[string]any)["status"] == "succeeded"
-	}, "recorded")
+		if len(ds) != 1 || ds[0].(map[string]any)["status"] != "succeeded" {
+			return fmt.Errorf("not recorded as one succeeded delivery: %v", ds)
+		}
+		return nil
+	})
 	require.Equal(t, "flipbook_opened", out["data"].([]any)[0].(map[string]any)["event_type"])
 
 	out = ok("webhooks_get_subscription_options", nil)
@@ -1200,21 +1261,26 @@ func TestWebhookMCP(t *testing.T) {
 		out = ok("webhooks_test_subscription", map[string]any{"subscription_id": id, "event_type": "session_ended"})
 		require.Equal(t, true, out["data"].(map[string]any)["test"])
 		require.Equal(t, "pending", out["data"].(map[string]any)["status"])
-		eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 2 }, "test delivery")
+		testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(2, "test delivery"))
 		require.True(t, rc.all()[1].Verified)
 		require.Equal(t, "session_ended", rc.all()[1].Event)
-		eventually(t, 5*time.Second, func() bool {
+		testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
 			out = ok("webhooks_list_subscription_deliveries", map[string]any{"subscription_id": id, "limit": 1})
 			d := out["data"].([]any)[0].(map[string]any)
-			return d["test"] == true && d["status"] == "succeeded"
-		}, "the test delivery recorded, newest first")
+			if d["test"] != true || d["status"] != "succeeded" {
+				return fmt.Errorf("the newest delivery is not the succeeded test delivery: test %v, status %v", d["test"], d["status"])
+			}
+			return nil
+		})
 		require.Equal(t, true, out["meta"].(map[string]any)["has_more"])
 
-		eventually(t, 20*time.Second, func() bool {
+		testutil.Eventually(t, 20*time.Second, 10*time.Millisecond, func() error {
 			out = ok("webhooks_list_sample_events", map[string]any{"event_types": "flipbook_opened", "limit": 1})
-			l := out["data"].([]any)
-			return len(l) == 1 && l[0].(map[string]any)["test"] == nil
-		}, "a real sample")
+			if l := out["data"].([]any); len(l) != 1 || l[0].(map[string]any)["test"] != nil {
+				return fmt.Errorf("no real sample yet: %v", l)
+			}
+			return nil
+		})
 		require.Equal(t, rid, out["data"].([]any)[0].(map[string]any)["data"].(map[string]any)["book"].(map[string]any)["id"])
 
 		out = ok("webhooks_dispatch_sample", map[string]any{"event": "flipbook.updated", "url": rc.url()})
@@ -1259,28 +1325,36 @@ func TestWebhookCircuitBreaker(t *testing.T) {
 	id := idOf(whCreate(t, h, key, whBody("b", rc.url(), "flipbook_opened")))
 	post(t, h, rid, "s1", nil, opened())
 
-	eventually(t, 10*time.Second, func() bool { return len(rc.all()) >= 4 }, "three failures, then the probe")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n := len(rc.all()); n < 4 {
+			return fmt.Errorf("the receiver got %d requests, want three failures, then the probe", n)
+		}
+		return nil
+	})
 	rc.failing(0, 500, "") // the receiver recovers
 	got := rc.all()
 	require.Len(t, got, 4)
 	require.Less(t, got[2].At.Sub(got[0].At), ms(700), "the first three follow the schedule")
 	require.GreaterOrEqual(t, got[3].At.Sub(got[2].At), ms(750), "then the breaker holds the lane for the cooldown")
-	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 1 }, "the next probe succeeds")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(1, "the next probe succeeds"))
 	got = rc.all()
 	require.Len(t, got, 5)
 	require.GreaterOrEqual(t, got[4].At.Sub(got[3].At), ms(1550), "a failed probe doubles the pause")
 	// The receiver has answered; the delivery is recorded once its response is read.
 	var d map[string]any
-	eventually(t, 5*time.Second, func() bool {
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
 		d = whDeliveries(t, h, key, id)[0]
-		return d["status"] == "succeeded"
-	}, "the delivery recorded as succeeded")
+		if d["status"] != "succeeded" {
+			return fmt.Errorf("the delivery is recorded as %v, want succeeded", d["status"])
+		}
+		return nil
+	})
 	require.EqualValues(t, 5, d["attempts"])
 
 	// Closed again: a new event goes out at once.
 	sent := time.Now()
 	post(t, h, rid, "s2", nil, opened())
-	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 2 }, "delivered")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(2, "delivered"))
 	require.Less(t, rc.all()[5].At.Sub(sent), ms(1500), "no pause after a success")
 	require.Equal(t, 1, rc.all()[5].Attempt)
 }
@@ -1296,9 +1370,12 @@ func TestWebhookDeliveriesPaging(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		post(t, h, rid, fmt.Sprintf("p%d", i), nil, opened())
 	}
-	eventually(t, 10*time.Second, func() bool {
-		return countStatus(whDeliveries(t, h, key, id), "succeeded") == 5
-	}, "five deliveries recorded")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n := countStatus(whDeliveries(t, h, key, id), "succeeded"); n != 5 {
+			return fmt.Errorf("%d of five deliveries recorded as succeeded", n)
+		}
+		return nil
+	})
 
 	var sessions []string
 	var ids []float64
@@ -1355,14 +1432,7 @@ func TestWebhookPauseResumeKeepsEarlierEvents(t *testing.T) {
 		// Sync with the reader: right after it delivered this event it waits a full Poll.
 		sync := fmt.Sprintf("sync-%d", try)
 		post(t, h, rid, sync, nil, opened())
-		eventually(t, 10*time.Second, func() bool {
-			for _, g := range rc.succeeded() {
-				if g.Payload["data"].(map[string]any)["session_id"] == sync {
-					return true
-				}
-			}
-			return false
-		}, "sync event delivered")
+		testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.sessionDelivered(sync))
 		read := h.svc.Actors.WebhookStats().EventsRead
 		post(t, h, rid, fmt.Sprintf("early-%d", try), nil, opened()) // received while active
 		require.Equal(t, 200, h.do(t, "PUT", whPath(id, ""), key, map[string]any{"is_active": false}).Status)
@@ -1373,14 +1443,7 @@ func TestWebhookPauseResumeKeepsEarlierEvents(t *testing.T) {
 		t.Skip("the reader read the event before the pause in every try; the scenario was not reproduced")
 	}
 	post(t, h, rid, "late", nil, opened())
-	eventually(t, 10*time.Second, func() bool {
-		for _, g := range rc.succeeded() {
-			if g.Payload["data"].(map[string]any)["session_id"] == "late" {
-				return true
-			}
-		}
-		return false
-	}, "the event after the resume is delivered")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.sessionDelivered("late"))
 	var sessions []string
 	for _, d := range whDeliveries(t, h, key, id) {
 		sessions = append(sessions, sessionOf(d))

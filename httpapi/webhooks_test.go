@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"flipbook/actors"
+	"flipbook/internal/testutil"
 )
 
 // receiver is a real webhook receiver on loopback that verifies every request the way
@@ -118,6 +120,16 @@ func (rc *receiver) all() []received {
 	return append([]received(nil), rc.got...)
 }
 
+// succeededN is a condition for testutil.Eventually: the receiver answered n requests 2xx.
+func (rc *receiver) succeededN(n int, what string) func() error {
+	return func() error {
+		if got := len(rc.succeeded()); got != n {
+			return fmt.Errorf("%s: the receiver answered %d requests 2xx, want %d", what, got, n)
+		}
+		return nil
+	}
+}
+
 // succeeded are the requests the receiver answered 2xx.
 func (rc *receiver) succeeded() []received {
 	var out []received
@@ -158,7 +170,7 @@ func TestWebhookDeliveriesSignedAndRecorded(t *testing.T) {
 		map[string]any{"type": "session_ended", "exit_reason": "closed"}))
 	require.Equal(t, 202, c.Status, "%s", c.Body)
 
-	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 3 }, "three deliveries (link_clicked is not subscribed)")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(3, "three deliveries (link_clicked is not subscribed)"))
 	for _, g := range rc.all() {
 		require.True(t, g.Verified, "signature verifies: %+v", g)
 		data, ok := g.Payload["data"].(map[string]any)
@@ -175,16 +187,19 @@ func TestWebhookDeliveriesSignedAndRecorded(t *testing.T) {
 
 	// The receiver answered before the service recorded the answers: wait for the records.
 	var d *resp
-	eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		d = h.do(t, "GET", "/api/v1/webhook-subscriptions/"+itoa(id)+"/deliveries", key, nil)
 		require.Equal(t, 200, d.Status, "%s", d.Body)
 		for _, x := range d.list() {
-			if x.(map[string]any)["status"] != "succeeded" {
-				return false
+			if st := x.(map[string]any)["status"]; st != "succeeded" {
+				return fmt.Errorf("a delivery is recorded as %v, want three succeeded", st)
 			}
 		}
-		return len(d.list()) == 3
-	}, "three deliveries recorded as succeeded")
+		if n := len(d.list()); n != 3 {
+			return fmt.Errorf("%d deliveries recorded, want three succeeded", n)
+		}
+		return nil
+	})
 	for _, x := range d.list() {
 		m := x.(map[string]any)
 		require.Equal(t, "succeeded", m["status"])

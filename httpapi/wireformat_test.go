@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/internal/testutil"
 )
 
 // Wire-format promises of docs/API.md that the OpenAPI check cannot see: the timestamp layout,
@@ -105,13 +107,15 @@ func TestTimestampsHaveSixDecimals(t *testing.T) {
 	require.Contains(t, got, "data.updated_at")
 	id := itoa(num(sub.data()["id"]))
 	require.Equal(t, 202, h.do(t, "POST", "/collect", "", collectBody(rid, map[string]any{"type": "session_started", "page_number": 1})).Status)
-	eventually(t, 10*time.Second, func() bool { return len(rc.succeeded()) == 1 }, "the delivery arrived")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.succeededN(1, "the delivery arrived"))
 	var deliveries *resp
-	eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		deliveries = h.do(t, "GET", "/api/v1/webhook-subscriptions/"+id+"/deliveries", key, nil)
-		l := deliveries.list()
-		return len(l) == 1 && l[0].(map[string]any)["status"] == "succeeded"
-	}, "the delivery is recorded")
+		if l := deliveries.list(); len(l) != 1 || l[0].(map[string]any)["status"] != "succeeded" {
+			return fmt.Errorf("the delivery is not recorded as succeeded: %s", deliveries.Body)
+		}
+		return nil
+	})
 	got = requireSixDecimals(t, deliveries, "deliveries")
 	for _, f := range []string{"data[0].created_at", "data[0].delivered_at", "data[0].history[0].attempted_at"} {
 		require.Contains(t, got, f)

@@ -251,6 +251,7 @@ type initializeParams struct {
 	sdk.InitializeParams
 	Capabilities *struct {
 		sdk.ClientCapabilities
+		//lint:ignore SA1019 older clients still declare roots (deprecated, not removed, by SEP-2577)
 		Roots *sdk.RootCapabilities `json:"roots,omitempty"`
 	} `json:"capabilities"`
 }

@@ -112,6 +112,7 @@ func New(caller *api.Caller, ops []*api.Operation, o Options) *Server {
 			// stream to carry notifications/tools/list_changed: advertise tools without it.
 			// logging stays (the SDK's default): logging/setLevel is answered, and no log
 			// notification is ever sent (docs/CLIENTS.md).
+			//lint:ignore SA1019 logging is deprecated by SEP-2577 (2026-07-28), not removed; hosts of older protocol versions still call logging/setLevel
 			Capabilities: &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}, Tools: &sdk.ToolCapabilities{}},
 		})
 	for _, op := range ops {

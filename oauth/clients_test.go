@@ -53,7 +53,7 @@ func newDocServer(t *testing.T, delay time.Duration) *docServer {
 		d.hits[r.URL.Path]++
 		doc, ok := d.docs[r.URL.Path]
 		d.mu.Unlock()
-		time.Sleep(d.delay)
+		time.Sleep(d.delay) // sleep: the slow metadata server under test
 		if !ok {
 			http.Error(w, "broken", http.StatusInternalServerError)
 			return

@@ -11,7 +11,6 @@ package oauth
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"log/slog"
@@ -247,9 +246,4 @@ func randomToken(prefix string, n int) string {
 // hashedSecret is how a client secret is compared (fosite's hasher: bcrypt).
 func (s *Server) hashSecret(ctx context.Context, secret string) ([]byte, error) {
 	return s.cfg.GetSecretsHasher(ctx).Hash(ctx, []byte(secret))
-}
-
-func sha(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:])
 }

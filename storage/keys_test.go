@@ -10,21 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// eventually polls cond until it holds or within has passed.
-func eventually(tb testing.TB, within time.Duration, cond func() bool, msg string) {
-	tb.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("condition not met within %s: %s", within, msg)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func sign(n int) int {
 	switch {
 	case n < 0:

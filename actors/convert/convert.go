@@ -24,6 +24,8 @@ type Options struct {
 	OnPages   func(n int)
 	// Fetch fetches the product images of a catalog render (nil: none are fetched).
 	Fetch Fetcher
+	// Office is the LibreOffice command ("": soffice, looked up in PATH).
+	Office string
 }
 
 // Page is a rendered page image file.
@@ -70,7 +72,7 @@ func Convert(ctx context.Context, src, kind, work string, o Options) (*Result, e
 		}
 		return &Result{Pages: []Page{{Path: dst, Width: w, Height: h}}, Thumb: thumb}, nil
 	case IsOffice(kind):
-		pdf, err := OfficeToPDF(ctx, src, kind, filepath.Join(work, "office"))
+		pdf, err := OfficeToPDF(ctx, o.Office, src, kind, filepath.Join(work, "office"))
 		if err != nil {
 			return nil, err
 		}

@@ -16,15 +16,19 @@ var ErrNoLibreOffice = fail("office conversion needs LibreOffice")
 // OfficeTimeout bounds one LibreOffice conversion (a hung soffice must not hold a worker).
 var OfficeTimeout = 5 * time.Minute
 
-// sofficeBinary is the LibreOffice command (a variable so tests can point it elsewhere).
-var sofficeBinary = "soffice"
+// sofficeBinary is the LibreOffice command unless Options.Office names another.
+const sofficeBinary = "soffice"
 
 // OfficeToPDF converts a Word, Excel or PowerPoint file to PDF with LibreOffice headless. Each
 // run has its own user profile (concurrent runs sharing one race, and one silently produces
 // nothing), locked down (officeLockdown), and runs without network where the kernel allows
-// (isolatedCommand). It returns the PDF's path, inside work.
-func OfficeToPDF(ctx context.Context, src, kind, work string) (string, error) {
-	bin, err := exec.LookPath(sofficeBinary)
+// (isolatedCommand). It returns the PDF's path, inside work. office is the LibreOffice command
+// ("": soffice).
+func OfficeToPDF(ctx context.Context, office, src, kind, work string) (string, error) {
+	if office == "" {
+		office = sofficeBinary
+	}
+	bin, err := exec.LookPath(office)
 	if err != nil {
 		return "", ErrNoLibreOffice
 	}

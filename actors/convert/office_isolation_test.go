@@ -80,7 +80,7 @@ func TestOfficeLinkedContentIsNotFetched(t *testing.T) {
 			dir := t.TempDir()
 			src := filepath.Join(dir, "upload")
 			require.NoError(t, os.WriteFile(src, linkedImageDOCX(t, target), 0o644))
-			pdf, err := OfficeToPDF(context.Background(), src, KindDOCX, filepath.Join(dir, "work"))
+			pdf, err := OfficeToPDF(context.Background(), "", src, KindDOCX, filepath.Join(dir, "work"))
 			require.NoError(t, err, "the document still converts")
 			out, err := exec.Command("pdfimages", "-list", pdf).CombinedOutput()
 			require.NoError(t, err, "%s", out)

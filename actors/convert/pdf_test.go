@@ -271,13 +271,11 @@ func TestConvertStopsWhenCancelled(t *testing.T) {
 }
 
 func TestOfficeNeedsLibreOffice(t *testing.T) {
-	old := sofficeBinary
-	sofficeBinary = "flipbook-test-no-such-soffice"
-	t.Cleanup(func() { sofficeBinary = old })
+	t.Parallel()
 	src := filepath.Join(t.TempDir(), "in")
 	require.NoError(t, os.WriteFile(src, zipOf(t, "[Content_Types].xml", "word/document.xml"), 0o600))
 	for _, kind := range []string{KindDOC, KindDOCX, KindXLS, KindXLSX, KindPPT, KindPPTX} {
-		_, err := Convert(context.Background(), src, kind, filepath.Join(t.TempDir(), "work"), Options{})
+		_, err := Convert(context.Background(), src, kind, filepath.Join(t.TempDir(), "work"), Options{Office: "flipbook-test-no-such-soffice"})
 		require.True(t, IsFailure(err), "%s: %v", kind, err)
 		require.Equal(t, "office conversion needs LibreOffice", err.Error(), kind)
 	}

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/internal/testutil"
 )
 
 const (
@@ -104,8 +106,7 @@ func TestBulkSettingsKill(t *testing.T) {
 		"--rate-limit-endpoint", "0", "--rate-limit-workspace", "0"}
 	child := startChild(t, args...)
 	var key string // printed after the address startChild waited for
-	waitFor(t, 10*time.Second, func() bool { key = keyFromStdout(child.stdout.String()); return key != "" },
-		"the first start writes an API key")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, keyWritten(&key, child.stdout))
 	start := time.Now()
 	ids := bulkKillCreate(t, child.base, key, bulkKillBooks)
 	t.Logf("created %d books in %s", len(ids), time.Since(start).Round(time.Millisecond))
@@ -127,7 +128,7 @@ func TestBulkSettingsKill(t *testing.T) {
 		require.Equal(t, 202, r.status, "%s", r.raw)
 		batch := r.data()["id"].(string)
 		wait := delay/2 + time.Duration(rng.Int64N(int64(delay)))
-		time.Sleep(wait)
+		time.Sleep(wait) // sleep: the batch runs a random while before the kill (the kill point under test)
 		child.kill(t)
 		// The killed process is gone: whatever it recorded has an earlier time, and the next one
 		// (which resumes the batch before it listens) records later times.
@@ -135,12 +136,15 @@ func TestBulkSettingsKill(t *testing.T) {
 		child = startChild(t, args...)
 
 		var b map[string]any
-		waitFor(t, 60*time.Second, func() bool {
+		testutil.Eventually(t, 60*time.Second, 50*time.Millisecond, func() error {
 			r := call(t, "GET", child.base+"/api/v1/books/bulk-settings/batches/"+batch, key, nil)
 			require.Equal(t, 200, r.status, "%s", r.raw)
 			b = r.data()
-			return b["status"] != "queued" && b["status"] != "running"
-		}, "round %d: the batch finishes after the restart\nstderr:\n%s", round, child.stderr.String())
+			if b["status"] == "queued" || b["status"] == "running" {
+				return fmt.Errorf("round %d: the batch is still %v after the restart (progress %v)\nstderr:\n%s", round, b["status"], b["progress"], child.stderr.String())
+			}
+			return nil
+		})
 		require.Equal(t, "completed", b["status"], "round %d: %v", round, b["progress"])
 		before, after := 0, 0
 		items := b["items"].([]any)

@@ -30,6 +30,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"flipbook/internal/testutil"
 	"flipbook/storage"
 )
 
@@ -188,6 +189,16 @@ func catKillFinished(j map[string]any) bool {
 	return j["status"] != "queued" && j["status"] != "running"
 }
 
+// catKillJobFinished is a condition for testutil.Eventually: the catalog's sync job finished.
+func catKillJobFinished(t *testing.T, base, key string, catalog, job int64) func() error {
+	return func() error {
+		if j := catKillJob(t, base, key, catalog, job); !catKillFinished(j) {
+			return fmt.Errorf("catalog %d's sync job %d has not finished: %v", catalog, job, j)
+		}
+		return nil
+	}
+}
+
 func TestCatalogSyncKill(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -220,8 +231,7 @@ func TestCatalogSyncKill(t *testing.T) {
 	// Life 1.
 	child := start()
 	var key string // printed after the address startChild waited for
-	waitFor(t, 10*time.Second, func() bool { key = keyFromStdout(child.stdout.String()); return key != "" },
-		"the first start writes an API key")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, keyWritten(&key, child.stdout))
 	me := call(t, "GET", child.base+"/api/v1/me", key, nil)
 	require.Equal(t, 200, me.status, "%s", me.raw)
 	tn := storage.Tenant{Workspace: int64(me.data()["workspace"].(map[string]any)["id"].(float64)), Mode: storage.ModeLive}
@@ -279,19 +289,19 @@ func TestCatalogSyncKill(t *testing.T) {
 	}
 	t.Logf("life 2: %d requests posted in %s", catKillRequests-half, time.Since(t0))
 	sawRunning := false
-	waitFor(t, 60*time.Second, func() bool {
+	testutil.Eventually(t, 60*time.Second, 50*time.Millisecond, func() error {
 		for _, id := range jobs {
 			j := catKillJob(t, child.base, key, catalog, id)
 			if j["status"] == "running" {
 				sawRunning = true
-				return true
+				return nil
 			}
-			if j["status"] == "queued" {
-				return false // its predecessor finished; poll again until this one runs
+			if j["status"] == "queued" { // its predecessor finished; poll again until this one runs
+				return fmt.Errorf("no sync job runs: job %d is queued behind finished ones", id)
 			}
 		}
-		return true // everything finished before a job was seen running
-	}, "a job runs")
+		return nil // everything finished before a job was seen running
+	})
 	child.kill(t)
 	mid2, unfinished := afterKill(2, catKillRequests)
 	t.Logf("life 2: saw a job running before the kill: %v; %d unfinished at the kill", sawRunning, unfinished)
@@ -302,14 +312,14 @@ func TestCatalogSyncKill(t *testing.T) {
 	// Life 3: every job finishes, each exactly once.
 	child = start()
 	require.NotContains(t, child.stdout.String(), "First start", "not a first start")
-	waitFor(t, 120*time.Second, func() bool {
+	testutil.Eventually(t, 120*time.Second, 50*time.Millisecond, func() error {
 		for _, id := range append([]int64{createJob}, jobs...) {
-			if !catKillFinished(catKillJob(t, child.base, key, catalog, id)) {
-				return false
+			if err := catKillJobFinished(t, child.base, key, catalog, id)(); err != nil {
+				return fmt.Errorf("not every sync job finished after the restarts: %w", err)
 			}
 		}
-		return true
-	}, "every sync job finishes after the restarts")
+		return nil
+	})
 
 	// What each key should hold: the title of the last job (in job order) that wrote it.
 	type want struct {
@@ -417,8 +427,13 @@ func TestCatalogSyncKill(t *testing.T) {
 	// The purge is internal; its steps show as Pebble WAL writes (each deletes thousands of keys,
 	// some 60 KB). Kill once the WAL grew by about one step, or after a while regardless.
 	wal0 := catKillWAL(t, dir)
-	for deadline := time.Now().Add(5 * time.Second); catKillWAL(t, dir) < wal0+40_000 && time.Now().Before(deadline); {
-		time.Sleep(2 * time.Millisecond)
+	if err := testutil.Poll(5*time.Second, 2*time.Millisecond, func() error {
+		if grown := catKillWAL(t, dir) - wal0; grown < 40_000 {
+			return fmt.Errorf("the WAL grew by %d bytes since the delete", grown)
+		}
+		return nil
+	}); err != nil {
+		t.Logf("killing the purge regardless: %v", err)
 	}
 	child.kill(t)
 	require.Equal(t, "archived", d.data()["catalog"].(map[string]any)["status"])
@@ -465,7 +480,7 @@ func TestCatalogSyncKill(t *testing.T) {
 	require.EqualValues(t, 0, nc["items_count"])
 	require.Equal(t, "create", re.data()["sync_job"].(map[string]any)["type"])
 	newJob := int64(re.data()["sync_job"].(map[string]any)["id"].(float64))
-	waitFor(t, 30*time.Second, func() bool { return catKillFinished(catKillJob(t, child.base, key, newID, newJob)) }, "the new catalog's job")
+	testutil.Eventually(t, 30*time.Second, 50*time.Millisecond, catKillJobFinished(t, child.base, key, newID, newJob))
 	require.Empty(t, catKillListItems(t, child.base, key, newID))
 	g = call(t, "GET", fmt.Sprintf("%s/api/v1/catalogs/%d", child.base, newID), key, nil)
 	require.EqualValues(t, 0, g.data()["catalog"].(map[string]any)["items_count"])
@@ -510,7 +525,7 @@ func TestCatalogSyncKill(t *testing.T) {
 		require.Less(t, attempt, 10, "the purge does not finish: %d items left, %d jobs queued", len(left), len(queue))
 		t.Logf("purge unfinished at the stop of life %d: %d items left", 4+attempt, len(left))
 		child = start()
-		time.Sleep(time.Duration(attempt) * 500 * time.Millisecond) // nothing to poll: the purge is internal
+		time.Sleep(time.Duration(attempt) * 500 * time.Millisecond) // sleep: the purge gets a while in this life; nothing to poll: it is internal and the store is read only with the server stopped
 	}
 	names := make([]string, 0, len(idOf))
 	for k := range idOf {

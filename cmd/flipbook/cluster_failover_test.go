@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/internal/testutil"
 )
 
 // failoverLedger records the outcome of every write and reader batch.
@@ -157,7 +159,7 @@ func testClusterFailover(t *testing.T, standby bool) {
 					led.unknown[name] = true
 					led.refused++
 					led.mu.Unlock()
-					time.Sleep(100 * time.Millisecond)
+					time.Sleep(100 * time.Millisecond) // sleep: the writer's backoff before it retries after a 503 (a partition moving)
 				default:
 					t.Errorf("write %s via %s: %d %s", name, via.name, res.StatusCode, out)
 					return
@@ -186,7 +188,7 @@ func testClusterFailover(t *testing.T, standby bool) {
 					led.sessions[sid] = true
 					led.mu.Unlock()
 				}
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond) // sleep: pacing the readers' sessions (load generator)
 			}
 		}()
 	}
@@ -195,14 +197,20 @@ func testClusterFailover(t *testing.T, standby bool) {
 	require.Equal(t, 202, up.status, "%s", up.raw)
 	batch := up.data()["batch_id"].(string)
 	pdfBook := up.data()["book_ids"].([]any)[0].(string)
-	waitFor(t, 30*time.Second, func() bool {
-		return call(t, "GET", b.base+"/api/v1/batches/"+batch, key, nil).data()["status"] == "processing"
-	}, "the owner is converting")
-	waitFor(t, 30*time.Second, func() bool {
+	testutil.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if st := call(t, "GET", b.base+"/api/v1/batches/"+batch, key, nil).data()["status"]; st != "processing" {
+			return fmt.Errorf("the owner's conversion batch is %v, want processing", st)
+		}
+		return nil
+	})
+	testutil.Eventually(t, 30*time.Second, 10*time.Millisecond, func() error {
 		led.mu.Lock()
 		defer led.mu.Unlock()
-		return len(led.books) >= 20 && len(led.sessions) >= 20
-	}, "clients are busy")
+		if len(led.books) < 20 || len(led.sessions) < 20 {
+			return fmt.Errorf("clients are not busy yet: %d books and %d sessions acknowledged, want 20 each", len(led.books), len(led.sessions))
+		}
+		return nil
+	})
 	for r := 0; r < 4; r++ {
 		items := make([]any, 500)
 		for i := range items {
@@ -221,8 +229,15 @@ func testClusterFailover(t *testing.T, standby bool) {
 		map[string]any{"books": books, "settings": map[string]any{"title": "After failover", "flip_sound": true}})
 	require.Equal(t, 202, br.status, "%s", br.raw)
 	bulkBatch := br.data()["id"].(string)
-	time.Sleep(100 * time.Millisecond) // running, most of the time, when the owner dies
-	bulkAtKill := call(t, "GET", b.base+"/api/v1/books/bulk-settings/batches/"+bulkBatch, key, nil).data()
+	var bulkAtKill map[string]any // running, some items applied, when the owner dies (or, on a fast run, done)
+	testutil.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		bulkAtKill = call(t, "GET", b.base+"/api/v1/books/bulk-settings/batches/"+bulkBatch, key, nil).data()
+		progress, _ := bulkAtKill["progress"].(map[string]any)
+		if st := bulkAtKill["status"]; st == "queued" || st == "running" && fmt.Sprint(progress["finished"]) == "0" {
+			return fmt.Errorf("the bulk batch has applied no item yet: %v %v", st, progress)
+		}
+		return nil
+	})
 	var jobsAtKill []any
 	for _, j := range catJobs {
 		jobsAtKill = append(jobsAtKill, catKillJob(t, b.base, key, catalog, j)["status"])
@@ -232,11 +247,15 @@ func testClusterFailover(t *testing.T, standby bool) {
 	led.mu.Lock()
 	led.killedAt = time.Now() // the process is gone: nothing answered after this is its
 	led.mu.Unlock()
-	waitFor(t, 60*time.Second, func() bool {
+	testutil.Eventually(t, 60*time.Second, 10*time.Millisecond, func() error {
 		led.mu.Lock()
 		defer led.mu.Unlock()
-		return !led.firstAck.IsZero() && len(led.books) >= 60
-	}, "writes are acknowledged again after the kill")
+		if led.firstAck.IsZero() || len(led.books) < 60 {
+			return fmt.Errorf("writes are not acknowledged again after the kill: first ack after it %v, %d books acknowledged (want 60), %d unknown, %d answered 503",
+				!led.firstAck.IsZero(), len(led.books), len(led.unknown), led.refused)
+		}
+		return nil
+	})
 	close(stop)
 	wg.Wait()
 	failover := led.firstAck.Sub(led.killedAt)
@@ -269,19 +288,25 @@ func testClusterFailover(t *testing.T, standby bool) {
 	}
 
 	// The conversion in flight finishes on the new owner, once.
-	waitFor(t, 120*time.Second, func() bool {
-		return call(t, "GET", c.base+"/api/v1/batches/"+batch, key, nil).data()["status"] == "completed"
-	}, "the conversion taken over finishes")
+	testutil.Eventually(t, 120*time.Second, 50*time.Millisecond, func() error {
+		if st := call(t, "GET", c.base+"/api/v1/batches/"+batch, key, nil).data()["status"]; st != "completed" {
+			return fmt.Errorf("the conversion taken over is %v, want completed", st)
+		}
+		return nil
+	})
 	g := call(t, "GET", b.base+"/api/v1/books/"+pdfBook, key, nil)
 	require.EqualValues(t, 40, g.data()["page_count"], "%s", g.raw)
 	require.Equal(t, 1, names["inflight"], "one book for the upload")
 
 	// The bulk batch in flight finishes once: every book has its settings applied once.
-	waitFor(t, 120*time.Second, func() bool {
+	testutil.Eventually(t, 120*time.Second, 50*time.Millisecond, func() error {
 		r := call(t, "GET", b.base+"/api/v1/books/bulk-settings/batches/"+bulkBatch, key, nil)
 		require.Equal(t, 200, r.status, "%s", r.raw)
-		return r.data()["status"] != "queued" && r.data()["status"] != "running"
-	}, "the bulk batch taken over finishes")
+		if st := r.data()["status"]; st == "queued" || st == "running" {
+			return fmt.Errorf("the bulk batch taken over is still %v: %v", st, r.data()["progress"])
+		}
+		return nil
+	})
 	r = call(t, "GET", b.base+"/api/v1/books/bulk-settings/batches/"+bulkBatch, key, nil)
 	require.Equal(t, "completed", r.data()["status"], "%v", r.data()["progress"])
 	after, titles := bulkKillRevisions(t, c.base, key, bulkIDs)
@@ -291,8 +316,7 @@ func testClusterFailover(t *testing.T, standby bool) {
 	}
 	// The catalog sync jobs finish once: every item is there once.
 	for _, j := range catJobs {
-		waitFor(t, 120*time.Second, func() bool { return catKillFinished(catKillJob(t, c.base, key, catalog, j)) },
-			"catalog sync job %d finishes", j)
+		testutil.Eventually(t, 120*time.Second, 50*time.Millisecond, catKillJobFinished(t, c.base, key, catalog, j))
 		require.Equal(t, "completed", catKillJob(t, b.base, key, catalog, j)["status"])
 	}
 	items := catKillListItems(t, b.base, key, catalog)
@@ -306,7 +330,7 @@ func testClusterFailover(t *testing.T, standby bool) {
 	}
 
 	// Every acknowledged session is in analytics exactly once.
-	waitFor(t, 60*time.Second, func() bool {
+	testutil.Eventually(t, 60*time.Second, 50*time.Millisecond, func() error {
 		seen := map[string]int{}
 		for _, v := range walkAll(t, b.base, key, "/api/v1/analytics/book-view-events?book_id="+reading) {
 			seen[v["session_id"].(string)]++
@@ -314,18 +338,22 @@ func testClusterFailover(t *testing.T, standby bool) {
 		for sid, n := range seen {
 			require.Equal(t, 1, n, "session %s stored once", sid)
 		}
+		missing := 0
 		for sid := range led.sessions {
 			if seen[sid] != 1 {
-				return false
+				missing++
 			}
 		}
-		return true
-	}, "every acknowledged session is in analytics once")
+		if missing > 0 {
+			return fmt.Errorf("%d of %d acknowledged sessions are not in analytics yet", missing, len(led.sessions))
+		}
+		return nil
+	})
 
 	var lastLog time.Time
 	// Every acknowledged session start was delivered to the webhook (retries after the first
 	// failed attempt, by whichever node owned the workspace then).
-	waitFor(t, 150*time.Second, func() bool {
+	testutil.Eventually(t, 150*time.Second, 10*time.Millisecond, func() error {
 		hookMu.Lock()
 		defer hookMu.Unlock()
 		delivered := map[string]bool{}
@@ -357,10 +385,10 @@ func testClusterFailover(t *testing.T, standby bool) {
 		}
 		if len(delivered) == len(led.sessions) {
 			t.Logf("webhooks: %d deliveries, %d retried after a failed first attempt", len(hookBodies), retried)
-			return true
+			return nil
 		}
-		return false
-	}, "every acknowledged session start is delivered")
+		return fmt.Errorf("%d of %d acknowledged session starts delivered; %d deliveries seen", len(delivered), len(led.sessions), len(hookBodies))
+	})
 
 	// The killed node restarts on its data and rejoins: it serves again.
 	a.child = startChild(t, a.args...)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/internal/testutil"
 )
 
 // clusterWorkspace is a workspace of a test and its key.
@@ -92,7 +94,12 @@ func TestClusterPausedNodeAndJoin(t *testing.T) {
 			_ = a.child.cmd.Process.Signal(syscall.SIGCONT)
 		}
 	}()
-	waitFor(t, 60*time.Second, func() bool { return ownerOf(t, b, ws.id) != "node-a" }, "a's partitions move")
+	testutil.Eventually(t, 60*time.Second, 50*time.Millisecond, func() error {
+		if o := ownerOf(t, b, ws.id); o == "node-a" {
+			return fmt.Errorf("a's partitions have not moved: b sees workspace %d owned by %s", ws.id, o)
+		}
+		return nil
+	})
 	r := call(t, "POST", b.base+"/api/v1/books/konva", ws.key, konvaBody(t, "after-move", 1, 20, 30))
 	require.Equal(t, 201, r.status, "%s", r.raw)
 
@@ -115,7 +122,7 @@ func TestClusterPausedNodeAndJoin(t *testing.T) {
 		default:
 			t.Fatalf("a write through the resumed node: %d %s", r.status, r.raw)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // sleep: pacing the 60 writes over the seconds after the resume, while a may still think it owns the partition
 	}
 	t.Logf("writes through the resumed node: %v", statuses)
 	require.NotZero(t, statuses[201], "the resumed node forwards to the new owner")
@@ -173,14 +180,23 @@ func TestClusterPausedNodeAndJoin(t *testing.T) {
 					}
 				}
 				mu.Unlock()
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond) // sleep: pacing each workspace's writes (load generator)
 			}
 		}()
 	}
-	time.Sleep(500 * time.Millisecond)
+	testutil.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error { // the writers run when d joins
+		mu.Lock()
+		defer mu.Unlock()
+		for _, w := range spaces {
+			if writes[w.id] == 0 {
+				return fmt.Errorf("workspace %d's writer has completed no write yet (%d of %d workspaces have)", w.id, len(spaces), len(writes))
+			}
+		}
+		return nil
+	})
 	d := tc.start(t, "node-d")
 	settled(t, parts, a, b, c, d)
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // sleep: the writers go on a while against the settled cluster (writes after the move are checked too)
 	close(stop)
 	wg.Wait()
 	st := clusterStatus(t, d)

@@ -27,6 +27,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"flipbook/internal/testutil"
 )
 
 const clusterAdminToken = "adm_cluster_test_shared"
@@ -180,31 +182,34 @@ func clusterStatus(t *testing.T, n *clusterNode) map[string]any {
 // owner that every node knows.
 func settled(t *testing.T, parts int, nodes ...*clusterNode) {
 	t.Helper()
-	waitFor(t, 60*time.Second, func() bool {
+	testutil.Eventually(t, 60*time.Second, 50*time.Millisecond, func() error {
 		owned := 0
 		for _, n := range nodes {
 			st := clusterStatus(t, n)
 			ready, _ := st["ready"].([]any)
 			if len(ready) == 0 && len(nodes) <= parts {
-				return false // the group has not given this node its share yet
+				return fmt.Errorf("the cluster has not settled: the group has not given %s its share yet", n.name)
 			}
 			owned += len(ready)
 			owners, _ := st["owners"].(map[string]any)
 			if len(owners) != parts {
-				return false
+				return fmt.Errorf("the cluster has not settled: %s knows owners of %d of %d partitions", n.name, len(owners), parts)
 			}
-			for _, o := range owners {
+			for p, o := range owners {
 				alive := false
 				for _, m := range nodes {
 					alive = alive || o.(map[string]any)["node"] == m.name
 				}
 				if !alive {
-					return false
+					return fmt.Errorf("the cluster has not settled: %s sees partition %s owned by %v, not a live node", n.name, p, o.(map[string]any)["node"])
 				}
 			}
 		}
-		return owned == parts
-	}, "the cluster settles: every partition taken over once")
+		if owned != parts {
+			return fmt.Errorf("the cluster has not settled: %d partitions taken over, want every one of %d once", owned, parts)
+		}
+		return nil
+	})
 }
 
 func TestClusterAnyNodeAnswers(t *testing.T) {
@@ -325,9 +330,12 @@ func TestClusterAnyNodeAnswers(t *testing.T) {
 	require.Equal(t, 202, up.status, "%s", up.raw)
 	batch := up.data()["batch_id"].(string)
 	pdfBook := up.data()["book_ids"].([]any)[0].(string)
-	waitFor(t, 60*time.Second, func() bool {
-		return call(t, "GET", nodes[2].base+"/api/v1/batches/"+batch, key, nil).data()["status"] == "completed"
-	}, "the uploaded PDF is converted")
+	testutil.Eventually(t, 60*time.Second, 50*time.Millisecond, func() error {
+		if st := call(t, "GET", nodes[2].base+"/api/v1/batches/"+batch, key, nil).data()["status"]; st != "completed" {
+			return fmt.Errorf("the uploaded PDF's batch is %v, want completed", st)
+		}
+		return nil
+	})
 	thumb := call(t, "GET", nodes[1].base+"/api/v1/books/"+pdfBook, key, nil).data()["thumbnail_url"].(string)
 	thumbPath := thumb[strings.Index(thumb, "/files/"):]
 	var thumbBytes []byte
@@ -359,7 +367,7 @@ func TestClusterAnyNodeAnswers(t *testing.T) {
 		require.Equal(t, 202, res.StatusCode, "collect via %s: %s", n.name, got)
 	}
 	for _, n := range nodes {
-		waitFor(t, 30*time.Second, func() bool {
+		testutil.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 			r := call(t, "GET", n.base+"/api/v1/analytics/book-view-events?limit=100&book_id="+books[0], key, nil)
 			require.Equal(t, 200, r.status, "%s", r.raw)
 			seen := map[string]int{}
@@ -369,8 +377,11 @@ func TestClusterAnyNodeAnswers(t *testing.T) {
 			for sid, k := range seen {
 				require.Equal(t, 1, k, "session %s stored once", sid)
 			}
-			return len(seen) == sessions
-		}, "every session's events are in analytics, read via %s", n.name)
+			if len(seen) != sessions {
+				return fmt.Errorf("%d of %d sessions' events are in analytics, read via %s", len(seen), sessions, n.name)
+			}
+			return nil
+		})
 	}
 
 	// MCP through a node that does not own the workspace: the session and the tool calls are
@@ -425,12 +436,18 @@ func TestClusterAnyNodeAnswers(t *testing.T) {
 	rv := call(t, "DELETE", b.base+fmt.Sprintf("/admin/v1/keys/%d", keyID), clusterAdminToken, nil)
 	require.Contains(t, []int{200, 204}, rv.status, "%s", rv.raw)
 	for _, n := range nodes {
-		waitFor(t, 10*time.Second, func() bool {
-			return call(t, "GET", n.base+"/api/v1/books", key, nil).status == 401
-		}, "the revoked key is refused by %s", n.name)
-		waitFor(t, 10*time.Second, func() bool {
-			return call(t, "GET", n.base+"/api/v1/books", tok.AccessToken, nil).status == 401
-		}, "a token the revoked key approved is refused by %s", n.name)
+		testutil.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
+			if r := call(t, "GET", n.base+"/api/v1/books", key, nil); r.status != 401 {
+				return fmt.Errorf("the revoked key gets %d from %s, want 401: %s", r.status, n.name, r.raw)
+			}
+			return nil
+		})
+		testutil.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
+			if r := call(t, "GET", n.base+"/api/v1/books", tok.AccessToken, nil); r.status != 401 {
+				return fmt.Errorf("a token the revoked key approved gets %d from %s, want 401: %s", r.status, n.name, r.raw)
+			}
+			return nil
+		})
 	}
 }
 

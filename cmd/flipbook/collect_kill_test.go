@@ -33,6 +33,7 @@ import (
 
 	"flipbook/analytics"
 	"flipbook/ingest"
+	"flipbook/internal/testutil"
 	"flipbook/storage"
 )
 
@@ -157,7 +158,7 @@ func startPosters(t *testing.T, base, book, phase string, ledger *collectLedger,
 				res, err := p.client.Post(base+"/collect", "application/json", bytes.NewReader(collectKillBody(book, b)))
 				if errors.Is(err, syscall.ECONNREFUSED) { // after a kill: never reached a server
 					ledger.refused(b)
-					time.Sleep(time.Millisecond)
+					time.Sleep(time.Millisecond) // sleep: the load generator's pause before it retries a server that refused the connection
 					continue
 				}
 				if err != nil {
@@ -293,8 +294,7 @@ func testCollectKill(t *testing.T, backend string) {
 
 	child := startChild(t, args...)
 	var key string // printed after the address startChild waited for
-	waitFor(t, 10*time.Second, func() bool { key = keyFromStdout(child.stdout.String()); return key != "" },
-		"the first start writes an API key")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, keyWritten(&key, child.stdout))
 	body := konvaBody(t, "Read under fire", killBookPages, 40, 60)
 	body["status"] = "publish"
 	created := call(t, "POST", child.base+"/api/v1/books/konva", key, body)
@@ -311,21 +311,27 @@ func testCollectKill(t *testing.T, backend string) {
 		_, before, _ := ledger.counts()
 		p := startPosters(t, child.base, book, phase, ledger, rng.Uint64())
 		until := time.Now().Add(time.Duration(300+rng.IntN(1200)) * time.Millisecond)
-		waitFor(t, 30*time.Second, func() bool {
+		testutil.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 			if f := p.fail.Load(); f != nil {
 				t.Fatal(f)
 			}
 			_, accepted, _ := ledger.counts()
-			if accepted-before < minBatches || walStamp(dir) == wal {
-				return false
+			if accepted-before < minBatches {
+				return fmt.Errorf("%s: %d of %d batches accepted", phase, accepted-before, minBatches)
+			}
+			if walStamp(dir) == wal {
+				return fmt.Errorf("%s: %d batches accepted, but the DuckDB WAL has not changed since the child started", phase, accepted-before)
 			}
 			// The consumer committed events since the child started (not only its own setup).
 			st := call(t, "GET", child.base+"/admin/v1/ingest", "adm_collect_kill", nil)
 			cons, _ := st.data()["consumer"].(map[string]any)
 			n, _ := cons["events"].(float64)
-			return st.status == 200 && n > 0
-		}, "%s: %d batches accepted and stored", phase, minBatches)
-		time.Sleep(time.Until(until))
+			if st.status != 200 || n <= 0 {
+				return fmt.Errorf("%s: the consumer committed no events since the child started: %d %s", phase, st.status, st.raw)
+			}
+			return nil
+		})
+		time.Sleep(time.Until(until)) // sleep: the clients post for a random 300-1500 ms before the kill or stop (the load under test)
 		if kill {
 			child.kill(t)
 			p.halt(t)

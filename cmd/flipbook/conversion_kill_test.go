@@ -23,6 +23,8 @@ import (
 
 	"github.com/go-pdf/fpdf"
 	"github.com/stretchr/testify/require"
+
+	"flipbook/internal/testutil"
 )
 
 // childEnv makes the test binary run `flipbook <args>` instead of the tests.
@@ -77,18 +79,20 @@ func startChild(t *testing.T, args ...string) *childServer {
 			<-c.exited
 		}
 	})
-	waitFor(t, startTimeout, func() bool {
+	testutil.Eventually(t, startTimeout, 10*time.Millisecond, func() error {
 		select {
 		case <-c.exited:
 			t.Fatalf("the child server exited: %v\nstdout:\n%s\nstderr:\n%s", c.cmd.ProcessState, c.stdout.String(), c.stderr.String())
 		default:
 		}
-		m := listeningRE.FindStringSubmatch(c.stdout.String())
-		if m != nil {
-			c.base = m[1]
+		out := c.stdout.String()
+		m := listeningRE.FindStringSubmatch(out)
+		if m == nil {
+			return fmt.Errorf("the child server does not listen yet\nstdout:\n%s\nstderr:\n%s", out, c.stderr.String())
 		}
-		return m != nil
-	}, "the child server listens")
+		c.base = m[1]
+		return nil
+	})
 	return c
 }
 
@@ -153,6 +157,16 @@ func uploadPDF(t *testing.T, base, key, name string, data []byte) *reply {
 	return decodeReply(t, res)
 }
 
+// rendererRuns is a condition for testutil.Eventually: a pdftoppm process works under dir.
+func rendererRuns(dir, what string) func() error {
+	return func() error {
+		if len(renderers(dir)) == 0 {
+			return fmt.Errorf("%s: no pdftoppm process works under %s", what, dir)
+		}
+		return nil
+	}
+}
+
 // renderers lists the pids of pdftoppm processes working under dir.
 func renderers(dir string) []string {
 	procs, _ := filepath.Glob("/proc/[0-9]*")
@@ -192,25 +206,28 @@ func TestKillDuringConversion(t *testing.T) {
 
 	first := startChild(t, args...)
 	var key string // printed after the address startChild waited for
-	waitFor(t, 10*time.Second, func() bool { key = keyFromStdout(first.stdout.String()); return key != "" },
-		"the first start writes an API key")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, keyWritten(&key, first.stdout))
 
 	up := uploadPDF(t, first.base, key, "big.pdf", bigPDF(t, pages))
 	require.Equal(t, 202, up.status, "%s", up.raw)
 	batch := up.data()["batch_id"].(string)
 	rid := up.data()["book_ids"].([]any)[0].(string)
 	batchURL := first.base + "/api/v1/batches/" + batch
-	waitFor(t, 30*time.Second, func() bool { return call(t, "GET", batchURL, key, nil).data()["status"] == "processing" },
-		"the batch is converting")
+	testutil.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if st := call(t, "GET", batchURL, key, nil).data()["status"]; st != "processing" {
+			return fmt.Errorf("the batch is %v, want processing", st)
+		}
+		return nil
+	})
 	work := filepath.Join(dir, "work", batch)
-	waitFor(t, 30*time.Second, func() bool { return len(renderers(work)) > 0 }, "a renderer is working on the batch")
+	testutil.Eventually(t, 30*time.Second, 10*time.Millisecond, rendererRuns(work, "a renderer is working on the batch"))
 	// A second upload waits behind the first (one worker); its 202 means it is on disk.
 	up2 := uploadPDF(t, first.base, key, "small.pdf", bigPDF(t, 3))
 	require.Equal(t, 202, up2.status, "%s", up2.raw)
 	batch2 := up2.data()["batch_id"].(string)
 	rid2 := up2.data()["book_ids"].([]any)[0].(string)
 	require.Equal(t, "queued", call(t, "GET", first.base+"/api/v1/batches/"+batch2, key, nil).data()["status"])
-	waitFor(t, 30*time.Second, func() bool { return len(renderers(work)) > 0 }, "still converting the first batch at the kill")
+	testutil.Eventually(t, 30*time.Second, 10*time.Millisecond, rendererRuns(work, "still converting the first batch at the kill"))
 
 	first.kill(t)
 	t.Logf("renderers still running after the kill: %v", renderers(work))
@@ -219,12 +236,15 @@ func TestKillDuringConversion(t *testing.T) {
 	require.NotContains(t, second.stdout.String(), "First start", "not a first start")
 	batchURL = second.base + "/api/v1/batches/" + batch
 	var b map[string]any
-	waitFor(t, 120*time.Second, func() bool {
+	testutil.Eventually(t, 120*time.Second, 50*time.Millisecond, func() error {
 		r := call(t, "GET", batchURL, key, nil)
 		require.Equal(t, 200, r.status, "%s\nstderr:\n%s", r.raw, second.stderr.String())
 		b = r.data()
-		return b["status"] != "queued" && b["status"] != "processing"
-	}, "the batch finishes after the restart")
+		if b["status"] == "queued" || b["status"] == "processing" {
+			return fmt.Errorf("the batch is still %v after the restart", b["status"])
+		}
+		return nil
+	})
 	files := b["files"].([]any)
 	require.Len(t, files, 1)
 	f := files[0].(map[string]any)
@@ -233,10 +253,13 @@ func TestKillDuringConversion(t *testing.T) {
 	require.EqualValues(t, pages, f["page_count"])
 
 	var b2 map[string]any
-	waitFor(t, 60*time.Second, func() bool {
+	testutil.Eventually(t, 60*time.Second, 50*time.Millisecond, func() error {
 		b2 = call(t, "GET", second.base+"/api/v1/batches/"+batch2, key, nil).data()
-		return b2["status"] == "completed" || b2["status"] == "failed"
-	}, "the queued batch finishes after the restart")
+		if b2["status"] != "completed" && b2["status"] != "failed" {
+			return fmt.Errorf("the queued batch is %v after the restart, want completed or failed", b2["status"])
+		}
+		return nil
+	})
 	require.Equal(t, "completed", b2["status"], "%v", b2["files"])
 
 	list := call(t, "GET", second.base+"/api/v1/books?limit=100", key, nil)

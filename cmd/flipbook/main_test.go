@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -25,6 +26,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/internal/testutil"
 )
 
 // syncBuffer is an io.Writer safe for the server goroutine to write while the test reads.
@@ -51,18 +54,15 @@ func envMap(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-// waitFor polls cond until it holds or within passes.
-func waitFor(t *testing.T, within time.Duration, cond func() bool, msg string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if cond() {
-			return
+// keyWritten is a condition for testutil.Eventually: the first start printed where it wrote
+// the API key, and the file holds one; it sets *key.
+func keyWritten(key *string, stdout *syncBuffer) func() error {
+	return func() error {
+		out := stdout.String()
+		if *key = keyFromStdout(out); *key == "" {
+			return fmt.Errorf("the first start wrote no API key yet; stdout:\n%s", out)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not met within %s: "+msg, append([]any{within}, args...)...)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return nil
 	}
 }
 
@@ -383,9 +383,18 @@ func TestInFlightRequestFinishesOnShutdown(t *testing.T) {
 	}
 
 	s.cancel()
-	waitFor(t, 10*time.Second, func() bool { return refused(s.addr) }, "listener still accepting after cancel")
-	waitFor(t, 10*time.Second, func() bool { return strings.Contains(s.stdout.String(), "shutting down") },
-		"no shutdown message")
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if !refused(s.addr) {
+			return fmt.Errorf("listener %s still accepting after cancel", s.addr)
+		}
+		return nil
+	})
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if out := s.stdout.String(); !strings.Contains(out, "shutting down") {
+			return fmt.Errorf("no shutdown message; stdout:\n%s", out)
+		}
+		return nil
+	})
 	select {
 	case err := <-s.errc:
 		t.Fatalf("serve returned %v while a request was still in flight", err)

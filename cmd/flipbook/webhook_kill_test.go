@@ -60,6 +60,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"flipbook/ingest"
+	"flipbook/internal/testutil"
 )
 
 const (
@@ -510,8 +511,12 @@ func testWebhookKill(t *testing.T, backend string, early bool) {
 	// died are handled before the next child starts.
 	settle := func() {
 		t.Helper()
-		waitFor(t, 10*time.Second, func() bool { return time.Since(rc.lastRequest()) > 200*time.Millisecond },
-			"the receiver settles after the kill")
+		testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+			if since := time.Since(rc.lastRequest()); since <= 200*time.Millisecond {
+				return fmt.Errorf("the receiver has not settled after the kill: its last request came %s ago, want 200ms of quiet", since)
+			}
+			return nil
+		})
 	}
 	kill := func(c *childServer) {
 		t.Helper()
@@ -573,15 +578,15 @@ func testWebhookKill(t *testing.T, backend string, early bool) {
 		ledger.accept(first)
 		t.Logf("early kill: the receiver had %d requests", rc.count())
 		child = start()
-		waitFor(t, 20*time.Second, func() bool {
+		testutil.Eventually(t, 20*time.Second, 10*time.Millisecond, func() error {
 			got := rc.delivered()
 			for seq := 1; seq <= first.n; seq++ {
-				if whKillWebhookType(whKillType(seq, first.n)) != "" && !got[whKillKey(first.session, seq)] {
-					return false
+				if k := whKillKey(first.session, seq); whKillWebhookType(whKillType(seq, first.n)) != "" && !got[k] {
+					return fmt.Errorf("the batch accepted just before the first kill is not delivered after the restart (the dispatcher lost it?): %s missing", k)
 				}
 			}
-			return true
-		}, "the batch accepted just before the first kill is delivered after the restart (the dispatcher lost it)")
+			return nil
+		})
 	}
 
 	// post runs the clients against the child for a random 0.8-2 s, and at least until minBatches
@@ -600,14 +605,17 @@ func testWebhookKill(t *testing.T, backend string, early bool) {
 		_, before, _ := ledger.counts()
 		p := startWHPosters(t, child.base, book, phase, ledger, rng.Uint64())
 		until := time.Now().Add(time.Duration(800+rng.IntN(1200)) * time.Millisecond)
-		waitFor(t, 30*time.Second, func() bool {
+		testutil.Eventually(t, 30*time.Second, 10*time.Millisecond, func() error {
 			if f := p.fail.Load(); f != nil {
 				t.Fatal(f)
 			}
 			_, accepted, _ := ledger.counts()
-			return accepted-before >= minBatches && len(rc.inRetry()) >= whKillInRetry
-		}, "%s: %d batches accepted and %d deliveries retrying", phase, minBatches, whKillInRetry)
-		time.Sleep(time.Until(until))
+			if retrying := len(rc.inRetry()); accepted-before < minBatches || retrying < whKillInRetry {
+				return fmt.Errorf("%s: %d of %d batches accepted, %d of %d deliveries retrying", phase, accepted-before, minBatches, retrying, whKillInRetry)
+			}
+			return nil
+		})
+		time.Sleep(time.Until(until)) // sleep: the clients post for a random 0.8-2 s before the life ends (the load under test)
 		switch end {
 		case endAtNewDelivery:
 			tr := rc.arm(func(q *whRequest, prev []*whRequest) bool { return q.attempt == 1 && len(prev) == 0 }, child)
@@ -634,23 +642,30 @@ func testWebhookKill(t *testing.T, backend string, early bool) {
 
 	// Every delivery finishes: each accepted event answered 2xx, nothing pending or retrying.
 	expected, unknown := whExpected(ledger)
-	waitFor(t, 40*time.Second, func() bool {
+	testutil.Eventually(t, 40*time.Second, 50*time.Millisecond, func() error {
 		got := rc.delivered()
+		missing := 0
 		for _, k := range expected {
 			if !got[k] {
-				return false
+				missing++
 			}
 		}
-		return len(whDeliveries(t, child.base, key, sub, "pending")) == 0 &&
-			len(whDeliveries(t, child.base, key, sub, "retrying")) == 0
-	}, "every delivery succeeds\nstderr:\n%s", child.stderr.String())
+		if missing > 0 {
+			return fmt.Errorf("%d of %d accepted events not delivered yet\nstderr:\n%s", missing, len(expected), child.stderr.String())
+		}
+		pending, retrying := whDeliveries(t, child.base, key, sub, "pending"), whDeliveries(t, child.base, key, sub, "retrying")
+		if len(pending) > 0 || len(retrying) > 0 {
+			return fmt.Errorf("%d deliveries pending and %d retrying, want none\nstderr:\n%s", len(pending), len(retrying), child.stderr.String())
+		}
+		return nil
+	})
 	// Nothing more is sent once everything succeeded: not while running, not after a restart.
 	n := rc.count()
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // sleep: a quiet window in which nothing more may be sent (a negative check: no event to wait for)
 	require.Equal(t, n, rc.count(), "requests after every delivery succeeded")
 	child.stop(t)
 	child = start()
-	time.Sleep(2 * time.Second) // the supervisor looks at its queue at start and a second later
+	time.Sleep(2 * time.Second) // sleep: a quiet window after the restart (a negative check): the supervisor looks at its queue at start and a second later
 	deliveries := whDeliveries(t, child.base, key, sub, "")
 	require.Equal(t, n, rc.count(), "requests after a clean restart")
 	child.stop(t)

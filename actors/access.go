@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -45,11 +46,11 @@ type Added[T any] struct {
 
 func (b *book) addSubscriber(m *AddSubscriber) (*Added[storage.Subscriber], error) {
 	if b.rec == nil {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	if sub, err := b.s.Store.BookSubscriber(b.t, b.rid, m.Email); err == nil {
 		return &Added[storage.Subscriber]{Entry: sub}, nil
-	} else if !errors.Is(err, storage.ErrNotFound) {
+	} else if !errors.Is(err, errs.ErrNotFound) {
 		return nil, err
 	}
 	id, err := b.s.Store.NextIDFor(b.t.Workspace, "subscriber")
@@ -70,8 +71,8 @@ func (b *book) addSubscriber(m *AddSubscriber) (*Added[storage.Subscriber], erro
 
 func (b *book) removeSubscriber(m *RemoveSubscriber) (*storage.Subscriber, error) {
 	sub, err := b.s.Store.Subscriber(b.t, m.ID)
-	if errors.Is(err, storage.ErrNotFound) || (err == nil && sub.BookID != b.rid) {
-		return nil, ErrNotFound
+	if errors.Is(err, errs.ErrNotFound) || (err == nil && sub.BookID != b.rid) {
+		return nil, errs.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -93,11 +94,11 @@ func (b *book) removeSubscriber(m *RemoveSubscriber) (*storage.Subscriber, error
 
 func (b *book) addEmbedDomain(m *AddEmbedDomain) (*Added[storage.EmbedDomain], error) {
 	if b.rec == nil {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	if d, err := b.s.Store.EmbedDomainByHost(b.t, b.rid, m.Domain); err == nil {
 		return &Added[storage.EmbedDomain]{Entry: d}, nil
-	} else if !errors.Is(err, storage.ErrNotFound) {
+	} else if !errors.Is(err, errs.ErrNotFound) {
 		return nil, err
 	}
 	id, err := b.s.Store.NextIDFor(b.t.Workspace, "embed_domain")
@@ -118,11 +119,11 @@ func (b *book) addEmbedDomain(m *AddEmbedDomain) (*Added[storage.EmbedDomain], e
 
 func (b *book) removeEmbedDomain(m *RemoveEmbedDomain) (*storage.EmbedDomain, error) {
 	if b.rec == nil {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	d, err := b.s.Store.EmbedDomain(b.t, b.rid, m.ID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, ErrNotFound
+	if errors.Is(err, errs.ErrNotFound) {
+		return nil, errs.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -186,7 +187,7 @@ func (w *workspace) createTrackedLink(m *CreateTrackedLink) (*storage.TrackedLin
 	} else if taken, err := w.s.Store.SlugTaken(l.Slug); err != nil {
 		return nil, err
 	} else if taken {
-		return nil, invalid("slug", "is already taken")
+		return nil, errs.Invalid("slug", "is already taken")
 	}
 	id, err := w.s.Store.NextIDFor(w.t.Workspace, "tracked_link")
 	if err != nil {

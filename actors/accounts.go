@@ -6,6 +6,7 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -105,7 +106,7 @@ func (a *accounts) freeSlug(base string, self int64) (string, error) {
 	slug := base
 	for n := 2; ; n++ {
 		id, err := a.s.Store.WorkspaceIDBySlug(slug)
-		if errors.Is(err, storage.ErrNotFound) || (err == nil && id == self && self != 0) {
+		if errors.Is(err, errs.ErrNotFound) || (err == nil && id == self && self != 0) {
 			return slug, nil
 		}
 		if err != nil {
@@ -136,8 +137,8 @@ type RenamedWorkspace struct {
 // another claim; the old slug entry goes, the new one and the record are written in one batch.
 func (a *accounts) renameWorkspace(m *RenameWorkspace) (*RenamedWorkspace, error) {
 	w, err := a.s.Store.Workspace(m.Workspace)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, ErrNotFound
+	if errors.Is(err, errs.ErrNotFound) {
+		return nil, errs.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -154,8 +155,8 @@ func (a *accounts) renameWorkspace(m *RenameWorkspace) (*RenamedWorkspace, error
 			return nil, err
 		}
 	} else if id, err := a.s.Store.WorkspaceIDBySlug(slug); err == nil && id != w.ID {
-		return nil, invalid("workspace_slug", "is already taken by another workspace")
-	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, errs.Invalid("workspace_slug", "is already taken by another workspace")
+	} else if err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return nil, err
 	}
 	out := &RenamedWorkspace{OldName: w.Name, OldSlug: w.Slug}
@@ -169,8 +170,8 @@ func (a *accounts) renameWorkspace(m *RenameWorkspace) (*RenamedWorkspace, error
 
 func (a *accounts) setPlan(m *SetPlan) (*storage.Workspace, error) {
 	w, err := a.s.Store.Workspace(m.Workspace)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, ErrNotFound
+	if errors.Is(err, errs.ErrNotFound) {
+		return nil, errs.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -183,8 +184,8 @@ func (a *accounts) setPlan(m *SetPlan) (*storage.Workspace, error) {
 func newSecret(mode storage.Mode) string { return KeyPrefix(mode) + RandomString(40) }
 
 func (a *accounts) createKey(m *CreateKey) (*NewKey, error) {
-	if _, err := a.s.Store.Workspace(m.Workspace); errors.Is(err, storage.ErrNotFound) {
-		return nil, ErrNotFound
+	if _, err := a.s.Store.Workspace(m.Workspace); errors.Is(err, errs.ErrNotFound) {
+		return nil, errs.ErrNotFound
 	} else if err != nil {
 		return nil, err
 	}
@@ -203,8 +204,8 @@ func (a *accounts) createKey(m *CreateKey) (*NewKey, error) {
 
 func (a *accounts) rotateKey(m *RotateKey) (*NewKey, error) {
 	k, err := a.s.Store.KeyByID(m.ID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, ErrNotFound
+	if errors.Is(err, errs.ErrNotFound) {
+		return nil, errs.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -220,8 +221,8 @@ func (a *accounts) rotateKey(m *RotateKey) (*NewKey, error) {
 
 func (a *accounts) revokeKey(m *RevokeKey) (*storage.APIKey, error) {
 	k, err := a.s.Store.KeyByID(m.ID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, ErrNotFound
+	if errors.Is(err, errs.ErrNotFound) {
+		return nil, errs.ErrNotFound
 	}
 	if err != nil {
 		return nil, err

@@ -1,10 +1,12 @@
 package actors
 
 import (
+	"errors"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -90,7 +92,7 @@ func (b *book) load() error {
 	switch {
 	case err == nil:
 		b.rec = rec
-	case err == storage.ErrNotFound:
+	case errors.Is(err, errs.ErrNotFound):
 		b.rec = nil
 	default:
 		return err
@@ -127,7 +129,7 @@ func (b *book) write(next *storage.Book, also func(*storage.Batch) error) error 
 
 func (b *book) update(p *BookPatch) (*storage.Book, error) {
 	if b.rec == nil {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	next := cloneBook(b.rec)
 	now := b.s.now()
@@ -144,7 +146,7 @@ func (b *book) update(p *BookPatch) (*storage.Book, error) {
 
 func (b *book) delete() (*storage.Book, error) {
 	if b.rec == nil {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	batch := b.s.Store.NewBatch()
 	if err := batch.DeleteBook(b.rec); err != nil {
@@ -164,7 +166,7 @@ func (b *book) delete() (*storage.Book, error) {
 
 func (b *book) setPages(m *SetPages) (*storage.Book, error) {
 	if b.rec == nil {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	next := cloneBook(b.rec)
 	next.UpdatedAt = b.s.now()

@@ -13,6 +13,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 	"github.com/stretchr/testify/require"
 
+	"flipbook/errs"
 	"flipbook/internal/testutil"
 	"flipbook/storage"
 )
@@ -34,16 +35,16 @@ func createBook(tb testing.TB, e *env, tn storage.Tenant, status, name string) *
 
 func requireInvalid(tb testing.TB, err error, field string) {
 	tb.Helper()
-	var ie *InvalidError
-	require.Truef(tb, errors.As(err, &ie), "want *InvalidError on %s, got %v", field, err)
+	var ie *errs.InvalidError
+	require.Truef(tb, errors.As(err, &ie), "want *errs.InvalidError on %s, got %v", field, err)
 	require.Contains(tb, ie.Fields, field)
 	require.NotEmpty(tb, ie.Fields[field])
 }
 
 func requirePlanError(tb testing.TB, err error) {
 	tb.Helper()
-	var pe *PlanError
-	require.Truef(tb, errors.As(err, &pe), "want *PlanError, got %v", err)
+	var pe *errs.PlanError
+	require.Truef(tb, errors.As(err, &pe), "want *errs.PlanError, got %v", err)
 	require.NotEmpty(tb, pe.Message)
 }
 
@@ -181,11 +182,11 @@ func TestCreateBookStatusRules(t *testing.T) {
 		dup := newBookRecord(storage.StatusDraft, "Dup")
 		dup.RandomID = b.RandomID
 		_, err := e.sys.CreateBook(tn, dup)
-		require.ErrorIs(t, err, ErrConflict)
+		require.ErrorIs(t, err, errs.ErrConflict)
 		// Also across tenants: random ids are global.
 		other := e.workspace("Other", PlanPro)
 		_, err = e.sys.CreateBook(other, dup)
-		require.ErrorIs(t, err, ErrConflict)
+		require.ErrorIs(t, err, errs.ErrConflict)
 		require.Equal(t, "Orig", e.book(tn, b.RandomID).Name)
 	})
 
@@ -343,18 +344,18 @@ func TestUpdateBookStatusRules(t *testing.T) {
 
 	t.Run("unknown book", func(t *testing.T) {
 		_, err := e.sys.UpdateBook(tn, NewRandomID(), &BookPatch{Status: storage.StatusDraft})
-		require.ErrorIs(t, err, ErrNotFound)
+		require.ErrorIs(t, err, errs.ErrNotFound)
 		_, err = e.sys.DeleteBook(tn, NewRandomID())
-		require.ErrorIs(t, err, ErrNotFound)
+		require.ErrorIs(t, err, errs.ErrNotFound)
 	})
 
 	t.Run("another tenant cannot reach the book", func(t *testing.T) {
 		b := createBook(t, e, tn, storage.StatusDraft, "Private")
 		other := storage.Tenant{Workspace: tn.Workspace, Mode: storage.ModeTest}
 		_, err := e.sys.UpdateBook(other, b.RandomID, &BookPatch{Status: storage.StatusDraft, Title: Val("hacked")})
-		require.ErrorIs(t, err, ErrNotFound)
+		require.ErrorIs(t, err, errs.ErrNotFound)
 		_, err = e.sys.DeleteBook(other, b.RandomID)
-		require.ErrorIs(t, err, ErrNotFound)
+		require.ErrorIs(t, err, errs.ErrNotFound)
 		require.Equal(t, "Private", e.book(tn, b.RandomID).Name)
 	})
 }
@@ -377,11 +378,11 @@ func TestDeleteBook(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, b.ID, gone.ID)
 	_, err = e.st.GetBook(tn, b.RandomID)
-	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	_, err = e.st.BookTenant(b.RandomID)
-	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	_, err = e.st.Pages(tn, b.RandomID)
-	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	_, err = os.Stat(filepath.Dir(path))
 	require.True(t, os.IsNotExist(err), "the book's files are removed")
 	require.Zero(t, e.dueCount())
@@ -390,9 +391,9 @@ func TestDeleteBook(t *testing.T) {
 	require.Zero(t, n)
 
 	_, err = e.sys.DeleteBook(tn, b.RandomID)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	_, err = e.sys.UpdateBook(tn, b.RandomID, &BookPatch{Status: storage.StatusDraft})
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 }
 
 // Each case runs on a fresh system, so the clock's only reason to wake is the case's own book
@@ -617,7 +618,7 @@ func TestPublishQuotaConcurrent(t *testing.T) {
 		record := func(err error) {
 			mu.Lock()
 			defer mu.Unlock()
-			var pe *PlanError
+			var pe *errs.PlanError
 			switch {
 			case err == nil:
 				ok++

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"time"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -85,7 +86,7 @@ func setBool(dst *bool, o Opt[bool]) {
 func (p *BookPatch) apply(b *storage.Book, now time.Time) error {
 	if p.Title.Set {
 		if p.Title.Null {
-			return invalid("title", "must not be null")
+			return errs.Invalid("title", "must not be null")
 		}
 		b.Name = p.Title.V
 	}
@@ -150,7 +151,7 @@ func setStatus(b *storage.Book, status string, now time.Time) error {
 	switch status {
 	case storage.StatusPublish, storage.StatusSchedule:
 		if b.ExpiresAt != nil && !b.ExpiresAt.After(now) {
-			return invalid("expires_at", "has passed; clear it or set a future time to publish the book")
+			return errs.Invalid("expires_at", "has passed; clear it or set a future time to publish the book")
 		}
 	}
 	switch status {
@@ -161,7 +162,7 @@ func setStatus(b *storage.Book, status string, now time.Time) error {
 		}
 	case storage.StatusSchedule:
 		if b.PublishedDate == nil {
-			return invalid("published_date", "is required when status is schedule")
+			return errs.Invalid("published_date", "is required when status is schedule")
 		}
 		if !b.PublishedDate.After(now) {
 			status = storage.StatusPublish

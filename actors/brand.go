@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -51,7 +52,7 @@ type BrandSaved struct {
 	OldLogo string
 }
 
-// ToggleTakeOver → *storage.Brand: flip take_over_branding (ErrNotFound without a brand; a
+// ToggleTakeOver → *storage.Brand: flip take_over_branding (errs.ErrNotFound without a brand; a
 // plan without take-over branding may only turn it off).
 type ToggleTakeOver struct{ Plan string }
 
@@ -61,12 +62,12 @@ func (w *workspace) saveBrand(m *SaveBrand) (*BrandSaved, error) {
 	b, err := st.Brand(w.t)
 	switch {
 	case err == nil && m.Create:
-		return nil, invalid("brand", "already exists; change it with PUT /brand")
-	case errors.Is(err, storage.ErrNotFound) && !m.Create:
-		return nil, ErrNotFound
+		return nil, errs.Invalid("brand", "already exists; change it with PUT /brand")
+	case errors.Is(err, errs.ErrNotFound) && !m.Create:
+		return nil, errs.ErrNotFound
 	case err == nil && b.ID != m.ID:
-		return nil, ErrNotFound
-	case errors.Is(err, storage.ErrNotFound):
+		return nil, errs.ErrNotFound
+	case errors.Is(err, errs.ErrNotFound):
 		id, err := st.NextIDFor(w.t.Workspace, "brand")
 		if err != nil {
 			return nil, err
@@ -132,14 +133,14 @@ func brandField(b *storage.Brand, f BrandField) **string {
 
 func (w *workspace) toggleTakeOver(m *ToggleTakeOver) (*storage.Brand, error) {
 	b, err := w.s.Store.Brand(w.t)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, ErrNotFound
+	if errors.Is(err, errs.ErrNotFound) {
+		return nil, errs.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
 	if !b.TakeOverBranding && !Plans[m.Plan].TakeOverBrand {
-		return nil, &PlanError{Message: "take-over branding needs the pro plan or higher; the workspace is on the " + m.Plan + " plan"}
+		return nil, &errs.PlanError{Message: "take-over branding needs the pro plan or higher; the workspace is on the " + m.Plan + " plan"}
 	}
 	now := w.s.now()
 	b.TakeOverBranding, b.UpdatedAt = !b.TakeOverBranding, now

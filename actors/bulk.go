@@ -10,6 +10,7 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -66,7 +67,7 @@ type (
 		Books    []storage.BulkItem
 		Settings map[string]any
 	}
-	// CancelBulk → *BulkView, answered once the items in flight are back; ErrNotFound;
+	// CancelBulk → *BulkView, answered once the items in flight are back; errs.ErrNotFound;
 	// *ConflictError when the batch has finished.
 	CancelBulk struct {
 		Tenant storage.Tenant
@@ -146,7 +147,7 @@ func (v *bulkSup) Receive(c *actor.Context) {
 		for _, j := range v.running {
 			j.stop()
 			for _, w := range j.waiters {
-				v.s.tell(w, ErrStopping)
+				v.s.tell(w, errs.ErrStopping)
 			}
 		}
 	case *CreateBulk:
@@ -232,8 +233,8 @@ func (v *bulkSup) create(t storage.Tenant, books []storage.BulkItem, settings ma
 // revision the book had when it failed (the client saw it in the report); others keep theirs.
 func (v *bulkSup) retry(m *RetryBulk) (*BulkView, error) {
 	b, items, err := v.s.Store.BulkBatchView(m.Tenant, m.ID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, ErrNotFound
+	if errors.Is(err, errs.ErrNotFound) {
+		return nil, errs.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -265,7 +266,7 @@ func (v *bulkSup) pump(c *actor.Context) {
 		v.queue = v.queue[1:]
 		b, items, err := v.s.Store.BulkBatchView(ref.Tenant, ref.ID)
 		if err != nil || !b.Active() {
-			if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			if err != nil && !errors.Is(err, errs.ErrNotFound) {
 				v.s.opts.Logger.Error("bulk settings: read batch", "batch", ref.ID, "err", err)
 			}
 			delete(v.known, ref.ID)
@@ -303,8 +304,8 @@ func (v *bulkSup) pump(c *actor.Context) {
 // back (the request is recorded first, so the cancel holds across a restart).
 func (v *bulkSup) cancel(c *actor.Context, m *CancelBulk) {
 	b, err := v.s.Store.BulkBatch(m.Tenant, m.ID)
-	if errors.Is(err, storage.ErrNotFound) {
-		c.Respond(ErrNotFound)
+	if errors.Is(err, errs.ErrNotFound) {
+		c.Respond(errs.ErrNotFound)
 		return
 	}
 	if err != nil {
@@ -356,7 +357,7 @@ func (v *bulkSup) done(c *actor.Context, m *bulkDone) {
 		}
 	}
 	if m.stopped {
-		answer(ErrStopping)
+		answer(errs.ErrStopping)
 		return
 	}
 	b, items, err := v.s.Store.BulkBatchView(m.ref.Tenant, m.ref.ID)
@@ -462,7 +463,7 @@ func (s *System) runBulk(ctx context.Context, j *bulkJob, b *storage.BulkBatch, 
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if errors.Is(err, ErrStopping) || ctx.Err() != nil {
+			if errors.Is(err, errs.ErrStopping) || ctx.Err() != nil {
 				d.stopped = true
 				return
 			}
@@ -485,9 +486,9 @@ func (s *System) applyBulk(ctx context.Context, t storage.Tenant, msg *applyBulk
 	for tries := 1; ; tries++ {
 		_, err := s.ask(s.workspace(t), msg)
 		switch {
-		case err == nil, errors.Is(err, ErrStopping):
+		case err == nil, errors.Is(err, errs.ErrStopping):
 			return err
-		case errors.Is(err, ErrTimeout):
+		case errors.Is(err, errs.ErrTimeout):
 			if ctx.Err() != nil {
 				return err
 			}
@@ -512,7 +513,7 @@ func (b *book) applyBulk(m *applyBulkItem) (*storage.BulkItem, error) {
 	switch {
 	case err == nil && prev.Status != storage.ItemPending:
 		return prev, nil
-	case err != nil && !errors.Is(err, storage.ErrNotFound):
+	case err != nil && !errors.Is(err, errs.ErrNotFound):
 		return nil, err
 	}
 	it := m.item

@@ -18,6 +18,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 	"github.com/bytedance/sonic"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -38,7 +39,7 @@ const MaxSyncErrors = 1000
 type (
 	syncQueued struct{ ref storage.SyncRef }
 	syncStep   struct{}
-	// DeleteCatalogItem → *storage.CatalogItem (the removed item); ErrNotFound.
+	// DeleteCatalogItem → *storage.CatalogItem (the removed item); errs.ErrNotFound.
 	DeleteCatalogItem struct {
 		Tenant  storage.Tenant
 		Catalog int64
@@ -206,7 +207,7 @@ func (w *catalogWorker) step() error {
 			return nil
 		}
 		j, err := st.SyncJob(t, w.ref.id, w.queue[0])
-		if errors.Is(err, storage.ErrNotFound) || err == nil && j.Finished() {
+		if errors.Is(err, errs.ErrNotFound) || err == nil && j.Finished() {
 			delete(w.known, w.queue[0])
 			w.queue = w.queue[1:]
 			return nil
@@ -220,7 +221,7 @@ func (w *catalogWorker) step() error {
 		} else {
 			raw, err = st.SyncInput(t, j.ID) // inputs stored in Pebble before they were files
 		}
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		if err != nil && !errors.Is(err, errs.ErrNotFound) {
 			return err
 		}
 		var input []map[string]json.RawMessage
@@ -379,7 +380,7 @@ func (w *catalogWorker) apply(b *storage.Batch, cat *storage.Catalog, state *sto
 		}
 		g.idx = append(g.idx, i)
 	}
-	errs := make([]error, len(groups))
+	groupErrs := make([]error, len(groups))
 	parallel := func(fn func(n int) error) {
 		par := min(len(groups), max(1, runtime.GOMAXPROCS(0)))
 		var next atomic.Int64
@@ -390,7 +391,7 @@ func (w *catalogWorker) apply(b *storage.Batch, cat *storage.Catalog, state *sto
 				defer wg.Done()
 				for n := int(next.Add(1)) - 1; n < len(groups); n = int(next.Add(1)) - 1 {
 					if err := fn(n); err != nil {
-						errs[n] = err
+						groupErrs[n] = err
 					}
 				}
 			}()
@@ -403,7 +404,7 @@ func (w *catalogWorker) apply(b *storage.Batch, cat *storage.Catalog, state *sto
 		groups[n].item, err = w.lookup(groups[n].key)
 		return err
 	})
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(groupErrs...); err != nil {
 		return err
 	}
 	// 2. New items get their ids in request order (lists are newest first by id).
@@ -434,7 +435,7 @@ func (w *catalogWorker) apply(b *storage.Batch, cat *storage.Catalog, state *sto
 		g.res, err = w.applyGroup(j, g.item, g.full, g.pid, g.vid, g.idx, now)
 		return err
 	})
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(groupErrs...); err != nil {
 		return err
 	}
 	var failures []storage.SyncError
@@ -459,14 +460,14 @@ func (w *catalogWorker) apply(b *storage.Batch, cat *storage.Catalog, state *sto
 func (w *catalogWorker) lookup(key string) (*storage.CatalogItem, error) {
 	st, t := w.s.Store, w.ref.t
 	id, err := st.CatalogItemID(t, w.ref.id, key)
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	item, err := st.CatalogItem(t, w.ref.id, id)
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil, nil
 	}
 	return item, err
@@ -606,7 +607,7 @@ func (w *catalogWorker) deleteItem(id int64) (*storage.CatalogItem, error) {
 		return nil, notFound(err)
 	}
 	if cat.Status == storage.CatalogArchived {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	it, err := st.CatalogItem(t, w.ref.id, id)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -60,7 +61,7 @@ func (w *workspace) createCatalog(m *CreateCatalog) (*CatalogCreated, error) {
 				return nil, err
 			}
 			updated = true
-		case !errors.Is(err, storage.ErrNotFound):
+		case !errors.Is(err, errs.ErrNotFound):
 			return nil, err
 		}
 	}
@@ -121,14 +122,14 @@ func (w *workspace) newSyncJob(catalog int64, typ string, total int, snapshot *t
 		CreatedAt: now, UpdatedAt: now}, nil
 }
 
-// activeCatalog reads a catalog that is not archived (ErrNotFound otherwise).
+// activeCatalog reads a catalog that is not archived (errs.ErrNotFound otherwise).
 func (w *workspace) activeCatalog(id int64) (*storage.Catalog, error) {
 	c, err := w.s.Store.Catalog(w.t, id)
 	if err != nil {
 		return nil, notFound(err)
 	}
 	if c.Status == storage.CatalogArchived {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	return c, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"flipbook/actors/convert"
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -40,7 +41,7 @@ type (
 	}
 	cleanupDone struct{ ref storage.QueueRef }
 	// CancelUpload → *storage.Upload (answered once the conversion has stopped and the batch's
-	// books and files are gone); ErrNotFound, ErrConflict when it has finished.
+	// books and files are gone); errs.ErrNotFound, errs.ErrConflict when it has finished.
 	CancelUpload struct {
 		Tenant storage.Tenant
 		ID     string
@@ -269,8 +270,8 @@ func (v *conversion) finished(c *actor.Context, m *jobFinished) {
 
 func (v *conversion) cancelUpload(c *actor.Context, m *CancelUpload) {
 	u, err := v.s.Store.Upload(m.Tenant, m.ID)
-	if errors.Is(err, storage.ErrNotFound) {
-		c.Respond(ErrNotFound)
+	if errors.Is(err, errs.ErrNotFound) {
+		c.Respond(errs.ErrNotFound)
 		return
 	}
 	if err != nil {
@@ -278,7 +279,7 @@ func (v *conversion) cancelUpload(c *actor.Context, m *CancelUpload) {
 		return
 	}
 	if !u.Active() {
-		c.Respond(ErrConflict)
+		c.Respond(errs.ErrConflict)
 		return
 	}
 	now := v.s.now()
@@ -317,7 +318,7 @@ func (v *conversion) startCleanup(c *actor.Context, u *storage.Upload) {
 	go func() {
 		defer v.s.workers.Done()
 		for _, f := range u.Files {
-			if _, err := v.s.DeleteBook(u.Tenant(), f.BookID); err != nil && !errors.Is(err, ErrNotFound) {
+			if _, err := v.s.DeleteBook(u.Tenant(), f.BookID); err != nil && !errors.Is(err, errs.ErrNotFound) {
 				v.s.opts.Logger.Error("conversion: remove cancelled book", "book", f.BookID, "err", err)
 				return // retried on the next start (the queue entry stays)
 			}
@@ -381,7 +382,7 @@ func (s *System) convertUpload(ctx context.Context, u *storage.Upload) (files []
 		}
 		if reason != "" {
 			f.Status, f.Error = storage.BatchFailed, reason
-			if _, err := s.SetPages(t, &SetPages{RandomID: f.BookID, Failed: reason}); err != nil && !errors.Is(err, ErrNotFound) {
+			if _, err := s.SetPages(t, &SetPages{RandomID: f.BookID, Failed: reason}); err != nil && !errors.Is(err, errs.ErrNotFound) {
 				s.opts.Logger.Error("conversion: record failure", "book", f.BookID, "err", err)
 			}
 			_ = s.Store.Blobs.DeleteBook(f.BookID)
@@ -459,7 +460,7 @@ func (s *System) convertFile(ctx context.Context, u *storage.Upload, i int) (rea
 	}
 	stored := time.Now()
 	_, err = s.SetPages(u.Tenant(), &SetPages{RandomID: f.BookID, Pages: out, Thumbnail: thumb, Document: doc})
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		_ = s.Store.Blobs.DeleteBook(f.BookID)
 		return "the book was deleted during its conversion", 0, nil
 	}
@@ -479,7 +480,7 @@ const storeParallel = 8
 // storePages moves rendered page files into the book's folder.
 func (s *System) storePages(ctx context.Context, rid string, pages []convert.Page) ([]storage.Page, error) {
 	out := make([]storage.Page, len(pages))
-	errs := make(chan error, storeParallel)
+	storeErrs := make(chan error, storeParallel)
 	sem := make(chan struct{}, storeParallel)
 	var wg sync.WaitGroup
 	for n, p := range pages {
@@ -493,7 +494,7 @@ func (s *System) storePages(ctx context.Context, rid string, pages []convert.Pag
 			name, err := s.Store.Blobs.MoveFile(rid, p.Path, "jpg")
 			if err != nil {
 				select {
-				case errs <- err:
+				case storeErrs <- err:
 				default:
 				}
 				return
@@ -503,7 +504,7 @@ func (s *System) storePages(ctx context.Context, rid string, pages []convert.Pag
 	}
 	wg.Wait()
 	select {
-	case err := <-errs:
+	case err := <-storeErrs:
 		return nil, err
 	default:
 	}
@@ -521,7 +522,7 @@ func (s *System) storePages(ctx context.Context, rid string, pages []convert.Pag
 func (s *System) failBooks(u *storage.Upload) {
 	for _, f := range u.Files {
 		if f.Status == storage.BatchFailed {
-			if _, err := s.SetPages(u.Tenant(), &SetPages{RandomID: f.BookID, Failed: f.Error}); err != nil && !errors.Is(err, ErrNotFound) {
+			if _, err := s.SetPages(u.Tenant(), &SetPages{RandomID: f.BookID, Failed: f.Error}); err != nil && !errors.Is(err, errs.ErrNotFound) {
 				s.opts.Logger.Error("conversion: record failure", "book", f.BookID, "err", err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -63,7 +64,7 @@ func (s *System) withPublishSlotN(t storage.Tenant, to string, n int, write func
 			count += c
 		}
 		if count+n > limit {
-			return &PlanError{Message: fmt.Sprintf("the %s plan allows %d published or scheduled books; unpublish one or upgrade the plan", ws.Plan, limit)}
+			return &errs.PlanError{Message: fmt.Sprintf("the %s plan allows %d published or scheduled books; unpublish one or upgrade the plan", ws.Plan, limit)}
 		}
 	}
 	return write()

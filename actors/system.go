@@ -21,6 +21,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"flipbook/actors/convert"
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -227,18 +228,12 @@ func (s *System) workspace(t storage.Tenant) *actor.PID {
 	return pid
 }
 
-// ErrStopping is returned for requests that arrive while the system stops.
-var ErrStopping = errors.New("actors: stopping")
-
-// ErrTimeout is returned when an actor does not answer within the ask timeout.
-var ErrTimeout = errors.New("actors: no answer in time")
-
 // ask sends msg to pid and waits for the reply. A reply that is an error is returned as the
 // error. It replaces Engine.Request, whose response ids are random 31-bit numbers that can
 // collide under load and deliver one caller's answer to another.
 func (s *System) ask(pid *actor.PID, msg any) (any, error) {
 	if pid == nil {
-		return nil, ErrStopping
+		return nil, errs.ErrStopping
 	}
 	p := &askProc{
 		pid: actor.NewPID(s.Engine.Address(), "ask/"+strconv.FormatUint(s.askID.Add(1), 10)),
@@ -256,7 +251,7 @@ func (s *System) ask(pid *actor.PID, msg any) (any, error) {
 		}
 		return v, nil
 	case <-t.C:
-		return nil, ErrTimeout
+		return nil, errs.ErrTimeout
 	}
 }
 

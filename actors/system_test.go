@@ -15,6 +15,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 	"github.com/stretchr/testify/require"
 
+	"flipbook/errs"
 	"flipbook/internal/testutil"
 	"flipbook/storage"
 )
@@ -161,7 +162,7 @@ func TestSetPlan(t *testing.T) {
 	require.NoError(t, err, "the slug survives a plan change")
 	require.Equal(t, tn.Workspace, id)
 	_, err = e.sys.SetPlan(9999, PlanPro)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 }
 
 func TestAPIKeysCreateRotateRevoke(t *testing.T) {
@@ -198,7 +199,7 @@ func TestAPIKeysCreateRotateRevoke(t *testing.T) {
 		require.NotEqual(t, nk.Secret, rot.Secret)
 		require.True(t, strings.HasPrefix(rot.Secret, prefix))
 		_, err = e.st.KeyByHash(storage.HashSecret(nk.Secret))
-		require.ErrorIs(t, err, storage.ErrNotFound)
+		require.ErrorIs(t, err, errs.ErrNotFound)
 		stored, err = e.st.KeyByHash(storage.HashSecret(rot.Secret))
 		require.NoError(t, err)
 		require.Equal(t, nk.Key.ID, stored.ID)
@@ -211,22 +212,22 @@ func TestAPIKeysCreateRotateRevoke(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, nk.Key.ID, rev.ID)
 		_, err = e.st.KeyByHash(storage.HashSecret(rot.Secret))
-		require.ErrorIs(t, err, storage.ErrNotFound)
+		require.ErrorIs(t, err, errs.ErrNotFound)
 		_, err = e.st.KeyByID(nk.Key.ID)
-		require.ErrorIs(t, err, storage.ErrNotFound)
+		require.ErrorIs(t, err, errs.ErrNotFound)
 		_, err = e.sys.RotateKey(nk.Key.ID)
-		require.ErrorIs(t, err, ErrNotFound)
+		require.ErrorIs(t, err, errs.ErrNotFound)
 		_, err = e.sys.RevokeKey(nk.Key.ID)
-		require.ErrorIs(t, err, ErrNotFound)
+		require.ErrorIs(t, err, errs.ErrNotFound)
 	}
 
 	// Unknown ids and workspaces.
 	_, err := e.sys.CreateKey(12345, "x", nil, storage.ModeLive)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	_, err = e.sys.RotateKey(777)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	_, err = e.sys.RevokeKey(777)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 
 	// Key ids are unique.
 	a, err := e.sys.CreateKey(tn.Workspace, "a", nil, storage.ModeLive)
@@ -324,7 +325,7 @@ func TestAskUnknownMessageTimesOut(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.AskTimeout = 150 * time.Millisecond })
 	start := time.Now()
 	_, err := e.sys.ask(e.sys.accounts, struct{}{}) // the accounts actor ignores it
-	require.ErrorIs(t, err, ErrTimeout)
+	require.ErrorIs(t, err, errs.ErrTimeout)
 	require.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond)
 	// The actor is still fine.
 	_, err = e.sys.CreateWorkspace("Still there", PlanFree)
@@ -399,10 +400,10 @@ func TestStopStopsBookActors(t *testing.T) {
 }
 
 func TestErrorsFormat(t *testing.T) {
-	err := &InvalidError{Fields: map[string][]string{"title": {"a", "b"}, "expires_at": {"c"}}}
+	err := &errs.InvalidError{Fields: map[string][]string{"title": {"a", "b"}, "expires_at": {"c"}}}
 	require.Equal(t, "invalid: expires_at: c, title: a; b", err.Error())
-	var ie *InvalidError
-	require.True(t, errors.As(error(invalid("x", "y")), &ie))
+	var ie *errs.InvalidError
+	require.True(t, errors.As(error(errs.Invalid("x", "y")), &ie))
 	require.Equal(t, []string{"y"}, ie.Fields["x"])
-	require.Equal(t, "m", (&PlanError{Message: "m"}).Error())
+	require.Equal(t, "m", (&errs.PlanError{Message: "m"}).Error())
 }

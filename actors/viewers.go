@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -15,7 +16,7 @@ func (w *workspace) viewerFor(email string) (int64, error) {
 	if err == nil {
 		return id, nil
 	}
-	if !errors.Is(err, storage.ErrNotFound) {
+	if !errors.Is(err, errs.ErrNotFound) {
 		return 0, err
 	}
 	if id, err = w.s.Store.NextIDFor(w.t.Workspace, "viewer"); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 
+	"flipbook/errs"
 	"flipbook/ingest"
 	"flipbook/outbound"
 	"flipbook/storage"
@@ -267,7 +268,7 @@ type whTestRes struct {
 // active or not, and returns its record.
 func (s *System) QueueTestDelivery(sub *storage.WebhookSubscription, typ, eventID string, payload []byte) (*storage.WebhookDelivery, error) {
 	if !s.wh.started {
-		return nil, ErrStopping
+		return nil, errs.ErrStopping
 	}
 	req := &whTestReq{sub: sub, typ: typ, eventID: eventID, payload: payload, reply: make(chan whTestRes, 1)}
 	t := time.NewTimer(s.opts.AskTimeout)
@@ -275,9 +276,9 @@ func (s *System) QueueTestDelivery(sub *storage.WebhookSubscription, typ, eventI
 	select {
 	case s.wh.tests <- req:
 	case <-s.wh.done:
-		return nil, ErrStopping
+		return nil, errs.ErrStopping
 	case <-t.C:
-		return nil, ErrTimeout
+		return nil, errs.ErrTimeout
 	}
 	res := <-req.reply
 	return res.d, res.err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -234,7 +235,7 @@ func (w *webhookSup) sub(key storage.WebhookLane) *whSub {
 			w.s.opts.Logger.Error("webhooks: open signing secret", "subscription", key.Sub, "err", err)
 		}
 		s.health, _ = w.s.Store.GetWebhookHealth(key.Tenant, key.Sub)
-	case errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, errs.ErrNotFound):
 	default:
 		// Unknown state: treat as paused and look again later.
 		w.s.opts.Logger.Error("webhooks: read subscription", "subscription", key.Sub, "err", err)
@@ -417,7 +418,7 @@ func (s *System) attempt(sup *actor.PID, lane storage.WebhookLane, e storage.Que
 	defer func() { s.tell(sup, res) }()
 	d, err := s.Store.WebhookDelivery(lane.Tenant, lane.Sub, e.ID)
 	if err != nil || d.Status == storage.DeliverySucceeded || d.Status == storage.DeliveryFailed {
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		if err != nil && !errors.Is(err, errs.ErrNotFound) {
 			res.noWrite = true
 			return
 		}
@@ -533,7 +534,7 @@ func (s *System) send(sub *storage.WebhookSubscription, secret []byte, d *storag
 // at most MaxWebhookResponseBody bytes of the answer kept.
 func (s *System) PostWebhook(ctx context.Context, target, event string, secret, body []byte, extra http.Header) (int, string, time.Duration, error) {
 	if s.wh.client == nil {
-		return 0, "", 0, ErrStopping
+		return 0, "", 0, errs.ErrStopping
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.wh.opts.Timeout)
 	defer cancel()

@@ -21,12 +21,12 @@ type (
 	// CreateWebhook → *storage.WebhookSubscription: Sub carries the fields; the actor assigns
 	// id and times.
 	CreateWebhook struct{ Sub *storage.WebhookSubscription }
-	// UpdateWebhook → *storage.WebhookSubscription; ErrNotFound.
+	// UpdateWebhook → *storage.WebhookSubscription; errs.ErrNotFound.
 	UpdateWebhook struct {
 		ID    int64
 		Patch *WebhookPatch
 	}
-	// DeleteWebhook → *storage.WebhookSubscription (the removed record); ErrNotFound.
+	// DeleteWebhook → *storage.WebhookSubscription (the removed record); errs.ErrNotFound.
 	DeleteWebhook struct{ ID int64 }
 	// deactivateWebhook turns a failing subscription off (sent by the delivery supervisor).
 	deactivateWebhook struct {

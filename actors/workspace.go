@@ -6,6 +6,7 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -162,7 +163,7 @@ func (w *workspace) prepareBook(b *storage.Book, now time.Time) error {
 	if exists, err := w.s.Store.BookExists(b.RandomID); err != nil {
 		return err
 	} else if exists {
-		return ErrConflict
+		return errs.ErrConflict
 	}
 	id, err := w.s.Store.NextIDFor(w.t.Workspace, "book")
 	if err != nil {
@@ -245,8 +246,8 @@ func (s *System) SetPages(t storage.Tenant, m *SetPages) (*storage.Book, error) 
 }
 
 func notFound(err error) error {
-	if errors.Is(err, storage.ErrNotFound) {
-		return ErrNotFound
+	if errors.Is(err, errs.ErrNotFound) {
+		return errs.ErrNotFound
 	}
 	return err
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"flipbook/errs"
 	"flipbook/ingest"
 )
 
@@ -27,10 +27,6 @@ import (
 type Querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
-
-// ErrNotFound is returned when the object a query is about does not exist (a view event id
-// that is not the first event of a reading session of the book).
-var ErrNotFound = errors.New("analytics: not found")
 
 // TimeFormat is how the records' timestamps render: RFC 3339 in UTC with microseconds, as
 // every timestamp of the API.
@@ -622,7 +618,7 @@ type ViewEvent struct {
 }
 
 // GetViewEvent returns the view event id of f's book: the reading session whose first event
-// has that id. ErrNotFound when there is none (another book's, or not a session's first event).
+// has that id. errs.ErrNotFound when there is none (another book's, or not a session's first event).
 func GetViewEvent(ctx context.Context, q Querier, f Filter, id int64) (*ViewEvent, error) {
 	where, args := Filter{Workspace: f.Workspace, Mode: f.Mode, BookID: f.BookID}.Where("occurred_at")
 	var session string
@@ -636,7 +632,7 @@ func GetViewEvent(ctx context.Context, q Querier, f Filter, id int64) (*ViewEven
 		return nil, err
 	}
 	if !found {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	where, args = Filter{Workspace: f.Workspace, Mode: f.Mode, BookID: f.BookID, SessionID: session}.Where("started_at")
 	var v *ViewEvent
@@ -654,7 +650,7 @@ FROM `+SessionView+` WHERE `+where+` AND id = ?`, append(args, id), func(rows *s
 		return nil, err
 	}
 	if v == nil {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	return v, nil
 }

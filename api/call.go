@@ -21,6 +21,7 @@ import (
 	"github.com/bytedance/sonic"
 
 	"flipbook/actors"
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -202,7 +203,7 @@ func (c *Caller) call(ctx context.Context, in *Input, p *Principal, now time.Tim
 			return nil, FieldError("Idempotency-Key", "was already used with a different request")
 		case err == nil:
 			return &Result{Status: stored.Status, ContentType: stored.ContentType, Body: stored.Body, Replayed: true}, nil
-		case !errors.Is(err, storage.ErrNotFound):
+		case !errors.Is(err, errs.ErrNotFound):
 			return nil, fmt.Errorf("read idempotency entry: %w", err)
 		}
 	}
@@ -359,10 +360,10 @@ func (c *Caller) authenticateFor(auth Auth, tok, ip string, now time.Time, resou
 		return p, aerr
 	}
 	key, err := c.store.KeyByHash(storage.HashSecret(tok))
-	if errors.Is(err, storage.ErrNotFound) && c.sync != nil && c.sync() == nil {
+	if errors.Is(err, errs.ErrNotFound) && c.sync != nil && c.sync() == nil {
 		key, err = c.store.KeyByHash(storage.HashSecret(tok))
 	}
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil, c.unauthenticated(ip, now, "the API key is wrong or has been revoked")
 	}
 	if err != nil {
@@ -371,7 +372,7 @@ func (c *Caller) authenticateFor(auth Auth, tok, ip string, now time.Time, resou
 	}
 	ws, err := c.store.Workspace(key.Workspace)
 	if err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, errs.ErrNotFound) {
 			return nil, c.unauthenticated(ip, now, "the API key's workspace no longer exists")
 		}
 		c.log.Error("read workspace", "err", err)

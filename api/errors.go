@@ -11,8 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"flipbook/actors"
-	"flipbook/storage"
+	"flipbook/errs"
 )
 
 // Error types: the stable `error.type` names of the API (docs/API.md lists them). REST and MCP
@@ -161,25 +160,25 @@ func ToError(err error) *Error {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	var inv *actors.InvalidError
+	var inv *errs.InvalidError
 	if errors.As(err, &inv) {
 		return Validation(inv.Fields).Err().(*Error)
 	}
-	var pe *actors.PlanError
+	var pe *errs.PlanError
 	if errors.As(err, &pe) {
 		return &Error{Status: 403, Type: TypePlanRequired, Message: pe.Message}
 	}
 	switch {
-	case errors.Is(err, actors.ErrNotFound), errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, errs.ErrNotFound):
 		return ErrNotFound("resource")
-	case errors.Is(err, actors.ErrConflict):
+	case errors.Is(err, errs.ErrConflict):
 		return &Error{Status: 409, Type: TypeConflict, Message: "the request conflicts with the current state"}
-	case errors.Is(err, actors.ErrTimeout), errors.Is(err, actors.ErrStopping):
+	case errors.Is(err, errs.ErrTimeout), errors.Is(err, errs.ErrStopping):
 		return &Error{Status: 503, Type: TypeUnavailable, Message: "the service is busy; retry shortly"}
-	case errors.Is(err, storage.ErrMoved):
+	case errors.Is(err, errs.ErrMoved):
 		return &Error{Status: 503, Type: TypeUnavailable, RetryAfter: 1,
 			Message: "this workspace's partition is moving between nodes; nothing was applied, retry shortly"}
-	case errors.Is(err, storage.ErrChangelog):
+	case errors.Is(err, errs.ErrChangelog):
 		return &Error{Status: 503, Type: TypeUnavailable, RetryAfter: 5,
 			Message: "the write could not be recorded (the cluster's log is unavailable); nothing was applied, retry shortly"}
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"flipbook/storage"
+	"flipbook/errs"
 )
 
 // Fencing (issue 26, "Writes"): a partition's state changes go to the changelog in Kafka
@@ -22,7 +22,7 @@ import (
 
 // ErrFenced is a changelog write refused because another node opened the partition's writer
 // since: this node no longer owns the partition.
-var ErrFenced = fmt.Errorf("cluster: fenced: another node owns the partition now (%w)", storage.ErrMoved)
+var ErrFenced = fmt.Errorf("cluster: fenced: another node owns the partition now (%w)", errs.ErrMoved)
 
 // Change is one state change: a key of the partition's state and its new value (nil: deleted).
 type Change struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -30,7 +31,7 @@ func (m *Member) FollowGlobal(ctx context.Context, st *storage.Store, ready chan
 	from := int64(0)
 	if v, err := st.Local(globalOffsetKey); err == nil && len(v) == 8 {
 		from = int64(binary.BigEndian.Uint64(v))
-	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+	} else if err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return err
 	}
 	end, err := m.stableEnd(ctx, m.o.GlobalTopic, 0)

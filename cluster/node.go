@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -198,7 +199,7 @@ func (n *Node) takeOver(p int) error {
 	from := int64(0)
 	if v, err := n.store.Local(OffsetKey(p)); err == nil && len(v) == 8 {
 		from = int64(binary.BigEndian.Uint64(v))
-	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+	} else if err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return err
 	}
 	// The offset written with each chunk is where this restore began until it is done (a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -45,7 +46,7 @@ func (n *Node) partLock(p int) *sync.Mutex {
 // storedOffset is where this node's copy of partition p stands in the changelog.
 func (n *Node) storedOffset(p int) (int64, error) {
 	v, err := n.store.Local(OffsetKey(p))
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"flipbook/errs"
 	"flipbook/ingest"
 	"flipbook/storage"
 )
@@ -29,7 +30,7 @@ import (
 // therefore never mistaken for a deletion.
 
 // ErrNotOwner refuses a write to a partition this node has no open writer for.
-var ErrNotOwner = fmt.Errorf("cluster: this node does not own the partition (%w)", storage.ErrMoved)
+var ErrNotOwner = fmt.Errorf("cluster: this node does not own the partition (%w)", errs.ErrMoved)
 
 // KeyPartition is the partition of a state key (storage.ScopeOf: a workspace's keys, the global
 // keys that carry its tenant, queue entries named by an id from NextIDIn, a partition's own

@@ -10,8 +10,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"flipbook/actors"
 	"flipbook/api"
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -119,7 +119,7 @@ func (s *Service) ListSubscribers(r *Request) (*Result, error) {
 func (s *Service) CreateSubscriber(r *Request) (*Result, error) {
 	rid := r.Str("book_id")
 	if _, err := s.Store.GetBook(r.Auth.Tenant, rid); err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, errs.ErrNotFound) {
 			return nil, fieldError("book_id", "is not a flipbook of this workspace")
 		}
 		return nil, err
@@ -148,7 +148,7 @@ func (s *Service) CreateSubscriber(r *Request) (*Result, error) {
 func (s *Service) DeleteSubscriber(r *Request) (*Result, error) {
 	id, _ := r.Int("subscriber")
 	sub, err := s.Store.Subscriber(r.Auth.Tenant, id)
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil, errNotFound("subscriber")
 	}
 	if err != nil {
@@ -304,7 +304,7 @@ func (s *Service) followTrackedLink(ctx *fasthttp.RequestCtx) {
 
 // notFoundAs names what was not found in an actor's ErrNotFound.
 func notFoundAs(err error, what string) error {
-	if errors.Is(err, actors.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return errNotFound(what)
 	}
 	return err

@@ -13,8 +13,8 @@ import (
 	"flipbook/actors"
 	"flipbook/analytics"
 	"flipbook/api"
+	"flipbook/errs"
 	"flipbook/ingest"
-	"flipbook/oauth"
 	"flipbook/storage"
 )
 
@@ -116,7 +116,7 @@ func (s *Service) adminOperations() []*Operation {
 }
 
 func adminNotFound(err error, what string) error {
-	if errors.Is(err, actors.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return errNotFound(what)
 	}
 	return err
@@ -187,7 +187,7 @@ func (s *Service) adminRevokeKey(r *Request) (*Result, error) {
 func (s *Service) adminWorkspaceID(r *Request) (int64, error) {
 	id, _ := r.Int("id")
 	if _, err := s.Store.Workspace(id); err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, errs.ErrNotFound) {
 			return 0, errNotFound("workspace")
 		}
 		return 0, err
@@ -289,7 +289,7 @@ func (s *Service) adminRevokeOAuthClient(r *Request) (*Result, error) {
 	}
 	n, err := s.oauth.RevokeClient(ws, client)
 	if err != nil {
-		if errors.Is(err, oauth.ErrNotFound) {
+		if errors.Is(err, errs.ErrNotFound) {
 			return nil, errNotFound("OAuth client")
 		}
 		return nil, err
@@ -305,7 +305,7 @@ func (s *Service) adminRevokeOAuthGrant(r *Request) (*Result, error) {
 	}
 	grant := r.Str("grant")
 	if err := s.oauth.RevokeGrantIn(ws, grant); err != nil {
-		if errors.Is(err, oauth.ErrNotFound) {
+		if errors.Is(err, errs.ErrNotFound) {
 			return nil, errNotFound("OAuth grant")
 		}
 		return nil, err

@@ -11,7 +11,6 @@ import (
 
 	"github.com/bytedance/sonic"
 
-	"flipbook/actors"
 	"flipbook/analytics"
 	"flipbook/ingest"
 	"flipbook/storage"
@@ -57,7 +56,7 @@ func (s *Service) analyticsFilter(r *Request, needBook bool) (analytics.Filter, 
 		var err error
 		b, err = s.Store.GetBook(t, r.Str("book_id"))
 		if err != nil {
-			return f, nil, notFoundAs(storageNotFound(err), "book")
+			return f, nil, notFoundAs(err, "book")
 		}
 		f.BookID = b.RandomID
 	}
@@ -76,14 +75,6 @@ func (s *Service) analyticsFilter(r *Request, needBook bool) (analytics.Filter, 
 		f.EventTypes = []string{et}
 	}
 	return f, b, nil
-}
-
-// storageNotFound maps the store's not-found to the actors' one (what notFoundAs knows).
-func storageNotFound(err error) error {
-	if err == storage.ErrNotFound {
-		return actors.ErrNotFound
-	}
-	return err
 }
 
 func analyticsLimit(r *Request) int {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"flipbook/analytics"
-	"flipbook/storage"
+	"flipbook/errs"
 )
 
 // The aggregate analytics operations of spec §4.4: page performance, book flow, readers,
@@ -143,7 +143,7 @@ func (s *Service) ReadingSessionPages(r *Request) (*Result, error) {
 	ctx, cancel := analyticsCtx()
 	defer cancel()
 	v, err := analytics.GetViewEvent(ctx, s.Analytics.Query(), f, id)
-	if errors.Is(err, analytics.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil, errNotFound("view event")
 	}
 	if err != nil {
@@ -234,7 +234,7 @@ func (s *Service) ReaderJourney(r *Request) (*Result, error) {
 	var viewer journeyViewerJSON
 	if id, ok := r.Int("viewer_id"); ok {
 		email, err := s.Store.ViewerEmail(r.Auth.Tenant, id)
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, errs.ErrNotFound) {
 			return nil, errNotFound("viewer")
 		}
 		if err != nil {
@@ -255,7 +255,7 @@ func (s *Service) ReaderJourney(r *Request) (*Result, error) {
 			// A book deleted since keeps its activity, with an empty title.
 			if b, err := s.Store.GetBook(r.Auth.Tenant, rid); err == nil {
 				t = b.Name
-			} else if !errors.Is(err, storage.ErrNotFound) {
+			} else if !errors.Is(err, errs.ErrNotFound) {
 				s.log.Warn("reader journey: book title", "book", rid, "err", err)
 			}
 			titles[rid] = t

@@ -7,6 +7,7 @@ import (
 
 	"flipbook/actors"
 	"flipbook/api"
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -61,7 +62,7 @@ func TestAuthentication(t *testing.T) {
 		require.NoError(t, err)
 		require.NotContains(t, string(k.Hash), key)
 		_, err = h.svc.Store.KeyByHash([]byte(key))
-		require.ErrorIs(t, err, storage.ErrNotFound)
+		require.ErrorIs(t, err, errs.ErrNotFound)
 	})
 	t.Run("admin surface needs the admin token", func(t *testing.T) {
 		r := h.do(t, "POST", "/admin/v1/workspaces", "", map[string]any{"name": "x", "plan": "pro"})

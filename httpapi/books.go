@@ -9,6 +9,7 @@ import (
 
 	"flipbook/actors"
 	"flipbook/api"
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -152,7 +153,7 @@ func (s *Service) ListBooks(r *Request) (*Result, error) {
 // loadBook reads a book of the caller's tenant; other tenants' books are not found.
 func (s *Service) loadBook(r *Request) (*storage.Book, error) {
 	b, err := s.Store.GetBook(r.Auth.Tenant, r.Str("book"))
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil, errNotFound("book")
 	}
 	return b, err
@@ -171,7 +172,7 @@ func (s *Service) UpdateBook(r *Request) (*Result, error) {
 		return nil, err
 	}
 	b, err := s.Actors.UpdateBook(r.Auth.Tenant, r.Str("book"), bookPatch(r))
-	if errors.Is(err, actors.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil, errNotFound("book")
 	}
 	if err != nil {
@@ -185,7 +186,7 @@ func (s *Service) DeleteBook(r *Request) (*Result, error) {
 		return nil, err
 	}
 	b, err := s.Actors.DeleteBook(r.Auth.Tenant, r.Str("book"))
-	if errors.Is(err, actors.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil, errNotFound("book")
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"regexp"
 
 	"flipbook/actors"
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -93,7 +94,7 @@ func brandMeta(ws *storage.Workspace) map[string]any {
 
 func (s *Service) GetBrand(r *Request) (*Result, error) {
 	b, err := s.Store.Brand(r.Auth.Tenant)
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return &Result{Data: map[string]any{"brand": nil}, Meta: brandMeta(r.Auth.Workspace)}, nil
 	}
 	if err != nil {

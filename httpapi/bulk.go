@@ -9,6 +9,7 @@ import (
 
 	"flipbook/actors"
 	"flipbook/api"
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -108,7 +109,7 @@ func bulkErr(err error) error {
 	switch {
 	case errors.As(err, &ce):
 		return &Error{Status: 409, Type: TypeConflict, Message: ce.Message}
-	case errors.Is(err, actors.ErrNotFound):
+	case errors.Is(err, errs.ErrNotFound):
 		return errNotFound("bulk settings batch")
 	}
 	return err
@@ -145,7 +146,7 @@ func (s *Service) CreateBulkSettings(r *Request) (*Result, error) {
 		}
 		seen[id] = i
 		if _, err := s.Store.GetBook(t, id); err != nil {
-			if !errors.Is(err, storage.ErrNotFound) {
+			if !errors.Is(err, errs.ErrNotFound) {
 				return nil, err
 			}
 			v.Add(field, "no such book: "+id)
@@ -165,7 +166,7 @@ func (s *Service) CreateBulkSettings(r *Request) (*Result, error) {
 
 func (s *Service) GetBulkSettings(r *Request) (*Result, error) {
 	b, items, err := s.Store.BulkBatchView(r.Auth.Tenant, r.Str("batch"))
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil, errNotFound("bulk settings batch")
 	}
 	if err != nil {
@@ -257,7 +258,7 @@ func (s *Service) BulkSettingsSummary(r *Request) (*Result, error) {
 	for i, x := range ids {
 		id, _ := x.(string)
 		b, err := s.Store.GetBook(t, id)
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, errs.ErrNotFound) {
 			return nil, errNotFound("book " + id)
 		}
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"flipbook/actors"
 	"flipbook/actors/convert"
 	"flipbook/api"
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -135,7 +136,7 @@ func syncSummary(j *storage.SyncJob) map[string]any {
 func (s *Service) activeCatalog(r *Request) (*storage.Catalog, error) {
 	id, _ := r.Int("catalog")
 	c, err := s.Store.Catalog(r.Auth.Tenant, id)
-	if errors.Is(err, storage.ErrNotFound) || err == nil && c.Status == storage.CatalogArchived {
+	if errors.Is(err, errs.ErrNotFound) || err == nil && c.Status == storage.CatalogArchived {
 		return nil, errNotFound("catalog")
 	}
 	return c, err
@@ -382,7 +383,7 @@ func (s *Service) GetSyncJob(r *Request) (*Result, error) {
 	}
 	id, _ := r.Int("syncJob")
 	j, err := s.Store.SyncJob(r.Auth.Tenant, c.ID, id)
-	if errors.Is(err, storage.ErrNotFound) || err == nil && j.Type == storage.SyncPurge {
+	if errors.Is(err, errs.ErrNotFound) || err == nil && j.Type == storage.SyncPurge {
 		return nil, errNotFound("sync job")
 	}
 	if err != nil {
@@ -412,7 +413,7 @@ func (s *Service) renderItems(t storage.Tenant, catalog int64, raw any) ([]conve
 	for _, x := range list {
 		ref, _ := x.(string)
 		it, err := s.findItem(t, catalog, ref)
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, errs.ErrNotFound) {
 			return nil, "", errNotFound(fmt.Sprintf("catalog item %q", ref))
 		}
 		if err != nil {
@@ -436,13 +437,13 @@ func (s *Service) findItem(t storage.Tenant, catalog int64, ref string) (*storag
 		return s.Store.CatalogItem(t, catalog, id)
 	}
 	it, err := byKey(ref, nil)
-	for i := 0; errors.Is(err, storage.ErrNotFound) && i < len(ref); i++ {
+	for i := 0; errors.Is(err, errs.ErrNotFound) && i < len(ref); i++ {
 		if ref[i] == ':' && i > 0 && i < len(ref)-1 {
 			vid := ref[i+1:]
 			it, err = byKey(ref[:i], &vid)
 		}
 	}
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil && id > 0 {
 			return s.Store.CatalogItem(t, catalog, id)
 		}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"flipbook/cluster"
+	"flipbook/errs"
 	"flipbook/mcp"
 	"flipbook/storage"
 )
@@ -446,7 +447,7 @@ func (c *clusterFront) lookupCredential(tok string) (int64, bool) {
 		if c.s.oauth.IsToken(tok) {
 			g, err := c.s.oauth.Verify(context.Background(), tok)
 			if err != nil {
-				return storage.ErrNotFound
+				return errs.ErrNotFound
 			}
 			k, err := st.KeyByID(g.KeyID)
 			if err != nil {
@@ -470,7 +471,7 @@ func (c *clusterFront) lookupCredential(tok string) (int64, bool) {
 // most a second later; a miss after that is a real one, answered where the request arrived).
 func (c *clusterFront) lookup(read func() error) error {
 	err := read()
-	if !errors.Is(err, storage.ErrNotFound) {
+	if !errors.Is(err, errs.ErrNotFound) {
 		return err
 	}
 	if c.syncGlobal() != nil {

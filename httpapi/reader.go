@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"flipbook/api"
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -101,7 +102,7 @@ var errBookGone = &Error{Status: 404, Type: TypeNotFound, Message: "this flipboo
 // passed are shown.
 func (s *Service) publicBook(rid string, now time.Time) (*storage.Book, error) {
 	b, err := s.bookAnyStatus(rid)
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil, errBookGone
 	}
 	if err != nil {
@@ -121,7 +122,7 @@ func shownPublicly(b *storage.Book, now time.Time) bool {
 // bookAnyStatus reads a book by random id whatever its status.
 func (s *Service) bookAnyStatus(rid string) (*storage.Book, error) {
 	if !storage.ValidName(rid) {
-		return nil, storage.ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	t, err := s.Store.BookTenant(rid)
 	if err != nil {
@@ -143,13 +144,13 @@ func (s *Service) accessMatch(b *storage.Book, email string) (bool, string, erro
 	t := b.Tenant()
 	if _, err := s.Store.BookSubscriber(t, b.RandomID, email); err == nil {
 		return true, "address on the access list", nil
-	} else if !errors.Is(err, storage.ErrNotFound) {
+	} else if !errors.Is(err, errs.ErrNotFound) {
 		return false, "", err
 	}
 	for _, d := range api.CoveringDomains(email[strings.LastIndexByte(email, '@')+1:]) {
 		if _, err := s.Store.BookSubscriber(t, b.RandomID, d); err == nil {
 			return true, "domain " + d + " on the access list", nil
-		} else if !errors.Is(err, storage.ErrNotFound) {
+		} else if !errors.Is(err, errs.ErrNotFound) {
 			return false, "", err
 		}
 	}

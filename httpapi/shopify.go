@@ -18,6 +18,7 @@ import (
 	"flipbook/actors"
 	"flipbook/analytics"
 	"flipbook/api"
+	"flipbook/errs"
 	"flipbook/ingest"
 	"flipbook/storage"
 )
@@ -170,7 +171,7 @@ func (s *Service) ShopifyWebhook(r *Request) (*Result, error) {
 	// A retry of a request already answered gets the first answer, and nothing is done again.
 	if a, err := s.Store.ShopifyAnswer(t, in.shop, in.hash); err == nil {
 		return &Result{Status: 202, Data: shopifyAnswerJSON{Action: a.Action, Counts: a.Counts, Replayed: true, Status: a.Status}}, nil
-	} else if !errors.Is(err, storage.ErrNotFound) {
+	} else if !errors.Is(err, errs.ErrNotFound) {
 		return nil, err
 	}
 	received := r.Now.UTC()
@@ -232,7 +233,7 @@ func (s *Service) readerMatch(t storage.Tenant, email string) (analytics.ReaderM
 		return m, nil
 	}
 	id, err := s.Store.ViewerID(t, email)
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return m, err
 	}
 	m.ViewerID = id
@@ -376,7 +377,7 @@ func (s *Service) shopifyRedactCustomer(r *Request, in *shopifyRequest) (shopify
 	for _, sub := range subs {
 		// The book actor removes the entry and keeps eod_enabled right in the same commit.
 		if _, err := s.Actors.RemoveSubscriber(t, sub.BookID, sub.ID); err != nil {
-			if errors.Is(err, actors.ErrNotFound) {
+			if errors.Is(err, errs.ErrNotFound) {
 				continue // removed meanwhile
 			}
 			return nil, err
@@ -571,7 +572,7 @@ func (s *Service) redactShopCatalogs(t storage.Tenant, shop string) (catalogs in
 			return 0, 0, err
 		}
 		if _, err := s.Actors.ArchiveCatalog(t, c.ID); err != nil {
-			if errors.Is(err, actors.ErrNotFound) {
+			if errors.Is(err, errs.ErrNotFound) {
 				continue // archived meanwhile
 			}
 			return 0, 0, err

@@ -13,6 +13,7 @@ import (
 
 	"flipbook/actors"
 	"flipbook/actors/convert"
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -214,7 +215,7 @@ func (s *Service) batchWire(u *storage.Upload) *batchJSON {
 
 func (s *Service) loadUpload(r *Request) (*storage.Upload, error) {
 	u, err := s.Store.Upload(r.Auth.Tenant, r.Str("batchId"))
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil, errNotFound("batch")
 	}
 	return u, err
@@ -260,9 +261,9 @@ func (s *Service) ActiveUploads(r *Request) (*Result, error) {
 func (s *Service) CancelBatch(r *Request) (*Result, error) {
 	u, err := s.Actors.CancelUpload(r.Auth.Tenant, r.Str("batchId"))
 	switch {
-	case errors.Is(err, actors.ErrNotFound):
+	case errors.Is(err, errs.ErrNotFound):
 		return nil, errNotFound("batch")
-	case errors.Is(err, actors.ErrConflict):
+	case errors.Is(err, errs.ErrConflict):
 		return nil, &Error{Status: 409, Type: TypeConflict, Message: "the batch has already finished; only a queued or converting batch can be cancelled"}
 	case err != nil:
 		return nil, err

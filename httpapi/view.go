@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"html/template"
 	"io/fs"
 	"mime"
@@ -14,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"flipbook/api"
+	"flipbook/errs"
 	"flipbook/httpapi/viewer"
 	"flipbook/storage"
 )
@@ -47,7 +49,7 @@ type viewerConfig struct {
 // gated book's URLs carry the reader's token: /files serves them only with it.
 func (s *Service) viewerPages(b *storage.Book, token string) ([]viewerPage, error) {
 	pages, err := s.Store.Pages(b.Tenant(), b.RandomID)
-	if err != nil && err != storage.ErrNotFound {
+	if err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return nil, err
 	}
 	out := make([]viewerPage, len(pages))

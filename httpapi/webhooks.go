@@ -12,6 +12,7 @@ import (
 
 	"flipbook/actors"
 	"flipbook/api"
+	"flipbook/errs"
 	"flipbook/ingest"
 	"flipbook/outbound"
 	"flipbook/storage"
@@ -165,7 +166,7 @@ func (s *Service) webhookInput(r *Request) (*actors.WebhookPatch, error) {
 			for i, id := range ids {
 				rid, _ := id.(string)
 				if _, err := s.Store.GetBook(r.Auth.Tenant, rid); err != nil {
-					if !errors.Is(err, storage.ErrNotFound) {
+					if !errors.Is(err, errs.ErrNotFound) {
 						return nil, err
 					}
 					v.Add(fmt.Sprintf("filters.book_ids.%d", i), "is not a flipbook of this workspace")
@@ -268,8 +269,8 @@ func (s *Service) UpdateWebhook(r *Request) (*Result, error) {
 
 // notFoundErr turns storage's ErrNotFound into the actors' one (for notFoundAs).
 func notFoundErr(err error) error {
-	if errors.Is(err, storage.ErrNotFound) {
-		return actors.ErrNotFound
+	if errors.Is(err, errs.ErrNotFound) {
+		return errs.ErrNotFound
 	}
 	return err
 }
@@ -471,7 +472,7 @@ func deliveryWire(d *storage.WebhookDelivery) deliveryJSON {
 func (s *Service) loadWebhook(r *Request) (*storage.WebhookSubscription, error) {
 	id, _ := r.Int("subscription")
 	w, err := s.Store.WebhookSubscription(r.Auth.Tenant, id)
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return nil, errNotFound("webhook subscription")
 	}
 	return w, err
@@ -505,7 +506,7 @@ func (s *Service) ListWebhookDeliveries(r *Request) (*Result, error) {
 	}
 	data := make([]deliveryJSON, len(list))
 	for i, d := range list {
-		if err := s.Store.FillPayload(r.Auth.Tenant, d); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		if err := s.Store.FillPayload(r.Auth.Tenant, d); err != nil && !errors.Is(err, errs.ErrNotFound) {
 			return nil, err
 		}
 		data[i] = deliveryWire(d)

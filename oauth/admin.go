@@ -9,15 +9,12 @@ import (
 
 	"github.com/ory/fosite"
 
-	"flipbook/storage"
+	"flipbook/errs"
 )
 
 // Administration of a workspace's OAuth clients and grants (the admin API, docs/OAUTH.md
 // "Administration"): the grants are found through the wgrant index (workspace → request id),
 // the client-credentials clients registered with the workspace's keys through wclient.
-
-// ErrNotFound is a client or grant the workspace does not have.
-var ErrNotFound = errors.New("oauth: no such client or grant in the workspace")
 
 // ClientInfo is a client as the admin listing shows it: one holding grants in the workspace,
 // or a client-credentials client registered with one of the workspace's keys.
@@ -74,7 +71,7 @@ func (s *Server) workspaceGrants(ws int64) ([]grantRecord, error) {
 	for _, id := range ids {
 		var g grantRecord
 		if err := s.st.OAuthGet(kindGrant, id, &g); err != nil {
-			if errors.Is(err, storage.ErrNotFound) {
+			if errors.Is(err, errs.ErrNotFound) {
 				continue
 			}
 			return nil, err
@@ -107,7 +104,7 @@ func (s *Server) liveUntil(requestID string, now time.Time) (time.Time, *Session
 		}
 		var sr storedRequest
 		if err := s.st.OAuthGet(e[0], e[1], &sr); err != nil {
-			if errors.Is(err, storage.ErrNotFound) {
+			if errors.Is(err, errs.ErrNotFound) {
 				continue
 			}
 			return time.Time{}, nil, err
@@ -250,7 +247,7 @@ func (s *Server) WorkspaceClients(ws int64) ([]ClientInfo, error) {
 // request its tokens are refused, its refresh tokens spent); a client-credentials client
 // registered with a key of the workspace is deleted as well (it can get no new token). Other
 // clients (registered without credentials, or metadata documents) are not the workspace's to
-// delete: they may be approved again. ErrNotFound when the client has no grant in the
+// delete: they may be approved again. errs.ErrNotFound when the client has no grant in the
 // workspace and is not registered with it.
 func (s *Server) RevokeClient(ws int64, clientID string) (int, error) {
 	ctx := context.Background()
@@ -281,27 +278,27 @@ func (s *Server) RevokeClient(ws int64, clientID string) (int, error) {
 		n++
 	}
 	if n == 0 && !registered {
-		return 0, ErrNotFound
+		return 0, errs.ErrNotFound
 	}
 	s.store.revoked() // the deleted client's cached tokens too
 	return n, nil
 }
 
-// RevokeGrantIn ends one grant of the workspace (Store.RevokeGrant); ErrNotFound when the grant
+// RevokeGrantIn ends one grant of the workspace (Store.RevokeGrant); errs.ErrNotFound when the grant
 // is not the workspace's.
 func (s *Server) RevokeGrantIn(ws int64, grantID string) error {
 	if grantID == "" || strings.Contains(grantID, "/") {
-		return ErrNotFound
+		return errs.ErrNotFound
 	}
 	var g grantRecord
 	if err := s.st.OAuthGet(kindGrant, grantID, &g); err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return ErrNotFound
+		if errors.Is(err, errs.ErrNotFound) {
+			return errs.ErrNotFound
 		}
 		return err
 	}
 	if g.Workspace != ws {
-		return ErrNotFound
+		return errs.ErrNotFound
 	}
 	return s.store.RevokeGrant(context.Background(), grantID)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ory/fosite"
 
+	"flipbook/errs"
 	"flipbook/outbound"
 	"flipbook/storage"
 )
@@ -200,7 +201,7 @@ func (cs *clients) load(ctx context.Context, id string) (*Client, error) {
 func (cs *clients) registered(id string) (*Client, error) {
 	var c Client
 	if err := cs.st.OAuthGet(kindClient, id, &c); err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, errs.ErrNotFound) {
 			return nil, fosite.ErrInvalidClient.WithHint("The client is not registered.")
 		}
 		return nil, err
@@ -222,7 +223,7 @@ func (cs *clients) stored(id string) (*Client, error) {
 	switch err := cs.st.OAuthGet(kindCIMD, id, &c); {
 	case err == nil:
 		return &c, nil
-	case !errors.Is(err, storage.ErrNotFound):
+	case !errors.Is(err, errs.ErrNotFound):
 		return nil, err
 	}
 	return &Client{ID: id, GrantTypes: publicGrants(nil), ResponseTypes: []string{"code"}, AuthMethod: "none",
@@ -239,7 +240,7 @@ func (cs *clients) document(ctx context.Context, id string) (*Client, error) {
 	var cached Client
 	if err := cs.st.OAuthGet(kindCIMD, id, &cached); err == nil && time.Since(cached.FetchedAt) < CIMDCacheFor {
 		return &cached, nil
-	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+	} else if err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return nil, err
 	}
 	now := time.Now()

@@ -17,6 +17,7 @@ import (
 	"github.com/ory/fosite"
 	"github.com/stretchr/testify/require"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -215,9 +216,9 @@ func TestMetadataDocumentFetchOnceAndNegativeCache(t *testing.T) {
 	broken := docs.URL + "/broken.json" // answers 500
 
 	lookAll := func(id string) []error {
-		errs := make([]error, 8)
+		results := make([]error, 8)
 		var wg sync.WaitGroup
-		for i := range errs {
+		for i := range results {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
@@ -225,11 +226,11 @@ func TestMetadataDocumentFetchOnceAndNegativeCache(t *testing.T) {
 				if err == nil && c.ID != id {
 					err = errors.New("wrong client " + c.ID)
 				}
-				errs[i] = err
+				results[i] = err
 			}(i)
 		}
 		wg.Wait()
-		return errs
+		return results
 	}
 	for _, err := range lookAll(good) {
 		require.NoError(t, err)
@@ -423,8 +424,8 @@ func TestPurgeUnusedClients(t *testing.T) {
 	require.NoError(t, err)
 
 	var c Client
-	require.ErrorIs(t, st.OAuthGet(kindClient, "fbc_unused", &c), storage.ErrNotFound)
-	require.ErrorIs(t, st.OAuthGet(kindCIMD, "https://a.example/old.json", &c), storage.ErrNotFound)
+	require.ErrorIs(t, st.OAuthGet(kindClient, "fbc_unused", &c), errs.ErrNotFound)
+	require.ErrorIs(t, st.OAuthGet(kindCIMD, "https://a.example/old.json", &c), errs.ErrNotFound)
 	for _, id := range []string{"fbc_young", "fbc_coded", "fbc_granted", "fbc_legacy", "fbc_key", "fbc_reregistered"} {
 		require.NoError(t, st.OAuthGet(kindClient, id, &c), id)
 	}

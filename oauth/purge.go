@@ -8,7 +8,7 @@ import (
 
 	"github.com/ory/fosite"
 
-	"flipbook/storage"
+	"flipbook/errs"
 )
 
 // Purge removes what is left of grants nothing can use any more, so OAuth records do not
@@ -116,7 +116,7 @@ func (s *Store) purge(cutoff, endedBefore time.Time, accessTTL, refreshTTL time.
 func (s *Store) entryLive(kind, sig string, cutoff time.Time, accessTTL, refreshTTL time.Duration) (bool, error) {
 	var sr storedRequest
 	if err := s.st.OAuthGet(kind, sig, &sr); err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, errs.ErrNotFound) {
 			return false, nil
 		}
 		return false, err
@@ -156,7 +156,7 @@ func (s *Store) removeGroups(groups []reqGroup) error {
 			b.Delete(kindKGrant, itoa(gr.KeyID)+"/"+g.id)
 			b.Delete(kindWGrant, itoa(gr.Workspace)+"/"+g.id)
 			b.Delete(kindGrant, g.id)
-		case !errors.Is(err, storage.ErrNotFound):
+		case !errors.Is(err, errs.ErrNotFound):
 			b.Close()
 			return err
 		}

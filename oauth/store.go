@@ -11,6 +11,7 @@ import (
 
 	"github.com/ory/fosite"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -154,7 +155,7 @@ func (s *Store) fromStored(_ context.Context, sr *storedRequest) (*fosite.Reques
 func (s *Store) get(ctx context.Context, kind, sig string) (*fosite.Request, *storedRequest, error) {
 	var sr storedRequest
 	if err := s.st.OAuthGet(kind, sig, &sr); err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, errs.ErrNotFound) {
 			return nil, nil, fosite.ErrNotFound
 		}
 		return nil, nil, err
@@ -174,7 +175,7 @@ func (s *Store) create(kind, sig string, r fosite.Requester, accessSig string) e
 		switch err := s.st.OAuthGet(kindEnded, sr.ID, &at); {
 		case err == nil:
 			return errGrantEnded
-		case !errors.Is(err, storage.ErrNotFound):
+		case !errors.Is(err, errs.ErrNotFound):
 			return err
 		}
 	}
@@ -235,7 +236,7 @@ func (s *Store) GetAuthorizeCodeSession(ctx context.Context, sig string, _ fosit
 func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, sig string) error {
 	var sr storedRequest
 	if err := s.st.OAuthGet(kindCode, sig, &sr); err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, errs.ErrNotFound) {
 			return fosite.ErrNotFound
 		}
 		return err

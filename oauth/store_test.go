@@ -11,6 +11,7 @@ import (
 	"github.com/ory/fosite"
 	"github.com/stretchr/testify/require"
 
+	"flipbook/errs"
 	"flipbook/storage"
 )
 
@@ -29,7 +30,7 @@ func activeTokens(t *testing.T, s *Store, id string) int {
 	for _, e := range entries {
 		var sr storedRequest
 		if err := s.st.OAuthGet(e[0], e[1], &sr); err != nil {
-			require.ErrorIs(t, err, storage.ErrNotFound)
+			require.ErrorIs(t, err, errs.ErrNotFound)
 			continue
 		}
 		if e[0] == kindAccess || (e[0] == kindRefresh && sr.Active) {
@@ -62,7 +63,7 @@ func TestRevokedGrantStaysEnded(t *testing.T) {
 	err = s.CreateRefreshTokenSession(ctx, "rt-2", "at-2", testRequest("grant-1"))
 	require.True(t, errors.Is(err, fosite.ErrInactiveToken), "%v", err)
 	require.Zero(t, activeTokens(t, s, "grant-1"))
-	require.ErrorIs(t, st.OAuthGet(kindGrant, "grant-1", &g), storage.ErrNotFound, "the grant record is not recreated")
+	require.ErrorIs(t, st.OAuthGet(kindGrant, "grant-1", &g), errs.ErrNotFound, "the grant record is not recreated")
 
 	require.NoError(t, s.CreateAccessTokenSession(ctx, "at-3", testRequest("grant-2")), "another grant")
 
@@ -84,7 +85,7 @@ func TestRevokedGrantStaysEnded(t *testing.T) {
 		require.NoError(t, s.RevokeGrant(ctx, id))
 		wg.Wait()
 		require.Zero(t, activeTokens(t, s, id), "round %d", round)
-		require.ErrorIs(t, st.OAuthGet(kindGrant, id, &g), storage.ErrNotFound, "round %d", round)
+		require.ErrorIs(t, st.OAuthGet(kindGrant, id, &g), errs.ErrNotFound, "round %d", round)
 	}
 }
 
@@ -122,16 +123,16 @@ func TestPurgeExpiredGrants(t *testing.T) {
 	var g grantRecord
 	var sr storedRequest
 	var at time.Time
-	require.ErrorIs(t, st.OAuthGet(kindGrant, "cc-old", &g), storage.ErrNotFound)
-	require.ErrorIs(t, st.OAuthGet(kindAccess, "at-old", &sr), storage.ErrNotFound)
-	require.ErrorIs(t, st.OAuthGet(kindCode, "code-old", &sr), storage.ErrNotFound)
+	require.ErrorIs(t, st.OAuthGet(kindGrant, "cc-old", &g), errs.ErrNotFound)
+	require.ErrorIs(t, st.OAuthGet(kindAccess, "at-old", &sr), errs.ErrNotFound)
+	require.ErrorIs(t, st.OAuthGet(kindCode, "code-old", &sr), errs.ErrNotFound)
 	for _, idx := range []struct{ kind, prefix string }{{kindReq, "cc-old/"}, {kindReq, "code-only/"},
 		{kindCGrant, "client-1/cc-old"}, {kindKGrant, "3/cc-old"}, {kindWGrant, "7/cc-old"}} {
 		found := false
 		require.NoError(t, st.OAuthList(idx.kind, idx.prefix, func(string, []byte) bool { found = true; return false }))
 		require.False(t, found, "%s/%s left", idx.kind, idx.prefix)
 	}
-	require.ErrorIs(t, st.OAuthGet(kindEnded, "long-gone", &at), storage.ErrNotFound)
+	require.ErrorIs(t, st.OAuthGet(kindEnded, "long-gone", &at), errs.ErrNotFound)
 
 	require.NoError(t, st.OAuthGet(kindGrant, "cc-new", &g), "a live grant stays")
 	require.NoError(t, st.OAuthGet(kindAccess, "at-new", &sr))

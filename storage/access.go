@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"flipbook/errs"
 )
 
 // Subscriber is an access-list entry of a book: an address or a domain (spec §2.2).
@@ -183,7 +185,7 @@ func (s *Store) TrackedLinkTenant(slug string) (Tenant, error) {
 // trackedLinkSlug reads a slug's global entry (case-insensitively, as TrackedLinkBySlug).
 func (s *Store) trackedLinkSlug(slug string) (Tenant, []byte, error) {
 	v, err := s.get(tlSlugKey(slug))
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		if lower := strings.ToLower(slug); lower != slug {
 			v, err = s.get(tlSlugKey(lower))
 		}
@@ -192,11 +194,11 @@ func (s *Store) trackedLinkSlug(slug string) (Tenant, []byte, error) {
 		return Tenant{}, nil, err
 	}
 	if len(v) < tenantLen+8 {
-		return Tenant{}, nil, ErrNotFound
+		return Tenant{}, nil, errs.ErrNotFound
 	}
 	t, ok := tenantFromBytes(v[:tenantLen])
 	if !ok {
-		return Tenant{}, nil, ErrNotFound
+		return Tenant{}, nil, errs.ErrNotFound
 	}
 	return t, v, nil
 }

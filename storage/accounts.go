@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"time"
+
+	"flipbook/errs"
 )
 
 // Workspace is an account: the unit of tenancy and billing.
@@ -146,7 +148,7 @@ func (s *Store) Secret(name string) ([]byte, error) {
 	if err == nil && len(v) == 32 {
 		return v, nil
 	}
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return nil, err
 	}
 	v = make([]byte, 32)

@@ -2,11 +2,14 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"flipbook/errs"
 )
 
 // Batch statuses (DESIGN §11).
@@ -110,7 +113,7 @@ func (s *Store) ActiveUploads(t Tenant, limit int) ([]*Upload, error) {
 	var out []*Upload
 	for it.First(); it.Valid() && len(out) < limit; it.Next() {
 		u, err := s.Upload(t, string(it.Key()[len(p):]))
-		if err == ErrNotFound {
+		if errors.Is(err, errs.ErrNotFound) {
 			continue
 		}
 		if err != nil {

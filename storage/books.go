@@ -2,10 +2,13 @@ package storage
 
 import (
 	"bytes"
+	"errors"
 	"strconv"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"flipbook/errs"
 )
 
 // Book statuses.
@@ -197,7 +200,7 @@ func (s *Store) BookTenant(rid string) (Tenant, error) {
 	}
 	t, ok := tenantFromBytes(v)
 	if !ok {
-		return Tenant{}, ErrNotFound
+		return Tenant{}, errs.ErrNotFound
 	}
 	s.books.put(ck, &Book{Workspace: t.Workspace, Mode: t.Mode}, epoch)
 	return t, nil
@@ -389,7 +392,7 @@ func (s *Store) ListBooks(t Tenant, q BookQuery) (*BookPage, error) {
 		scanned++
 		rid := string(it.Value())
 		b, err := s.GetBook(t, rid)
-		if err == ErrNotFound {
+		if errors.Is(err, errs.ErrNotFound) {
 			continue // racing a delete: the index entry goes in the same batch
 		}
 		if err != nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/stretchr/testify/require"
+
+	"flipbook/errs"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -369,14 +371,14 @@ func TestDeleteBookRemovesEverything(t *testing.T) {
 	require.NoError(t, batch.Commit())
 
 	_, err = s.GetBook(tn, b.RandomID)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	_, err = s.BookTenant(b.RandomID)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	ok, err = s.BookExists(b.RandomID)
 	require.NoError(t, err)
 	require.False(t, ok)
 	_, err = s.Pages(tn, b.RandomID)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	due, _, err = s.DueBooks(exp, 10)
 	require.NoError(t, err)
 	require.Empty(t, due)
@@ -393,11 +395,11 @@ func TestGetBookIsTenantScoped(t *testing.T) {
 	b := mkBook(tn, 1, "Mine", StatusDraft, t0, t0)
 	putBooks(t, s, b)
 	_, err := s.GetBook(Tenant{Workspace: 1, Mode: ModeTest}, b.RandomID)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	_, err = s.GetBook(Tenant{Workspace: 2, Mode: ModeLive}, b.RandomID)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	_, err = s.BookTenant("nope")
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 }
 
 func TestCountBooksCap(t *testing.T) {
@@ -588,7 +590,7 @@ func TestBookCacheConcurrentReadersNeverSeeStaleVersion(t *testing.T) {
 	var committed atomic.Int64 // version whose commit has returned
 	var done atomic.Bool
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
+	problems := make(chan error, 16)
 	// Stop the goroutines before the store closes, also when the test fails early.
 	t.Cleanup(func() {
 		done.Store(true)
@@ -607,14 +609,14 @@ func TestBookCacheConcurrentReadersNeverSeeStaleVersion(t *testing.T) {
 				}
 				b, err := s.GetBook(tn, rid)
 				if err != nil {
-					errs <- err
+					problems <- err
 					return
 				}
 				if rid != hot.RandomID {
 					continue
 				}
 				if int64(b.PageCount) < floor {
-					errs <- fmt.Errorf("reader %d saw version %d after version %d was committed", r, b.PageCount, floor)
+					problems <- fmt.Errorf("reader %d saw version %d after version %d was committed", r, b.PageCount, floor)
 					return
 				}
 			}
@@ -636,11 +638,11 @@ func TestBookCacheConcurrentReadersNeverSeeStaleVersion(t *testing.T) {
 			next.Name = fmt.Sprintf("churn %d", i)
 			batch := s.NewBatch()
 			if err := batch.PutBook(old, next); err != nil {
-				errs <- err
+				problems <- err
 				return
 			}
 			if err := batch.Commit(); err != nil {
-				errs <- err
+				problems <- err
 				return
 			}
 			cur[j] = next
@@ -664,8 +666,8 @@ func TestBookCacheConcurrentReadersNeverSeeStaleVersion(t *testing.T) {
 	}
 	done.Store(true)
 	wg.Wait()
-	close(errs)
-	for err := range errs {
+	close(problems)
+	for err := range problems {
 		require.NoError(t, err)
 	}
 	got, err := s.GetBook(tn, hot.RandomID)

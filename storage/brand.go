@@ -62,7 +62,7 @@ func IsBrandFolder(name string) bool { return len(name) > 6 && name[:6] == "bran
 // PutBrand stages a tenant's brand.
 func (bt *Batch) PutBrand(b *Brand) error { return bt.setJSON(brandKey(b.Tenant()), b) }
 
-// Brand reads a tenant's brand (ErrNotFound when it has none).
+// Brand reads a tenant's brand (errs.ErrNotFound when it has none).
 func (s *Store) Brand(t Tenant) (*Brand, error) {
 	var b Brand
 	if err := s.getJSON(brandKey(t), &b); err != nil {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"flipbook/errs"
 )
 
 // Bulk settings batches (spec §3.4, §4.1.1; docs/DECISIONS.md "Bulk settings"). Keys:
@@ -147,7 +149,7 @@ func (s *Store) BulkBatchView(t Tenant, id string) (*BulkBatch, []*BulkItem, err
 	defer snap.Close()
 	v, closer, err := snap.Get(bulkKey(t, id))
 	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil, ErrNotFound
+		return nil, nil, errs.ErrNotFound
 	}
 	if err != nil {
 		return nil, nil, err

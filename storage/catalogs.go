@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"flipbook/errs"
 )
 
 // Catalog statuses.
@@ -214,7 +216,7 @@ func (s *Store) Catalog(t Tenant, id int64) (*Catalog, error) {
 // CatalogState reads a catalog's sync state (zero when it has none yet).
 func (s *Store) CatalogState(t Tenant, id int64) (*CatalogState, error) {
 	var st CatalogState
-	if err := s.getJSON(catalogStateKey(t, id), &st); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := s.getJSON(catalogStateKey(t, id), &st); err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return nil, err
 	}
 	return &st, nil
@@ -421,7 +423,7 @@ func (s *Store) CatalogItemsGet(t Tenant, catalog int64, ids []int64) ([]*Catalo
 	out := make([]*CatalogItem, len(ids))
 	for i, id := range ids {
 		it, err := s.CatalogItem(t, catalog, id)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, errs.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -483,14 +485,14 @@ func (s *Store) WriteSyncInput(name string, data []byte) error {
 // ReadSyncInput reads a job's input file.
 func (s *Store) ReadSyncInput(name string) ([]byte, error) {
 	if !ValidName(name) {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	data, err := os.ReadFile(filepath.Join(s.SyncInputDir(), name))
 	if errors.Is(err, os.ErrNotExist) && s.Blobs.remote != nil {
 		return s.Blobs.remote.getSyncInput(name) // a job taken over from another node
 	}
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	return data, err
 }

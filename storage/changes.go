@@ -2,26 +2,17 @@ package storage
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"flipbook/errs"
 )
 
 // Cluster mode's changelog (issue 26, DESIGN.md §12) needs every state change before it is
 // applied: a ChangeSink (Options.Changes) is given each write's mutations before the write
 // reaches Pebble, and an error from it refuses the write (nothing is applied). Without a sink
 // (one process, the default) nothing of this runs.
-
-// ErrMoved refuses a write a ChangeSink could not take because the partition it belongs to is
-// not this node's any more (cluster mode: it moved to another node, or this node was fenced).
-// Nothing of the write is applied; the caller answers 503 and the client retries, reaching the
-// partition's new owner.
-var ErrMoved = errors.New("storage: the write's partition is not this node's")
-
-// ErrChangelog wraps every error of a ChangeSink (Kafka away, a transaction that failed): the
-// write was not applied, and trying again later may succeed (a 503, not a 500).
-var ErrChangelog = errors.New("storage: the changelog did not take the write")
 
 // Mutation is one key's change in a write.
 type Mutation struct {
@@ -49,7 +40,7 @@ func (s *Store) commit(pb *pebble.Batch, opts *pebble.WriteOptions) error {
 		if len(muts) > 0 {
 			local, done, err := s.sink.Changes(muts)
 			if err != nil {
-				return fmt.Errorf("%w: %w", ErrChangelog, err)
+				return fmt.Errorf("%w: %w", errs.ErrChangelog, err)
 			}
 			if done != nil {
 				defer done()

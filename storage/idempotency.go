@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"flipbook/errs"
 )
 
 // IdemTTL is how long a stored idempotent response is replayed (spec §8: 24 hours).
@@ -124,7 +126,7 @@ func (s *Store) Idem(t Tenant, key string, now time.Time) (*IdemEntry, error) {
 		return nil, err
 	}
 	if now.Sub(e.CreatedAt) >= IdemTTL {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	return &e, nil
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/errs"
 )
 
 // A workspace's stored idempotent responses are bounded (MaxIdemBytes, MaxIdemEntries): the
@@ -92,7 +94,7 @@ func TestIdempotencyEntryBound(t *testing.T) {
 	s.idem.mu.Unlock()
 	require.Equal(t, MaxIdemEntries, entries)
 	_, err := s.Idem(tn, "k0", now)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	_, err = s.Idem(tn, fmt.Sprint("k", MaxIdemEntries+49), now)
 	require.NoError(t, err)
 }
@@ -113,7 +115,7 @@ func TestExpireIdemOfOwned(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	_, err = s.Idem(mine, "k", old)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	e, err := s.Idem(theirs, "k", old)
 	require.NoError(t, err)
 	require.Equal(t, 201, e.Status)

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"flipbook/errs"
 )
 
 // seqLease is how many ids a sequence reserves per synced write. Ids are unique and increasing;
@@ -96,7 +98,7 @@ func (q *sequences) next(name string, key []byte) (int64, error) {
 		case err == nil && len(v) == 8:
 			st.next = binary.BigEndian.Uint64(v)
 			st.limit = st.next
-		case err != nil && !errors.Is(err, ErrNotFound):
+		case err != nil && !errors.Is(err, errs.ErrNotFound):
 			return 0, err
 		}
 		q.m[name] = st

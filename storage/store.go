@@ -15,10 +15,11 @@ import (
 	"github.com/bytedance/sonic"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+
+	"flipbook/errs"
 )
 
-// ErrNotFound is returned when a record does not exist.
-var ErrNotFound = errors.New("storage: not found")
+// errs.ErrNotFound is returned when a record does not exist.
 
 // codec encodes stored records. CopyString keeps decoded strings independent of the source
 // buffer (Pebble's value buffers are only valid until the closer is called).
@@ -136,7 +137,7 @@ func (s *Store) Close() error {
 func (s *Store) get(key []byte) ([]byte, error) {
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -150,7 +151,7 @@ func (s *Store) get(key []byte) ([]byte, error) {
 func (s *Store) getJSON(key []byte, out any) error {
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return ErrNotFound
+		return errs.ErrNotFound
 	}
 	if err != nil {
 		return err

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/errs"
 )
 
 func TestSequencesUniqueIncreasingAcrossCleanRestart(t *testing.T) {
@@ -175,20 +177,20 @@ func TestIdempotencyEntries(t *testing.T) {
 	require.True(t, fresh.CreatedAt.Equal(got.CreatedAt))
 
 	_, err = s.Idem(tn, "old", now)
-	require.ErrorIs(t, err, ErrNotFound, "an entry older than the TTL reads as not found")
+	require.ErrorIs(t, err, errs.ErrNotFound, "an entry older than the TTL reads as not found")
 	_, err = s.Idem(tn, "edge", now)
-	require.ErrorIs(t, err, ErrNotFound, "an entry exactly TTL old has expired")
+	require.ErrorIs(t, err, errs.ErrNotFound, "an entry exactly TTL old has expired")
 	_, err = s.Idem(tn, "missing", now)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	_, err = s.Idem(other, "fresh", now)
-	require.ErrorIs(t, err, ErrNotFound, "entries are per tenant")
+	require.ErrorIs(t, err, errs.ErrNotFound, "entries are per tenant")
 
 	n, err := s.ExpireIdem(now)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	for _, k := range []string{"old", "edge"} {
 		_, err := s.get(idemKey(tn, k))
-		require.ErrorIs(t, err, ErrNotFound, "expired entry %q is deleted", k)
+		require.ErrorIs(t, err, errs.ErrNotFound, "expired entry %q is deleted", k)
 	}
 	_, err = s.get(idemKey(tn, "fresh"))
 	require.NoError(t, err, "the fresh entry is kept")
@@ -216,7 +218,7 @@ func TestIdempotencyEntries(t *testing.T) {
 	require.Equal(t, 2, n)
 	for _, k := range []string{"fresh", "reused"} {
 		_, err := s.get(idemKey(tn, k))
-		require.ErrorIs(t, err, ErrNotFound)
+		require.ErrorIs(t, err, errs.ErrNotFound)
 	}
 	require.Empty(t, rawKeys(t, s, []byte(idemExpPrefix)))
 }
@@ -315,7 +317,7 @@ func TestWorkspacesAndSlugs(t *testing.T) {
 	w.Slug = "acme-corp"
 	require.NoError(t, s.PutWorkspace(w, "acme"))
 	_, err = s.WorkspaceIDBySlug("acme")
-	require.ErrorIs(t, err, ErrNotFound, "the old slug is released")
+	require.ErrorIs(t, err, errs.ErrNotFound, "the old slug is released")
 	id, err = s.WorkspaceIDBySlug("acme-corp")
 	require.NoError(t, err)
 	require.Equal(t, int64(42), id)
@@ -331,9 +333,9 @@ func TestWorkspacesAndSlugs(t *testing.T) {
 	require.Equal(t, "pro", got.Plan)
 
 	_, err = s.Workspace(43)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	_, err = s.WorkspaceIDBySlug("nope")
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 }
 
 func TestAPIKeysRotateAndDelete(t *testing.T) {
@@ -358,7 +360,7 @@ func TestAPIKeysRotateAndDelete(t *testing.T) {
 	k.Hash = h2
 	require.NoError(t, s.PutKey(k, h1))
 	_, err = s.KeyByHash(h1)
-	require.ErrorIs(t, err, ErrNotFound, "the rotated-out secret stops working")
+	require.ErrorIs(t, err, errs.ErrNotFound, "the rotated-out secret stops working")
 	got, err = s.KeyByHash(h2)
 	require.NoError(t, err)
 	require.Equal(t, int64(7), got.ID)
@@ -368,9 +370,9 @@ func TestAPIKeysRotateAndDelete(t *testing.T) {
 
 	require.NoError(t, s.DeleteKey(k))
 	_, err = s.KeyByHash(h2)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	_, err = s.KeyByID(7)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 }
 
 func TestMeta(t *testing.T) {
@@ -378,7 +380,7 @@ func TestMeta(t *testing.T) {
 	s, err := Open(dir, Options{})
 	require.NoError(t, err)
 	_, err = s.Meta("cursor")
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, errs.ErrNotFound)
 	require.NoError(t, s.SetMeta("cursor", []byte("secret")))
 	require.NoError(t, s.Close())
 	s, err = Open(dir, Options{})

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+
+	"flipbook/errs"
 )
 
 // A batch's uploaded files wait for conversion in UploadDir, on the disk of the node that
@@ -146,7 +148,7 @@ func (s *s3Blobs) getSyncInput(name string) ([]byte, error) {
 	defer o.Close()
 	data, err := io.ReadAll(o)
 	if err != nil && minio.ToErrorResponse(err).Code == "NoSuchKey" {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	return data, err
 }
@@ -181,7 +183,7 @@ func (s *Store) PutExport(key, path string) error {
 func (s *Store) ExportObject(key string) ([]byte, error) {
 	r := s.Blobs.remote
 	if r == nil {
-		return nil, ErrNotFound
+		return nil, errs.ErrNotFound
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), uploadTimeout)
 	defer cancel()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"flipbook/errs"
 )
 
 // Webhook delivery statuses (DESIGN §11): pending → succeeded | failed, retrying between
@@ -264,10 +266,10 @@ func (bt *Batch) SetWebhookPosition(p int, next uint64) { bt.set(whPosKey(p), u6
 // WebhookPosition reads the dispatcher's next offset of a partition (ok false: none stored).
 func (s *Store) WebhookPosition(p int) (uint64, bool, error) {
 	v, err := s.get(whPosKey(p))
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		v, err = s.get(oldWHPosKey(p))
 	}
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return 0, false, nil
 	}
 	if err != nil || len(v) != 8 {
@@ -279,7 +281,7 @@ func (s *Store) WebhookPosition(p int) (uint64, bool, error) {
 // WebhookCount is the number of deliveries made for a subscription.
 func (s *Store) WebhookCount(t Tenant, sub int64) (int64, error) {
 	v, err := s.get(whCountKey(t, sub))
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil || len(v) != 8 {
@@ -354,7 +356,7 @@ func (s *Store) SetWebhookHealth(t Tenant, sub int64, h WebhookHealth) error {
 func (s *Store) GetWebhookHealth(t Tenant, sub int64) (WebhookHealth, error) {
 	var h WebhookHealth
 	err := s.getJSON(whHealthKey(t, sub), &h)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		err = nil
 	}
 	return h, err

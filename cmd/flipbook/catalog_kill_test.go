@@ -30,6 +30,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"flipbook/errs"
 	"flipbook/internal/testutil"
 	"flipbook/storage"
 )
@@ -407,12 +408,12 @@ func TestCatalogSyncKill(t *testing.T) {
 		require.Empty(t, queue)
 		for _, id := range append([]int64{createJob}, jobs...) {
 			_, err := st.SyncInput(tn, id)
-			require.ErrorIs(t, err, storage.ErrNotFound, "job %d's input is removed when it ends", id)
+			require.ErrorIs(t, err, errs.ErrNotFound, "job %d's input is removed when it ends", id)
 			j, err := st.SyncJob(tn, catalog, id)
 			require.NoError(t, err)
 			if j.InputFile != "" {
 				_, err = st.ReadSyncInput(j.InputFile)
-				require.ErrorIs(t, err, storage.ErrNotFound, "job %d's input file is removed when it ends", id)
+				require.ErrorIs(t, err, errs.ErrNotFound, "job %d's input file is removed when it ends", id)
 			}
 		}
 		files, err := st.SyncInputFiles()
@@ -502,11 +503,11 @@ func TestCatalogSyncKill(t *testing.T) {
 					vid = &w.entry.vid
 				}
 				_, err := st.CatalogItemID(tn, catalog, storage.ItemKey(w.entry.pid, vid))
-				require.True(t, errors.Is(err, storage.ErrNotFound), "match entry of %s left: %v", k, err)
+				require.True(t, errors.Is(err, errs.ErrNotFound), "match entry of %s left: %v", k, err)
 			}
 			for _, id := range idOf {
 				_, err := st.CatalogItem(tn, catalog, id)
-				require.ErrorIs(t, err, storage.ErrNotFound)
+				require.ErrorIs(t, err, errs.ErrNotFound)
 			}
 			cat, err := st.Catalog(tn, catalog)
 			require.NoError(t, err)

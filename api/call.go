@@ -25,6 +25,15 @@ import (
 	"flipbook/storage"
 )
 
+// Bearer is the credential of an Authorization header value "Bearer <credential>" (the scheme
+// is case-insensitive, RFC 9110 §11.1), "" for any other value. REST and MCP read it alike.
+func Bearer(authorization []byte) string {
+	if len(authorization) > 7 && bytes.EqualFold(authorization[:7], []byte("Bearer ")) {
+		return string(bytes.TrimSpace(authorization[7:]))
+	}
+	return ""
+}
+
 // Defaults of CallerOptions (spec §8).
 const (
 	DefaultRateWorkspace       = 1000 // requests per minute per workspace

@@ -126,8 +126,31 @@ var pathArgs = map[string]string{
 // Table is the public operation table (spec §4): every operation under Base, declared once.
 // The REST router, validation, the MCP tools and the OpenAPI document are built from it.
 func Table(b Backend, o TableOptions) []*Operation {
-	ops := []*Operation{
-		// Books (spec §4.1)
+	var ops []*Operation
+	ops = append(ops, bookOperations(b, o)...)
+	ops = append(ops, accessOperations(b)...)
+	ops = append(ops, brandOperations(b)...)
+	ops = append(ops, generalOperations(b)...)
+	ops = append(ops, analyticsOperations(b)...)
+	ops = append(ops, exportOperations(b)...)
+	ops = append(ops, webhookOperations(b)...)
+	ops = append(ops, catalogOperations(b)...)
+	ops = append(ops, bulkSettingsOperations(b)...)
+	ops = append(ops, shopifyOperations(b)...)
+	for _, op := range ops {
+		op.Base = Base
+		for i := range op.Params {
+			if p := &op.Params[i]; p.In == InPath && p.Arg == "" {
+				p.Arg = pathArgs[p.Name]
+			}
+		}
+	}
+	return ops
+}
+
+// bookOperations declares the books (spec §4.1).
+func bookOperations(b Backend, o TableOptions) []*Operation {
+	return []*Operation{
 		{ID: "books.list", Method: "GET", Path: "/books", Tool: "books_list", Scope: "books:read", ReadOnly: true,
 			Summary: "List flipbooks, newest first, with cursor pagination.",
 			Params: []Param{
@@ -192,8 +215,12 @@ func Table(b Backend, o TableOptions) []*Operation {
 			Params:  templateParams(), MaxBody: 32 << 20, // 50 items × 2 × 50,000 characters, escaped
 			Response: object(prop("book", bookSchema)),
 			Handler:  b.CreateFromTemplate},
+	}
+}
 
-		// Subscribers (spec §4.2)
+// accessOperations declares access lists and embed domains (spec §4.2, §4.3).
+func accessOperations(b Backend) []*Operation {
+	return []*Operation{
 		{ID: "subscribers.list", Method: "GET", Path: "/subscribers", Tool: "subscribers_list", Scope: "subscribers:read", ReadOnly: true,
 			Summary: "List the workspace's access-list entries (page-based pagination).",
 			Params: []Param{
@@ -221,7 +248,6 @@ func Table(b Backend, o TableOptions) []*Operation {
 			Response: subscriberDeletedSchema,
 			Handler:  b.DeleteSubscriber},
 
-		// Embed domains (spec §4.3)
 		{ID: "embed_domains.list", Method: "GET", Path: "/books/{book}/embed-domains", Tool: "books_list_embed_domains", Scope: "books:read", ReadOnly: true,
 			Summary: "Sites allowed to embed a flipbook.",
 			Params:  []Param{Str("book", InPath, 64).Req()}, Response: arrayOf(embedDomainSchema),
@@ -237,8 +263,12 @@ func Table(b Backend, o TableOptions) []*Operation {
 			Params:   []Param{Str("book", InPath, 64).Req(), {Name: "embedDomain", In: InPath, Kind: KInt, Required: true, Min: F64(1)}},
 			Response: embedDomainDeletedSchema,
 			Handler:  b.DeleteEmbedDomain},
+	}
+}
 
-		// Brand (spec §4.6)
+// brandOperations declares the brand (spec §4.6).
+func brandOperations(b Backend) []*Operation {
+	return []*Operation{
 		{ID: "brand.get", Method: "GET", Path: "/brand", Tool: "brand_get", Scope: "brand:read", ReadOnly: true,
 			Summary: "The workspace's brand (null when it has none).", Response: object(prop("brand", nullable(brandSchema))),
 			ResponseMeta: brandMetaSchema, Handler: b.GetBrand},
@@ -261,8 +291,12 @@ func Table(b Backend, o TableOptions) []*Operation {
 			Summary:  "Flip take-over branding: public flipbook pages show the brand instead of the service's.",
 			Response: object(prop("brand", brandSchema)),
 			Handler:  b.ToggleTakeOverBranding},
+	}
+}
 
-		// Tracked links (spec §4.9)
+// generalOperations declares tracked links (spec §4.9), health and identity (spec §4.10).
+func generalOperations(b Backend) []*Operation {
+	return []*Operation{
 		{ID: "tracked_links.list", Method: "GET", Path: "/books/{book}/tracked-links", Tool: "books_list_tracked_links", Scope: "tracked-links:read", ReadOnly: true,
 			Summary: "A flipbook's tracked links with their slugs and channels.",
 			Params:  []Param{Str("book", InPath, 64).Req()}, Response: arrayOf(trackedLinkSchema),
@@ -282,27 +316,11 @@ func Table(b Backend, o TableOptions) []*Operation {
 			Response: trackedLinkSchema,
 			Handler:  b.CreateTrackedLink},
 
-		// General (spec §4.10)
 		{ID: "health", Method: "GET", Path: "/health", Tool: "health_check", Auth: AuthNone, ReadOnly: true, Bare: true,
 			Summary: "Service health.", Response: healthSchema, Handler: b.Health},
 		{ID: "me", Method: "GET", Path: "/me", Tool: "identity_get", ReadOnly: true,
 			Summary: "The authenticated workspace, its plan features and the key's scopes.", Response: meSchema, Handler: b.Me},
 	}
-	ops = append(ops, analyticsOperations(b)...)
-	ops = append(ops, exportOperations(b)...)
-	ops = append(ops, webhookOperations(b)...)
-	ops = append(ops, catalogOperations(b)...)
-	ops = append(ops, bulkSettingsOperations(b)...)
-	ops = append(ops, shopifyOperations(b)...)
-	for _, op := range ops {
-		op.Base = Base
-		for i := range op.Params {
-			if p := &op.Params[i]; p.In == InPath && p.Arg == "" {
-				p.Arg = pathArgs[p.Name]
-			}
-		}
-	}
-	return ops
 }
 
 func updateBookParams() []Param {

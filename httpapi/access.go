@@ -291,7 +291,6 @@ func (s *Service) CreateTrackedLink(r *Request) (*Result, error) {
 // followTrackedLink is the public GET /l/{slug}: a redirect to the book's viewer with the link
 // attributed.
 func (s *Service) followTrackedLink(ctx *fasthttp.RequestCtx) {
-	ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
 	slug, _ := ctx.UserValue("slug").(string)
 	l, err := s.Store.TrackedLinkBySlug(slug)
 	if err != nil {

@@ -402,7 +402,6 @@ func (s *Service) withBody(limit int, h fasthttp.RequestHandler) fasthttp.Reques
 		b := s.newBody(ctx, limit, false)
 		defer b.release()
 		if err := b.load(); err != nil {
-			ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
 			s.writeError(ctx, err)
 			return
 		}

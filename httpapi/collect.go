@@ -17,13 +17,23 @@ import (
 // routes through which reader events enter the event log. Neither is part of the spec's API;
 // both are declared in the operation table (Internal) to share its validation.
 
-// Collector limits.
+// Collector limits: the one place both readers of a batch take them from, the table's
+// parameters (collectParams, the generic path) and the fast path (collectfast.go).
 const (
 	DefaultRateCollect = 600 // requests per minute per IP
 	MaxCollectEvents   = 500
 	MaxActiveMs        = 24 * 60 * 60 * 1000
 	maxClockSkewAhead  = 5 * time.Minute
 	maxEventAge        = 7 * 24 * time.Hour
+
+	maxCollectBookID      = 64
+	maxCollectSessionID   = 255
+	maxCollectReaderToken = 2048
+	maxCollectLinkSlug    = 255
+	maxCollectSourceHost  = 255
+	maxCollectPage        = 100000
+	maxCollectURL         = 2048
+	maxCollectExitReason  = 255
 )
 
 // TypeAccessDenied is the error type of a reader refused by the email gate or the collector.
@@ -31,19 +41,19 @@ const TypeAccessDenied = "AccessDenied"
 
 func collectParams() []Param {
 	return []Param{
-		api.Str("book_id", InBody, 64).Req(),
-		api.Str("session_id", InBody, 255).Req().MinLength(1),
-		api.Str("reader_token", InBody, 2048),
-		api.Str("tracked_link", InBody, 255),
-		api.Str("source_host", InBody, 255),
+		api.Str("book_id", InBody, maxCollectBookID).Req(),
+		api.Str("session_id", InBody, maxCollectSessionID).Req().MinLength(1),
+		api.Str("reader_token", InBody, maxCollectReaderToken),
+		api.Str("tracked_link", InBody, maxCollectLinkSlug),
+		api.Str("source_host", InBody, maxCollectSourceHost),
 		{Name: "events", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: MaxCollectEvents,
 			Items: &Param{Kind: KObject, Props: []Param{
 				api.Enum("type", InBody, ingest.InteractionTypes...).Req(),
-				api.Int("page_number", InBody, 1, 100000),
+				api.Int("page_number", InBody, 1, maxCollectPage),
 				{Name: "active_ms", In: InBody, Kind: KInt, Min: api.F64(0), Max: api.F64(MaxActiveMs)},
 				api.Time("occurred_at", InBody),
-				api.Str("url", InBody, 2048),
-				api.Str("exit_reason", InBody, 255),
+				api.Str("url", InBody, maxCollectURL),
+				api.Str("exit_reason", InBody, maxCollectExitReason),
 				{Name: "form", In: InBody, Kind: KObject, Nullable: true},
 			}}},
 	}

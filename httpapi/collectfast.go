@@ -82,15 +82,15 @@ func fastCollect(body []byte) (map[string]any, bool) {
 		var name string
 		switch string(key) {
 		case "book_id":
-			bit, max, name = 1, 64, "book_id"
+			bit, max, name = 1, maxCollectBookID, "book_id"
 		case "session_id":
-			bit, max, name = 2, 255, "session_id"
+			bit, max, name = 2, maxCollectSessionID, "session_id"
 		case "reader_token":
-			bit, max, name = 4, 2048, "reader_token"
+			bit, max, name = 4, maxCollectReaderToken, "reader_token"
 		case "tracked_link":
-			bit, max, name = 8, 255, "tracked_link"
+			bit, max, name = 8, maxCollectLinkSlug, "tracked_link"
 		case "source_host":
-			bit, max, name = 16, 255, "source_host"
+			bit, max, name = 16, maxCollectSourceHost, "source_host"
 		case "events":
 			bit = 32
 		default:
@@ -198,7 +198,7 @@ func (p *jsonScan) event() (collectEvent, bool) {
 		case "page_number":
 			bit = 2
 			n, ok := p.int()
-			if !ok || n < 1 || n > 100000 {
+			if !ok || n < 1 || n > maxCollectPage {
 				return e, false
 			}
 			e.page = n
@@ -223,14 +223,14 @@ func (p *jsonScan) event() (collectEvent, bool) {
 		case "url":
 			bit = 16
 			v, ok := p.str()
-			if !ok || !fastString(v, 2048) {
+			if !ok || !fastString(v, maxCollectURL) {
 				return e, false
 			}
 			e.url = string(v)
 		case "exit_reason":
 			bit = 32
 			v, ok := p.str()
-			if !ok || !fastString(v, 255) {
+			if !ok || !fastString(v, maxCollectExitReason) {
 				return e, false
 			}
 			e.exit = string(v)

@@ -74,7 +74,6 @@ func (s *Service) fileAccess(ctx *fasthttp.RequestCtx, rid, name string, now tim
 // serveFile serves a stored file of a book or a tenant's brand, if fileAccess allows it now. The
 // ETag is the name (a content hash).
 func (s *Service) serveFile(ctx *fasthttp.RequestCtx) {
-	ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
 	rid, _ := ctx.UserValue("book").(string)
 	name, _ := ctx.UserValue("name").(string)
 	if !storage.ValidName(rid) || !storage.ValidName(name) {

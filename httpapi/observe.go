@@ -172,6 +172,8 @@ func (s *Service) serveHTTP(ctx *fasthttp.RequestCtx) {
 	ri := reqInfoPool.Get().(*reqInfo)
 	ri.id = s.newRequestID(ctx)
 	ctx.SetUserValue(reqInfoKey, ri)
+	// The one place a routed answer gets its X-Request-Id (transportError sets it for the
+	// requests fasthttp refused before routing).
 	ctx.Response.Header.Set("X-Request-Id", ri.id)
 	if s.cluster == nil || !s.cluster.route(ctx, ri.id) {
 		s.router.Handler(ctx)

@@ -37,8 +37,7 @@ func (s *Service) operations() []*Operation {
 
 // serveOp answers one REST call of op.
 func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *Operation) {
-	reqID := s.requestID(ctx)
-	ctx.Response.Header.Set("X-Request-Id", reqID)
+	reqID := s.requestID(ctx) // on the response since serveHTTP
 	in := api.Input{Op: op, Credential: bearer(ctx), IP: ctx.RemoteIP().String(), RequestID: reqID}
 	if in.Credential == "" && op.Auth == AuthKey {
 		in.Credential = string(ctx.QueryArgs().Peek("api_key"))
@@ -235,14 +234,9 @@ func hashForm(h hash.Hash, form *multipart.Form) {
 	}
 }
 
-// bearer is the credential of an Authorization: Bearer header (the scheme is case-insensitive,
-// RFC 9110 §11.1).
+// bearer is the credential of the request's Authorization: Bearer header (api.Bearer).
 func bearer(ctx *fasthttp.RequestCtx) string {
-	h := ctx.Request.Header.Peek("Authorization")
-	if len(h) > 7 && bytes.EqualFold(h[:7], []byte("Bearer ")) {
-		return string(bytes.TrimSpace(h[7:]))
-	}
-	return ""
+	return api.Bearer(ctx.Request.Header.Peek("Authorization"))
 }
 
 func setRateHeaders(ctx *fasthttp.RequestCtx, d api.Decision) {

@@ -617,7 +617,6 @@ func (s *Service) buildRouter() *router.Router {
 	}
 	serveMCP := func(ctx *fasthttp.RequestCtx) {
 		reqID := s.requestID(ctx)
-		ctx.Response.Header.Set("X-Request-Id", reqID)
 		// The MCP server reads the body once it authenticated the caller (Options.ReadBody).
 		b := s.newBody(ctx, s.cfg.MaxBodyBytes, false)
 		defer b.release()
@@ -659,12 +658,10 @@ func (s *Service) buildRouter() *router.Router {
 		}
 	}
 	r.NotFound = s.labeled("not_found", "", func(ctx *fasthttp.RequestCtx) {
-		ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
 		s.writeError(ctx, &Error{Status: 404, Type: TypeNotFound,
 			Message: fmt.Sprintf("no route for %s %s", validUTF8(ctx.Method()), validUTF8(ctx.Path()))})
 	})
 	r.MethodNotAllowed = s.labeled("method_not_allowed", "", func(ctx *fasthttp.RequestCtx) {
-		ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
 		s.writeError(ctx, &Error{Status: 405, Type: TypeMethodNotAllowed,
 			Message: fmt.Sprintf("%s is not allowed on %s", validUTF8(ctx.Method()), validUTF8(ctx.Path()))})
 	})

@@ -79,7 +79,6 @@ var thumbCache struct {
 
 // serveTemplateThumb serves /template-thumbnails/<id>-<size>.jpg.
 func (s *Service) serveTemplateThumb(ctx *fasthttp.RequestCtx) {
-	ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
 	name, _ := ctx.UserValue("name").(string)
 	base, ok := strings.CutSuffix(name, ".jpg")
 	idStr, size, ok2 := strings.Cut(base, "-")

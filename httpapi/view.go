@@ -83,7 +83,6 @@ func (s *Service) frameAncestors(b *storage.Book) (string, error) {
 
 // viewBook is GET /view/{book}: the page-turning viewer.
 func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
-	ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
 	now := time.Now().UTC()
 	rid, _ := ctx.UserValue("book").(string)
 	b, err := s.publicBook(rid, now)
@@ -141,7 +140,6 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 // viewPages is GET /view/{book}/pages: the page list of a gated book for a reader with a token
 // (X-Reader-Token header or token query parameter).
 func (s *Service) viewPages(ctx *fasthttp.RequestCtx) {
-	ctx.Response.Header.Set("X-Request-Id", s.requestID(ctx))
 	now := time.Now().UTC()
 	rid, _ := ctx.UserValue("book").(string)
 	b, err := s.publicBook(rid, now)

@@ -265,11 +265,7 @@ func (s *Server) checkOrigin(ctx *fasthttp.RequestCtx) bool {
 }
 
 func bearerToken(ctx *fasthttp.RequestCtx) string {
-	h := string(ctx.Request.Header.Peek("Authorization"))
-	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		return strings.TrimSpace(h[7:])
-	}
-	return ""
+	return api.Bearer(ctx.Request.Header.Peek("Authorization"))
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

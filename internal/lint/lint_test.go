@@ -460,7 +460,7 @@ func exportedRecv(r *ast.FieldList) bool {
 // The ratchets: these figures may fall, never rise (lower them as the code improves).
 const (
 	maxUndocumented = 161
-	maxLongFuncs    = 10
+	maxLongFuncs    = 8
 )
 
 // TestCodeStats prints the figures of docs/ARCHITECTURE.md ("Code structure") with -v, and holds

@@ -62,17 +62,17 @@ type Backend interface {
 	ListSubscribers(*Request) (*Result, error)
 	CreateSubscriber(*Request) (*Result, error)
 	DeleteSubscriber(*Request) (*Result, error)
-	ListEmbedDomains(*Request) (*Result, error)
-	CreateEmbedDomain(*Request) (*Result, error)
-	DeleteEmbedDomain(*Request) (*Result, error)
+	ListEmbedDomains(*Request, *BookPath) (*Result, error)
+	CreateEmbedDomain(*Request, *EmbedDomainCreate) (*Result, error)
+	DeleteEmbedDomain(*Request, *EmbedDomainDelete) (*Result, error)
 
 	GetBrand(*Request) (*Result, error)
 	CreateBrand(*Request) (*Result, error)
 	UpdateBrand(*Request) (*Result, error)
 	ToggleTakeOverBranding(*Request) (*Result, error)
 
-	ListTrackedLinks(*Request) (*Result, error)
-	CreateTrackedLink(*Request) (*Result, error)
+	ListTrackedLinks(*Request, *BookPath) (*Result, error)
+	CreateTrackedLink(*Request, *TrackedLinkCreate) (*Result, error)
 
 	Health(*Request) (*Result, error)
 	Me(*Request) (*Result, error)
@@ -250,19 +250,19 @@ func accessOperations(b Backend) []*Operation {
 
 		{ID: "embed_domains.list", Method: "GET", Path: "/books/{book}/embed-domains", Tool: "books_list_embed_domains", Scope: "books:read", ReadOnly: true,
 			Summary: "Sites allowed to embed a flipbook.",
-			Params:  []Param{Str("book", InPath, 64).Req()}, Response: arrayOf(embedDomainSchema),
+			Params:  ParamsOf[BookPath](), Response: arrayOf(embedDomainSchema),
 			ResponseMeta: embedDomainsMetaSchema,
-			Handler:      b.ListEmbedDomains},
+			Handler:      Bind(b.ListEmbedDomains)},
 		{ID: "embed_domains.create", Method: "POST", Path: "/books/{book}/embed-domains", Tool: "books_create_embed_domain", Scope: "books:write", Write: true,
 			Summary:  "Allow a site (and its subdomains) to embed a flipbook; the first entry restricts embedding.",
-			Params:   []Param{Str("book", InPath, 64).Req(), Str("domain", InBody, 255).Req()},
+			Params:   ParamsOf[EmbedDomainCreate](),
 			Response: embedDomainSchema, ResponseMeta: createdMetaSchema,
-			Handler: b.CreateEmbedDomain},
+			Handler: Bind(b.CreateEmbedDomain)},
 		{ID: "embed_domains.delete", Method: "DELETE", Path: "/books/{book}/embed-domains/{embedDomain}", Scope: "books:write", Write: true, Destructive: true,
 			Summary:  "Remove an embed domain (removing the last lifts the restriction).",
-			Params:   []Param{Str("book", InPath, 64).Req(), {Name: "embedDomain", In: InPath, Kind: KInt, Required: true, Min: F64(1)}},
+			Params:   ParamsOf[EmbedDomainDelete](),
 			Response: embedDomainDeletedSchema,
-			Handler:  b.DeleteEmbedDomain},
+			Handler:  Bind(b.DeleteEmbedDomain)},
 	}
 }
 
@@ -299,22 +299,15 @@ func generalOperations(b Backend) []*Operation {
 	return []*Operation{
 		{ID: "tracked_links.list", Method: "GET", Path: "/books/{book}/tracked-links", Tool: "books_list_tracked_links", Scope: "tracked-links:read", ReadOnly: true,
 			Summary: "A flipbook's tracked links with their slugs and channels.",
-			Params:  []Param{Str("book", InPath, 64).Req()}, Response: arrayOf(trackedLinkSchema),
+			Params:  ParamsOf[BookPath](), Response: arrayOf(trackedLinkSchema),
 			ResponseMeta: totalMetaSchema,
-			Handler:      b.ListTrackedLinks},
+			Handler:      Bind(b.ListTrackedLinks)},
 		{ID: "tracked_links.create", Method: "POST", Path: "/books/{book}/tracked-links", Tool: "tracked_links_create", Scope: "tracked-links:write", Write: true,
-			Status:  201,
-			Summary: "Create a tracked link; readers who open it are attributed to it.",
-			Params: []Param{
-				Str("book", InPath, 64).Req(),
-				Str("name", InBody, 255).Req(),
-				Str("slug", InBody, 255).Describe("unique across the service; generated when absent"),
-				Str("channel", InBody, 64),
-				Str("kind", InBody, 64).Describe("default manual"),
-				{Name: "metadata", In: InBody, Kind: KObject, Nullable: true},
-			},
+			Status:   201,
+			Summary:  "Create a tracked link; readers who open it are attributed to it.",
+			Params:   ParamsOf[TrackedLinkCreate](),
 			Response: trackedLinkSchema,
-			Handler:  b.CreateTrackedLink},
+			Handler:  Bind(b.CreateTrackedLink)},
 
 		{ID: "health", Method: "GET", Path: "/health", Tool: "health_check", Auth: AuthNone, ReadOnly: true, Bare: true,
 			Summary: "Service health.", Response: healthSchema, Handler: b.Health},

@@ -208,7 +208,13 @@ func checkValue(p *Param, field *fieldPath, raw any, fromString bool, v Validati
 			v.Add(field.String(), "must be an RFC 3339 date-time, such as 2026-01-31T09:00:00Z")
 			return nil, false
 		}
-		return t.UTC(), true
+		// An offset can carry year 0000 or 9999 out of the years RFC 3339 (and JSON answers)
+		// can write: "0000-01-01T00:00:00+01:00" is in year -1 (found by FuzzRESTValidation).
+		if t = t.UTC(); t.Year() < 1 || t.Year() > 9999 {
+			v.Add(field.String(), "must be a date-time between years 0001 and 9999 (UTC)")
+			return nil, false
+		}
+		return t, true
 	case KObject:
 		m, ok := raw.(map[string]any)
 		if !ok {

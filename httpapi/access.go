@@ -171,8 +171,8 @@ func embJSON(d *storage.EmbedDomain) embedDomainJSON {
 	return embedDomainJSON{ID: strconv.FormatInt(d.ID, 10), Domain: d.Domain, IncludesSubdomains: true, CreatedAt: fmtTime(d.CreatedAt)}
 }
 
-func (s *Service) ListEmbedDomains(r *Request) (*Result, error) {
-	b, err := s.loadBook(r)
+func (s *Service) ListEmbedDomains(r *Request, in *api.BookPath) (*Result, error) {
+	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
 	}
@@ -187,12 +187,12 @@ func (s *Service) ListEmbedDomains(r *Request) (*Result, error) {
 	return &Result{Data: data, Meta: map[string]any{"total": len(data), "domains_enabled": len(data) > 0}}, nil
 }
 
-func (s *Service) CreateEmbedDomain(r *Request) (*Result, error) {
-	b, err := s.loadBook(r)
+func (s *Service) CreateEmbedDomain(r *Request, in *api.EmbedDomainCreate) (*Result, error) {
+	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
 	}
-	host, ok := normalizeHost(r.Str("domain"))
+	host, ok := normalizeHost(in.Domain)
 	if !ok {
 		return nil, fieldError("domain", "must be a host name such as example.com (a pasted URL is reduced to its host)")
 	}
@@ -206,13 +206,12 @@ func (s *Service) CreateEmbedDomain(r *Request) (*Result, error) {
 	return &Result{Data: embJSON(added.Entry), Meta: map[string]any{"created": added.Created}}, nil
 }
 
-func (s *Service) DeleteEmbedDomain(r *Request) (*Result, error) {
-	b, err := s.loadBook(r)
+func (s *Service) DeleteEmbedDomain(r *Request, in *api.EmbedDomainDelete) (*Result, error) {
+	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
 	}
-	id, _ := r.Int("embedDomain")
-	d, err := s.Actors.RemoveEmbedDomain(r.Auth.Tenant, b.RandomID, id)
+	d, err := s.Actors.RemoveEmbedDomain(r.Auth.Tenant, b.RandomID, in.EmbedDomain)
 	if err != nil {
 		return nil, notFoundAs(err, "embed domain")
 	}
@@ -236,8 +235,8 @@ func (s *Service) tlJSON(l *storage.TrackedLink) trackedLinkJSON {
 		Metadata: l.Metadata, URL: s.cfg.PublicURL + "/l/" + l.Slug, CreatedAt: fmtTime(l.CreatedAt)}
 }
 
-func (s *Service) ListTrackedLinks(r *Request) (*Result, error) {
-	b, err := s.loadBook(r)
+func (s *Service) ListTrackedLinks(r *Request, in *api.BookPath) (*Result, error) {
+	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
 	}
@@ -263,23 +262,20 @@ func validSlug(s string) bool {
 	return s != "" && s[0] != '.'
 }
 
-func (s *Service) CreateTrackedLink(r *Request) (*Result, error) {
-	b, err := s.loadBook(r)
+func (s *Service) CreateTrackedLink(r *Request, in *api.TrackedLinkCreate) (*Result, error) {
+	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
 	}
-	l := &storage.TrackedLink{BookID: b.RandomID, Name: r.Str("name"), Slug: r.Str("slug"), Kind: r.Str("kind")}
+	l := &storage.TrackedLink{BookID: b.RandomID, Name: in.Name, Slug: in.Slug, Kind: in.Kind, Metadata: in.Metadata}
 	if l.Slug != "" && !validSlug(l.Slug) {
 		return nil, fieldError("slug", "may contain only letters, digits, '-', '_' and '.'")
 	}
 	if l.Kind == "" {
 		l.Kind = "manual"
 	}
-	if c := r.Str("channel"); c != "" {
-		l.Channel = &c
-	}
-	if m, ok := r.Params["metadata"].(map[string]any); ok {
-		l.Metadata = m
+	if in.Channel != "" {
+		l.Channel = &in.Channel
 	}
 	created, err := s.Actors.CreateTrackedLink(r.Auth.Tenant, l)
 	if err != nil {

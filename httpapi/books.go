@@ -151,8 +151,11 @@ func (s *Service) ListBooks(r *Request) (*Result, error) {
 }
 
 // loadBook reads a book of the caller's tenant; other tenants' books are not found.
-func (s *Service) loadBook(r *Request) (*storage.Book, error) {
-	b, err := s.Store.GetBook(r.Auth.Tenant, r.Str("book"))
+func (s *Service) loadBook(r *Request) (*storage.Book, error) { return s.bookOf(r, r.Str("book")) }
+
+// bookOf is the caller's book rid (a 404 when the workspace has none such).
+func (s *Service) bookOf(r *Request, rid string) (*storage.Book, error) {
+	b, err := s.Store.GetBook(r.Auth.Tenant, rid)
 	if errors.Is(err, errs.ErrNotFound) {
 		return nil, errNotFound("book")
 	}

@@ -1,0 +1,32 @@
+package api
+
+// The input structs of the typed operations (typed.go): each declares an operation's
+// parameters, and its handler receives it filled.
+
+// BookPath names one book by its path value: the input of operations on a book that take
+// nothing else.
+type BookPath struct {
+	Book string `param:"book,path,required" max:"64"`
+}
+
+// EmbedDomainCreate is the input of embed_domains.create (spec §4.3).
+type EmbedDomainCreate struct {
+	Book   string `param:"book,path,required" max:"64"`
+	Domain string `param:"domain,body,required" max:"255"`
+}
+
+// EmbedDomainDelete is the input of embed_domains.delete (spec §4.3).
+type EmbedDomainDelete struct {
+	Book        string `param:"book,path,required" max:"64"`
+	EmbedDomain int64  `param:"embedDomain,path,required" min:"1"`
+}
+
+// TrackedLinkCreate is the input of tracked_links.create (spec §4.9).
+type TrackedLinkCreate struct {
+	Book     string         `param:"book,path,required" max:"64"`
+	Name     string         `param:"name,body,required" max:"255"`
+	Slug     string         `param:"slug,body" max:"255" desc:"unique across the service; generated when absent"`
+	Channel  string         `param:"channel,body" max:"64"`
+	Kind     string         `param:"kind,body" max:"64" desc:"default manual"`
+	Metadata map[string]any `param:"metadata,body,nullable"`
+}

@@ -30,3 +30,29 @@ type TrackedLinkCreate struct {
 	Kind     string         `param:"kind,body" max:"64" desc:"default manual"`
 	Metadata map[string]any `param:"metadata,body,nullable"`
 }
+
+// BatchPath names one upload batch by its path value.
+type BatchPath struct {
+	BatchID string `param:"batchId,path,required" max:"64"`
+}
+
+// SubscriberList is the input of subscribers.list (spec §4.2).
+type SubscriberList struct {
+	PerPage     *int64 `param:"pagination[per_page],query" min:"1" max:"200" desc:"entries per page (default 25)"`
+	RowsPerPage *int64 `param:"pagination[rowsPerPage],query" min:"1" max:"200" desc:"alias of pagination[per_page]"`
+	Page        *int64 `param:"pagination[page],query" min:"1"`
+	Filter      string `param:"filter,query" max:"255" desc:"substring of the address, domain or book id"`
+	Type        string `param:"type,query" enum:"email|domain"`
+}
+
+// SubscriberCreate is the input of subscribers.create (spec §4.2).
+type SubscriberCreate struct {
+	BookID string `param:"book_id,body,required" max:"64"`
+	Email  string `param:"email,body,required" max:"255" desc:"an address, or a domain for type domain"`
+	Type   string `param:"type,body" enum:"email|domain"`
+}
+
+// SubscriberDelete is the input of subscribers.delete (spec §4.2).
+type SubscriberDelete struct {
+	Subscriber int64 `param:"subscriber,path,required" min:"1"`
+}

@@ -50,18 +50,18 @@ type Backend interface {
 	ListBooks(*Request) (*Result, error)
 	UploadBook(*Request) (*Result, error)
 	ActiveUploads(*Request) (*Result, error)
-	UploadStatus(*Request) (*Result, error)
-	GetBatch(*Request) (*Result, error)
-	CancelBatch(*Request) (*Result, error)
-	GetBook(*Request) (*Result, error)
+	UploadStatus(*Request, *BatchPath) (*Result, error)
+	GetBatch(*Request, *BatchPath) (*Result, error)
+	CancelBatch(*Request, *BatchPath) (*Result, error)
+	GetBook(*Request, *BookPath) (*Result, error)
 	UpdateBook(*Request) (*Result, error)
-	DeleteBook(*Request) (*Result, error)
+	DeleteBook(*Request, *BookPath) (*Result, error)
 	CreateKonva(*Request) (*Result, error)
 	CreateFromTemplate(*Request) (*Result, error)
 
-	ListSubscribers(*Request) (*Result, error)
-	CreateSubscriber(*Request) (*Result, error)
-	DeleteSubscriber(*Request) (*Result, error)
+	ListSubscribers(*Request, *SubscriberList) (*Result, error)
+	CreateSubscriber(*Request, *SubscriberCreate) (*Result, error)
+	DeleteSubscriber(*Request, *SubscriberDelete) (*Result, error)
 	ListEmbedDomains(*Request, *BookPath) (*Result, error)
 	CreateEmbedDomain(*Request, *EmbedDomainCreate) (*Result, error)
 	DeleteEmbedDomain(*Request, *EmbedDomainDelete) (*Result, error)
@@ -184,26 +184,26 @@ func bookOperations(b Backend, o TableOptions) []*Operation {
 			Summary: "Upload batches still queued or converting (state idle when none).", Handler: b.ActiveUploads},
 		{ID: "books.upload_status", Method: "GET", Path: "/books/uploads/{batchId}/status", Tool: "books_get_upload_status",
 			Scope: "books:read", ReadOnly: true, Summary: "Conversion progress of one upload batch.",
-			Params: []Param{Str("batchId", InPath, 64).Req()}, Response: batchStatusSchema, Handler: b.UploadStatus},
+			Params: ParamsOf[BatchPath](), Response: batchStatusSchema, Handler: Bind(b.UploadStatus)},
 		{ID: "batches.get", Method: "GET", Path: "/batches/{batchId}", Tool: "books_get_batch", Scope: "books:read", ReadOnly: true,
 			Summary: "An upload batch with its progress and the books it produced.",
-			Params:  []Param{Str("batchId", InPath, 64).Req()}, Response: batchSchema, Handler: b.GetBatch},
+			Params:  ParamsOf[BatchPath](), Response: batchSchema, Handler: Bind(b.GetBatch)},
 		{ID: "batches.cancel", Method: "DELETE", Path: "/batches/{batchId}", Scope: "books:write", Write: true, Destructive: true,
 			Summary: "Cancel a queued or converting batch; its partial output is removed.",
-			Params:  []Param{Str("batchId", InPath, 64).Req()}, Response: batchSchema, Handler: b.CancelBatch},
+			Params:  ParamsOf[BatchPath](), Response: batchSchema, Handler: Bind(b.CancelBatch)},
 		{ID: "books.get", Method: "GET", Path: "/books/{book}", Tool: "books_get", Scope: "books:read", ReadOnly: true,
 			Summary: "Get one flipbook.",
-			Params:  []Param{Str("book", InPath, 64).Req()}, Response: bookSchema,
-			Handler: b.GetBook},
+			Params:  ParamsOf[BookPath](), Response: bookSchema,
+			Handler: Bind(b.GetBook)},
 		{ID: "books.update", Method: "PUT", Path: "/books/{book}", Tool: "books_update_settings", Scope: "books:write", Write: true,
 			Summary: "Update a flipbook's name, status, dates and settings.",
 			Params:  append([]Param{Str("book", InPath, 64).Req()}, updateBookParams()...), Response: bookSchema,
 			Handler: b.UpdateBook},
 		{ID: "books.delete", Method: "DELETE", Path: "/books/{book}", Scope: "books:write", Write: true, Destructive: true,
 			Summary: "Delete a flipbook and its files.",
-			Params:  []Param{Str("book", InPath, 64).Req()}, Response: messageSchema,
+			Params:  ParamsOf[BookPath](), Response: messageSchema,
 			ResponseMeta: object(prop("book_id", str)),
-			Handler:      b.DeleteBook},
+			Handler:      Bind(b.DeleteBook)},
 		{ID: "books.create_konva", Method: "POST", Path: "/books/konva", Tool: "books_create_konva", Scope: "books:write", Write: true,
 			Status:  201,
 			Summary: "Create a flipbook from editor canvas content with page images.",
@@ -222,31 +222,21 @@ func bookOperations(b Backend, o TableOptions) []*Operation {
 func accessOperations(b Backend) []*Operation {
 	return []*Operation{
 		{ID: "subscribers.list", Method: "GET", Path: "/subscribers", Tool: "subscribers_list", Scope: "subscribers:read", ReadOnly: true,
-			Summary: "List the workspace's access-list entries (page-based pagination).",
-			Params: []Param{
-				Int("pagination[per_page]", InQuery, 1, 200).Describe("entries per page (default 25)"),
-				Int("pagination[rowsPerPage]", InQuery, 1, 200).Describe("alias of pagination[per_page]"),
-				{Name: "pagination[page]", In: InQuery, Kind: KInt, Min: F64(1)},
-				Str("filter", InQuery, 255).Describe("substring of the address, domain or book id"),
-				Enum("type", InQuery, "email", "domain"),
-			},
+			Summary:  "List the workspace's access-list entries (page-based pagination).",
+			Params:   ParamsOf[SubscriberList](),
 			Response: arrayOf(subscriberSchema), ResponseMeta: pageMetaSchema,
-			Handler: b.ListSubscribers},
+			Handler: Bind(b.ListSubscribers)},
 		{ID: "subscribers.create", Method: "POST", Path: "/subscribers", Tool: "subscribers_create", Scope: "subscribers:write", Write: true,
 			Status: 201, OtherStatus: 200,
-			Summary: "Grant an address or a domain access to a gated flipbook (the first entry turns the email gate on).",
-			Params: []Param{
-				Str("book_id", InBody, 64).Req(),
-				Str("email", InBody, 255).Req().Describe("an address, or a domain for type domain"),
-				Enum("type", InBody, "email", "domain"),
-			},
+			Summary:  "Grant an address or a domain access to a gated flipbook (the first entry turns the email gate on).",
+			Params:   ParamsOf[SubscriberCreate](),
 			Response: subscriberSchema, ResponseMeta: createdMetaSchema,
-			Handler: b.CreateSubscriber},
+			Handler: Bind(b.CreateSubscriber)},
 		{ID: "subscribers.delete", Method: "DELETE", Path: "/subscribers/{subscriber}", Scope: "subscribers:write", Write: true, Destructive: true,
 			Summary:  "Remove an access-list entry (removing the last turns the email gate off).",
-			Params:   []Param{{Name: "subscriber", In: InPath, Kind: KInt, Required: true, Min: F64(1)}},
+			Params:   ParamsOf[SubscriberDelete](),
 			Response: subscriberDeletedSchema,
-			Handler:  b.DeleteSubscriber},
+			Handler:  Bind(b.DeleteSubscriber)},
 
 		{ID: "embed_domains.list", Method: "GET", Path: "/books/{book}/embed-domains", Tool: "books_list_embed_domains", Scope: "books:read", ReadOnly: true,
 			Summary: "Sites allowed to embed a flipbook.",

@@ -23,6 +23,18 @@ func TestTypedParams(t *testing.T) {
 		Str("book", InPath, 64).Req(),
 		{Name: "embedDomain", In: InPath, Kind: KInt, Required: true, Min: F64(1)},
 	}, ParamsOf[EmbedDomainDelete]())
+	require.Equal(t, []Param{
+		Int("pagination[per_page]", InQuery, 1, 200).Describe("entries per page (default 25)"),
+		Int("pagination[rowsPerPage]", InQuery, 1, 200).Describe("alias of pagination[per_page]"),
+		{Name: "pagination[page]", In: InQuery, Kind: KInt, Min: F64(1)},
+		Str("filter", InQuery, 255).Describe("substring of the address, domain or book id"),
+		Enum("type", InQuery, "email", "domain"),
+	}, ParamsOf[SubscriberList]())
+	require.Equal(t, []Param{
+		Str("book_id", InBody, 64).Req(),
+		Str("email", InBody, 255).Req().Describe("an address, or a domain for type domain"),
+		Enum("type", InBody, "email", "domain"),
+	}, ParamsOf[SubscriberCreate]())
 
 	type all struct {
 		S     string         `param:"s,query" minlen:"1" enum:"a|b" format:"email" desc:"d" arg:"s_arg"`

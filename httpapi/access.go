@@ -82,19 +82,19 @@ func normalizeHost(raw string) (string, bool) {
 // validHost accepts DNS names of letter-digit-hyphen labels, and IP addresses.
 func validHost(h string) bool { return net.ParseIP(h) != nil || api.LDHHost(h) }
 
-func (s *Service) ListSubscribers(r *Request) (*Result, error) {
+func (s *Service) ListSubscribers(r *Request, in *api.SubscriberList) (*Result, error) {
 	per := 25
-	if n, ok := r.Int("pagination[per_page]"); ok {
-		per = int(n)
-	} else if n, ok := r.Int("pagination[rowsPerPage]"); ok {
-		per = int(n)
+	if in.PerPage != nil {
+		per = int(*in.PerPage)
+	} else if in.RowsPerPage != nil {
+		per = int(*in.RowsPerPage)
 	}
 	page := 1
-	if n, ok := r.Int("pagination[page]"); ok {
-		page = int(n)
+	if in.Page != nil {
+		page = int(*in.Page)
 	}
-	filter := strings.ToLower(r.Str("filter"))
-	typ := r.Str("type")
+	filter := strings.ToLower(in.Filter)
+	typ := in.Type
 	keep := func(sub *storage.Subscriber) bool {
 		return (typ == "" || sub.Type == typ) &&
 			(filter == "" || strings.Contains(sub.Email, filter) || strings.Contains(strings.ToLower(sub.BookID), filter))
@@ -116,20 +116,20 @@ func (s *Service) ListSubscribers(r *Request) (*Result, error) {
 	return &Result{Data: data, Meta: meta}, nil
 }
 
-func (s *Service) CreateSubscriber(r *Request) (*Result, error) {
-	rid := r.Str("book_id")
+func (s *Service) CreateSubscriber(r *Request, in *api.SubscriberCreate) (*Result, error) {
+	rid := in.BookID
 	if _, err := s.Store.GetBook(r.Auth.Tenant, rid); err != nil {
 		if errors.Is(err, errs.ErrNotFound) {
 			return nil, fieldError("book_id", "is not a flipbook of this workspace")
 		}
 		return nil, err
 	}
-	entry, typ, ok := normalizeAccessEntry(r.Str("email"), r.Str("type"))
+	entry, typ, ok := normalizeAccessEntry(in.Email, in.Type)
 	if !ok {
 		msg := "must be an email address (name@example.com) or a registrable domain (example.com; not a public suffix such as co.uk, a bare name or an IP address)"
-		if r.Str("type") == "email" {
+		if in.Type == "email" {
 			msg = "must be a valid email address at a registrable domain, such as name@example.com"
-		} else if r.Str("type") == "domain" {
+		} else if in.Type == "domain" {
 			msg = "must be a registrable domain such as example.com (not a public suffix such as co.uk, a bare name or an IP address)"
 		}
 		return nil, fieldError("email", msg)
@@ -145,8 +145,8 @@ func (s *Service) CreateSubscriber(r *Request) (*Result, error) {
 	return &Result{Status: status, Data: subJSON(added.Entry), Meta: map[string]any{"created": added.Created}}, nil
 }
 
-func (s *Service) DeleteSubscriber(r *Request) (*Result, error) {
-	id, _ := r.Int("subscriber")
+func (s *Service) DeleteSubscriber(r *Request, in *api.SubscriberDelete) (*Result, error) {
+	id := in.Subscriber
 	sub, err := s.Store.Subscriber(r.Auth.Tenant, id)
 	if errors.Is(err, errs.ErrNotFound) {
 		return nil, errNotFound("subscriber")

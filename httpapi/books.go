@@ -162,8 +162,8 @@ func (s *Service) bookOf(r *Request, rid string) (*storage.Book, error) {
 	return b, err
 }
 
-func (s *Service) GetBook(r *Request) (*Result, error) {
-	b, err := s.loadBook(r)
+func (s *Service) GetBook(r *Request, in *api.BookPath) (*Result, error) {
+	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
 	}
@@ -184,11 +184,11 @@ func (s *Service) UpdateBook(r *Request) (*Result, error) {
 	return &Result{Data: s.bookWire(b)}, nil
 }
 
-func (s *Service) DeleteBook(r *Request) (*Result, error) {
-	if _, err := s.loadBook(r); err != nil {
+func (s *Service) DeleteBook(r *Request, in *api.BookPath) (*Result, error) {
+	if _, err := s.bookOf(r, in.Book); err != nil {
 		return nil, err
 	}
-	b, err := s.Actors.DeleteBook(r.Auth.Tenant, r.Str("book"))
+	b, err := s.Actors.DeleteBook(r.Auth.Tenant, in.Book)
 	if errors.Is(err, errs.ErrNotFound) {
 		return nil, errNotFound("book")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"flipbook/actors"
 	"flipbook/actors/convert"
+	"flipbook/api"
 	"flipbook/errs"
 	"flipbook/storage"
 )
@@ -213,24 +214,24 @@ func (s *Service) batchWire(u *storage.Upload) *batchJSON {
 	return out
 }
 
-func (s *Service) loadUpload(r *Request) (*storage.Upload, error) {
-	u, err := s.Store.Upload(r.Auth.Tenant, r.Str("batchId"))
+func (s *Service) loadUpload(r *Request, id string) (*storage.Upload, error) {
+	u, err := s.Store.Upload(r.Auth.Tenant, id)
 	if errors.Is(err, errs.ErrNotFound) {
 		return nil, errNotFound("batch")
 	}
 	return u, err
 }
 
-func (s *Service) GetBatch(r *Request) (*Result, error) {
-	u, err := s.loadUpload(r)
+func (s *Service) GetBatch(r *Request, in *api.BatchPath) (*Result, error) {
+	u, err := s.loadUpload(r, in.BatchID)
 	if err != nil {
 		return nil, err
 	}
 	return &Result{Data: s.batchWire(u)}, nil
 }
 
-func (s *Service) UploadStatus(r *Request) (*Result, error) {
-	u, err := s.loadUpload(r)
+func (s *Service) UploadStatus(r *Request, in *api.BatchPath) (*Result, error) {
+	u, err := s.loadUpload(r, in.BatchID)
 	if err != nil {
 		return nil, err
 	}
@@ -258,8 +259,8 @@ func (s *Service) ActiveUploads(r *Request) (*Result, error) {
 	return &Result{Data: map[string]any{"state": state, "batches": batches}}, nil
 }
 
-func (s *Service) CancelBatch(r *Request) (*Result, error) {
-	u, err := s.Actors.CancelUpload(r.Auth.Tenant, r.Str("batchId"))
+func (s *Service) CancelBatch(r *Request, in *api.BatchPath) (*Result, error) {
+	u, err := s.Actors.CancelUpload(r.Auth.Tenant, in.BatchID)
 	switch {
 	case errors.Is(err, errs.ErrNotFound):
 		return nil, errNotFound("batch")

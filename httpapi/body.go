@@ -236,6 +236,22 @@ const (
 	lingerBytes = 64 << 20
 )
 
+// unreadSkip bounds the body a handler left unread that skipUnread reads past (more closes
+// the connection instead).
+const unreadSkip = 64 << 10
+
+// skipUnread reads past what the handler left of ctx's body (a route that answered without
+// reading it: 404, 405, an error before the body was needed), so that it is not read as the
+// next request on the connection (found by FuzzBodyFraming). It says false when more than
+// unreadSkip bytes remain or the read failed: the connection must then close after the answer.
+func skipUnread(ctx *fasthttp.RequestCtx) bool {
+	if !ctx.Request.IsBodyStream() {
+		return true
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(ctx.RequestBodyStream(), unreadSkip+1))
+	return err == nil && n <= unreadSkip
+}
+
 // lingerClose sends ctx's response and closes its connection lingering.
 func lingerClose(ctx *fasthttp.RequestCtx) {
 	ctx.Response.SetConnectionClose()
@@ -299,6 +315,18 @@ func (b *body) read() *Error {
 				return b.tooLarge()
 			}
 			return bodyReadError(err, "the multipart/form-data body cannot be read: ")
+		}
+		// The form ends at its closing boundary; what the client sent after it (an epilogue)
+		// is still on the connection and would be read as the next request: skipped, within
+		// the cap (found by FuzzMultipartUpload).
+		if rest := req.BodyStream(); rest != nil {
+			n, err := io.Copy(io.Discard, io.LimitReader(rest, int64(b.limit)+1))
+			if err != nil {
+				return bodyReadError(err, "the multipart/form-data body cannot be read: ")
+			}
+			if n > int64(b.limit) {
+				return b.tooLarge()
+			}
 		}
 		return nil
 	}

@@ -180,6 +180,9 @@ func (s *Service) serveHTTP(ctx *fasthttp.RequestCtx) {
 	} else {
 		ri.route = s.routes.forwarded
 	}
+	if !ri.unread && !skipUnread(ctx) {
+		refusedUnread(ctx)
+	}
 	if ri.unread {
 		lingerClose(ctx)
 	}

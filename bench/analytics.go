@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"flipbook/analytics"
-	"flipbook/httpapi"
+	"flipbook/api"
 )
 
 // Targets of the analytics scenario (issue: analytics and CSV exports).
@@ -56,7 +56,7 @@ var analyticsOps = []analyticsOp{
 	{"readers", func(b string) string { return "/api/v1/analytics/readers?book_id=" + b },
 		func(ctx context.Context, q analytics.Querier, f analytics.Filter) error {
 			_, err := analytics.Readers(ctx, q, f, analytics.ReadersQuery{Sort: analytics.SortRecent,
-				Limit: httpapi.DefaultAnalyticsLimit + 1}, func(analytics.ReaderSummary) error { return nil })
+				Limit: api.DefaultAnalyticsLimit + 1}, func(analytics.ReaderSummary) error { return nil })
 			return err
 		}},
 }

@@ -82,7 +82,7 @@ func normalizeHost(raw string) (string, bool) {
 // validHost accepts DNS names of letter-digit-hyphen labels, and IP addresses.
 func validHost(h string) bool { return net.ParseIP(h) != nil || api.LDHHost(h) }
 
-func (s *Service) ListSubscribers(r *Request, in *api.SubscriberList) (*Result, error) {
+func (s *Service) ListSubscribers(r *api.Request, in *api.SubscriberList) (*api.Result, error) {
 	per := 25
 	if in.PerPage != nil {
 		per = int(*in.PerPage)
@@ -113,14 +113,14 @@ func (s *Service) ListSubscribers(r *Request, in *api.SubscriberList) (*Result, 
 	if len(subs) > 0 {
 		meta["from"], meta["to"] = (page-1)*per+1, (page-1)*per+len(subs)
 	}
-	return &Result{Data: data, Meta: meta}, nil
+	return &api.Result{Data: data, Meta: meta}, nil
 }
 
-func (s *Service) CreateSubscriber(r *Request, in *api.SubscriberCreate) (*Result, error) {
+func (s *Service) CreateSubscriber(r *api.Request, in *api.SubscriberCreate) (*api.Result, error) {
 	rid := in.BookID
 	if _, err := s.Store.GetBook(r.Auth.Tenant, rid); err != nil {
 		if errors.Is(err, errs.ErrNotFound) {
-			return nil, fieldError("book_id", "is not a flipbook of this workspace")
+			return nil, api.FieldError("book_id", "is not a flipbook of this workspace")
 		}
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (s *Service) CreateSubscriber(r *Request, in *api.SubscriberCreate) (*Resul
 		} else if in.Type == "domain" {
 			msg = "must be a registrable domain such as example.com (not a public suffix such as co.uk, a bare name or an IP address)"
 		}
-		return nil, fieldError("email", msg)
+		return nil, api.FieldError("email", msg)
 	}
 	added, err := s.Actors.AddSubscriber(r.Auth.Tenant, rid, entry, typ)
 	if err != nil {
@@ -142,14 +142,14 @@ func (s *Service) CreateSubscriber(r *Request, in *api.SubscriberCreate) (*Resul
 	if added.Created {
 		status = 201
 	}
-	return &Result{Status: status, Data: subJSON(added.Entry), Meta: map[string]any{"created": added.Created}}, nil
+	return &api.Result{Status: status, Data: subJSON(added.Entry), Meta: map[string]any{"created": added.Created}}, nil
 }
 
-func (s *Service) DeleteSubscriber(r *Request, in *api.SubscriberDelete) (*Result, error) {
+func (s *Service) DeleteSubscriber(r *api.Request, in *api.SubscriberDelete) (*api.Result, error) {
 	id := in.Subscriber
 	sub, err := s.Store.Subscriber(r.Auth.Tenant, id)
 	if errors.Is(err, errs.ErrNotFound) {
-		return nil, errNotFound("subscriber")
+		return nil, api.ErrNotFound("subscriber")
 	}
 	if err != nil {
 		return nil, err
@@ -157,7 +157,7 @@ func (s *Service) DeleteSubscriber(r *Request, in *api.SubscriberDelete) (*Resul
 	if _, err := s.Actors.RemoveSubscriber(r.Auth.Tenant, sub.BookID, id); err != nil {
 		return nil, notFoundAs(err, "subscriber")
 	}
-	return &Result{Data: map[string]any{"message": "The subscriber was removed.", "id": id}}, nil
+	return &api.Result{Data: map[string]any{"message": "The subscriber was removed.", "id": id}}, nil
 }
 
 type embedDomainJSON struct {
@@ -171,7 +171,7 @@ func embJSON(d *storage.EmbedDomain) embedDomainJSON {
 	return embedDomainJSON{ID: strconv.FormatInt(d.ID, 10), Domain: d.Domain, IncludesSubdomains: true, CreatedAt: fmtTime(d.CreatedAt)}
 }
 
-func (s *Service) ListEmbedDomains(r *Request, in *api.BookPath) (*Result, error) {
+func (s *Service) ListEmbedDomains(r *api.Request, in *api.BookPath) (*api.Result, error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
@@ -184,29 +184,29 @@ func (s *Service) ListEmbedDomains(r *Request, in *api.BookPath) (*Result, error
 	for i, d := range list {
 		data[i] = embJSON(d)
 	}
-	return &Result{Data: data, Meta: map[string]any{"total": len(data), "domains_enabled": len(data) > 0}}, nil
+	return &api.Result{Data: data, Meta: map[string]any{"total": len(data), "domains_enabled": len(data) > 0}}, nil
 }
 
-func (s *Service) CreateEmbedDomain(r *Request, in *api.EmbedDomainCreate) (*Result, error) {
+func (s *Service) CreateEmbedDomain(r *api.Request, in *api.EmbedDomainCreate) (*api.Result, error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
 	}
 	host, ok := normalizeHost(in.Domain)
 	if !ok {
-		return nil, fieldError("domain", "must be a host name such as example.com (a pasted URL is reduced to its host)")
+		return nil, api.FieldError("domain", "must be a host name such as example.com (a pasted URL is reduced to its host)")
 	}
 	if msg := api.DomainProblem(host); msg != "" {
-		return nil, fieldError("domain", msg+"; it also allows its subdomains")
+		return nil, api.FieldError("domain", msg+"; it also allows its subdomains")
 	}
 	added, err := s.Actors.AddEmbedDomain(r.Auth.Tenant, b.RandomID, host)
 	if err != nil {
 		return nil, notFoundAs(err, "book")
 	}
-	return &Result{Data: embJSON(added.Entry), Meta: map[string]any{"created": added.Created}}, nil
+	return &api.Result{Data: embJSON(added.Entry), Meta: map[string]any{"created": added.Created}}, nil
 }
 
-func (s *Service) DeleteEmbedDomain(r *Request, in *api.EmbedDomainDelete) (*Result, error) {
+func (s *Service) DeleteEmbedDomain(r *api.Request, in *api.EmbedDomainDelete) (*api.Result, error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
@@ -215,7 +215,7 @@ func (s *Service) DeleteEmbedDomain(r *Request, in *api.EmbedDomainDelete) (*Res
 	if err != nil {
 		return nil, notFoundAs(err, "embed domain")
 	}
-	return &Result{Data: map[string]any{"message": "The embed domain was removed.", "id": strconv.FormatInt(d.ID, 10)}}, nil
+	return &api.Result{Data: map[string]any{"message": "The embed domain was removed.", "id": strconv.FormatInt(d.ID, 10)}}, nil
 }
 
 type trackedLinkJSON struct {
@@ -235,7 +235,7 @@ func (s *Service) tlJSON(l *storage.TrackedLink) trackedLinkJSON {
 		Metadata: l.Metadata, URL: s.cfg.PublicURL + "/l/" + l.Slug, CreatedAt: fmtTime(l.CreatedAt)}
 }
 
-func (s *Service) ListTrackedLinks(r *Request, in *api.BookPath) (*Result, error) {
+func (s *Service) ListTrackedLinks(r *api.Request, in *api.BookPath) (*api.Result, error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
@@ -248,7 +248,7 @@ func (s *Service) ListTrackedLinks(r *Request, in *api.BookPath) (*Result, error
 	for i, l := range list {
 		data[i] = s.tlJSON(l)
 	}
-	return &Result{Data: data, Meta: map[string]any{"total": len(data)}}, nil
+	return &api.Result{Data: data, Meta: map[string]any{"total": len(data)}}, nil
 }
 
 // validSlug accepts URL-safe slugs: letters, digits, "-", "_", ".".
@@ -262,14 +262,14 @@ func validSlug(s string) bool {
 	return s != "" && s[0] != '.'
 }
 
-func (s *Service) CreateTrackedLink(r *Request, in *api.TrackedLinkCreate) (*Result, error) {
+func (s *Service) CreateTrackedLink(r *api.Request, in *api.TrackedLinkCreate) (*api.Result, error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
 	}
 	l := &storage.TrackedLink{BookID: b.RandomID, Name: in.Name, Slug: in.Slug, Kind: in.Kind, Metadata: in.Metadata}
 	if l.Slug != "" && !validSlug(l.Slug) {
-		return nil, fieldError("slug", "may contain only letters, digits, '-', '_' and '.'")
+		return nil, api.FieldError("slug", "may contain only letters, digits, '-', '_' and '.'")
 	}
 	if l.Kind == "" {
 		l.Kind = "manual"
@@ -281,7 +281,7 @@ func (s *Service) CreateTrackedLink(r *Request, in *api.TrackedLinkCreate) (*Res
 	if err != nil {
 		return nil, notFoundAs(err, "book")
 	}
-	return &Result{Status: 201, Data: s.tlJSON(created)}, nil
+	return &api.Result{Status: 201, Data: s.tlJSON(created)}, nil
 }
 
 // followTrackedLink is the public GET /l/{slug}: a redirect to the book's viewer with the link
@@ -290,7 +290,7 @@ func (s *Service) followTrackedLink(ctx *fasthttp.RequestCtx) {
 	slug, _ := ctx.UserValue("slug").(string)
 	l, err := s.Store.TrackedLinkBySlug(slug)
 	if err != nil {
-		s.writeError(ctx, errNotFound("link"))
+		s.writeError(ctx, api.ErrNotFound("link"))
 		return
 	}
 	ctx.Response.Header.Set("Cache-Control", "no-store")
@@ -300,7 +300,7 @@ func (s *Service) followTrackedLink(ctx *fasthttp.RequestCtx) {
 // notFoundAs names what was not found in an actor's ErrNotFound.
 func notFoundAs(err error, what string) error {
 	if errors.Is(err, errs.ErrNotFound) {
-		return errNotFound(what)
+		return api.ErrNotFound(what)
 	}
 	return err
 }

@@ -52,60 +52,60 @@ func newKeyJSON(k *actors.NewKey) keyJSON {
 		Scopes: k.Key.Scopes, Mode: k.Key.Mode.String()}
 }
 
-func (s *Service) adminOperations() []*Operation {
-	scopeItem := &Param{Kind: KString, Enum: append([]string{"*"}, Scopes...)}
-	idParam := Param{Name: "id", In: InPath, Kind: KInt, Required: true, Min: api.F64(1)}
-	ops := []*Operation{
-		{ID: "admin.create_workspace", Method: "POST", Path: "/workspaces", Auth: AuthAdmin, Write: true,
+func (s *Service) adminOperations() []*api.Operation {
+	scopeItem := &api.Param{Kind: api.KString, Enum: append([]string{"*"}, api.Scopes...)}
+	idParam := api.Param{Name: "id", In: api.InPath, Kind: api.KInt, Required: true, Min: api.F64(1)}
+	ops := []*api.Operation{
+		{ID: "admin.create_workspace", Method: "POST", Path: "/workspaces", Auth: api.AuthAdmin, Write: true,
 			Summary: "Create a workspace.",
-			Params: []Param{
-				api.Str("name", InBody, 255).Req(),
-				api.Enum("plan", InBody, actors.PlanNames...).Req(),
-				api.Enum("signup_source", InBody, actors.SignupShopify).
+			Params: []api.Param{
+				api.Str("name", api.InBody, 255).Req(),
+				api.Enum("plan", api.InBody, actors.PlanNames...).Req(),
+				api.Enum("signup_source", api.InBody, actors.SignupShopify).
 					Describe("the connector that generated the workspace at sign-up; only such a workspace can be renamed (once, POST /integrations/shopify/workspace-name)"),
 			},
 			Handler: s.adminCreateWorkspace},
-		{ID: "admin.update_workspace", Method: "PUT", Path: "/workspaces/{id}", Auth: AuthAdmin, Write: true,
+		{ID: "admin.update_workspace", Method: "PUT", Path: "/workspaces/{id}", Auth: api.AuthAdmin, Write: true,
 			Summary: "Change a workspace's plan.",
-			Params:  []Param{idParam, api.Enum("plan", InBody, actors.PlanNames...).Req()},
+			Params:  []api.Param{idParam, api.Enum("plan", api.InBody, actors.PlanNames...).Req()},
 			Handler: s.adminUpdateWorkspace},
-		{ID: "admin.create_key", Method: "POST", Path: "/workspaces/{id}/keys", Auth: AuthAdmin, Write: true,
+		{ID: "admin.create_key", Method: "POST", Path: "/workspaces/{id}/keys", Auth: api.AuthAdmin, Write: true,
 			Summary: "Create an API key; the key is shown only in this response.",
-			Params: []Param{
+			Params: []api.Param{
 				idParam,
-				api.Str("name", InBody, 255),
-				{Name: "scopes", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: 32, Items: scopeItem},
-				api.Enum("mode", InBody, "live", "test"),
+				api.Str("name", api.InBody, 255),
+				{Name: "scopes", In: api.InBody, Kind: api.KArray, Required: true, MinItems: 1, MaxItems: 32, Items: scopeItem},
+				api.Enum("mode", api.InBody, "live", "test"),
 			},
 			Handler: s.adminCreateKey},
-		{ID: "admin.rotate_key", Method: "POST", Path: "/keys/{id}/rotate", Auth: AuthAdmin, Write: true,
+		{ID: "admin.rotate_key", Method: "POST", Path: "/keys/{id}/rotate", Auth: api.AuthAdmin, Write: true,
 			Summary: "Replace a key's secret; the old one stops working at once.",
-			Params:  []Param{idParam}, Handler: s.adminRotateKey},
-		{ID: "admin.revoke_key", Method: "DELETE", Path: "/keys/{id}", Auth: AuthAdmin, Write: true,
+			Params:  []api.Param{idParam}, Handler: s.adminRotateKey},
+		{ID: "admin.revoke_key", Method: "DELETE", Path: "/keys/{id}", Auth: api.AuthAdmin, Write: true,
 			Summary: "Revoke a key.",
-			Params:  []Param{idParam}, Handler: s.adminRevokeKey},
-		{ID: "admin.list_oauth_clients", Method: "GET", Path: "/workspaces/{id}/oauth/clients", Auth: AuthAdmin,
+			Params:  []api.Param{idParam}, Handler: s.adminRevokeKey},
+		{ID: "admin.list_oauth_clients", Method: "GET", Path: "/workspaces/{id}/oauth/clients", Auth: api.AuthAdmin,
 			Summary: "The OAuth clients holding grants in the workspace, and the client-credentials clients registered with its keys.",
-			Params:  []Param{idParam}, Handler: s.adminOAuthClients},
-		{ID: "admin.list_oauth_grants", Method: "GET", Path: "/workspaces/{id}/oauth/grants", Auth: AuthAdmin,
+			Params:  []api.Param{idParam}, Handler: s.adminOAuthClients},
+		{ID: "admin.list_oauth_grants", Method: "GET", Path: "/workspaces/{id}/oauth/grants", Auth: api.AuthAdmin,
 			Summary: "The workspace's OAuth grants, newest first.",
-			Params:  []Param{idParam}, Handler: s.adminOAuthGrants},
-		{ID: "admin.revoke_oauth_client", Method: "DELETE", Path: "/workspaces/{id}/oauth/clients/{client}", Auth: AuthAdmin, Write: true,
+			Params:  []api.Param{idParam}, Handler: s.adminOAuthGrants},
+		{ID: "admin.revoke_oauth_client", Method: "DELETE", Path: "/workspaces/{id}/oauth/clients/{client}", Auth: api.AuthAdmin, Write: true,
 			Summary: "End every grant of a client in the workspace (and delete a client-credentials client registered with its key); its tokens are refused from the next request.",
-			Params: []Param{idParam, api.Str("client", InPath, 4096).Req().
+			Params: []api.Param{idParam, api.Str("client", api.InPath, 4096).Req().
 				Describe("the client id, percent-encoded (a metadata-document client's id is a URL: https%3A%2F%2F…)")},
 			Handler: s.adminRevokeOAuthClient},
-		{ID: "admin.revoke_oauth_grant", Method: "DELETE", Path: "/workspaces/{id}/oauth/grants/{grant}", Auth: AuthAdmin, Write: true,
+		{ID: "admin.revoke_oauth_grant", Method: "DELETE", Path: "/workspaces/{id}/oauth/grants/{grant}", Auth: api.AuthAdmin, Write: true,
 			Summary: "End one of the workspace's OAuth grants; its tokens are refused from the next request.",
-			Params:  []Param{idParam, api.Str("grant", InPath, 128).Req()},
+			Params:  []api.Param{idParam, api.Str("grant", api.InPath, 128).Req()},
 			Handler: s.adminRevokeOAuthGrant},
-		{ID: "admin.ingest_status", Method: "GET", Path: "/ingest", Auth: AuthAdmin,
+		{ID: "admin.ingest_status", Method: "GET", Path: "/ingest", Auth: api.AuthAdmin,
 			Summary: "Reader-event intake: per log partition, where the log ends and what DuckDB holds (the lag), and the consumer's counters.",
 			Handler: s.adminIngest},
-		{ID: "admin.memory", Method: "GET", Path: "/memory", Auth: AuthAdmin,
+		{ID: "admin.memory", Method: "GET", Path: "/memory", Auth: api.AuthAdmin,
 			Summary: "The service's memory by owner: the process (RSS), Go's heap, DuckDB's own accounting and glibc malloc.",
 			Handler: s.adminMemory},
-		{ID: "admin.cluster_status", Method: "GET", Path: "/cluster", Auth: AuthAdmin,
+		{ID: "admin.cluster_status", Method: "GET", Path: "/cluster", Auth: api.AuthAdmin,
 			Summary: "Cluster mode: this node, the partitions it owns and has taken over, every partition's owner, the global table's lag and the forwarding counters (404 in one process).",
 			Handler: s.adminCluster},
 	}
@@ -117,30 +117,30 @@ func (s *Service) adminOperations() []*Operation {
 
 func adminNotFound(err error, what string) error {
 	if errors.Is(err, errs.ErrNotFound) {
-		return errNotFound(what)
+		return api.ErrNotFound(what)
 	}
 	return err
 }
 
-func (s *Service) adminCreateWorkspace(r *Request) (*Result, error) {
+func (s *Service) adminCreateWorkspace(r *api.Request) (*api.Result, error) {
 	w, err := s.Actors.CreateSignupWorkspace(r.Str("name"), r.Str("plan"), r.Str("signup_source"))
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Status: 201, Data: wsJSON(w)}, nil
+	return &api.Result{Status: 201, Data: wsJSON(w)}, nil
 }
 
-func (s *Service) adminUpdateWorkspace(r *Request) (*Result, error) {
+func (s *Service) adminUpdateWorkspace(r *api.Request) (*api.Result, error) {
 	id, _ := r.Int("id")
 	w, err := s.Actors.SetPlan(id, r.Str("plan"))
 	s.caller.InvalidateAuth()
 	if err != nil {
 		return nil, adminNotFound(err, "workspace")
 	}
-	return &Result{Data: wsJSON(w)}, nil
+	return &api.Result{Data: wsJSON(w)}, nil
 }
 
-func (s *Service) adminCreateKey(r *Request) (*Result, error) {
+func (s *Service) adminCreateKey(r *api.Request) (*api.Result, error) {
 	id, _ := r.Int("id")
 	mode := storage.ModeLive
 	if r.Str("mode") == "test" {
@@ -152,7 +152,7 @@ func (s *Service) adminCreateKey(r *Request) (*Result, error) {
 	}
 	var scopes []string
 	for _, sc := range r.Params["scopes"].([]any) {
-		if !contains(scopes, sc.(string)) {
+		if !api.Contains(scopes, sc.(string)) {
 			scopes = append(scopes, sc.(string))
 		}
 	}
@@ -160,35 +160,35 @@ func (s *Service) adminCreateKey(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, adminNotFound(err, "workspace")
 	}
-	return &Result{Status: 201, Data: newKeyJSON(k)}, nil
+	return &api.Result{Status: 201, Data: newKeyJSON(k)}, nil
 }
 
-func (s *Service) adminRotateKey(r *Request) (*Result, error) {
+func (s *Service) adminRotateKey(r *api.Request) (*api.Result, error) {
 	id, _ := r.Int("id")
 	k, err := s.Actors.RotateKey(id)
 	s.caller.InvalidateAuth()
 	if err != nil {
 		return nil, adminNotFound(err, "key")
 	}
-	return &Result{Status: 201, Data: newKeyJSON(k)}, nil
+	return &api.Result{Status: 201, Data: newKeyJSON(k)}, nil
 }
 
-func (s *Service) adminRevokeKey(r *Request) (*Result, error) {
+func (s *Service) adminRevokeKey(r *api.Request) (*api.Result, error) {
 	id, _ := r.Int("id")
 	k, err := s.Actors.RevokeKey(id)
 	s.caller.InvalidateAuth()
 	if err != nil {
 		return nil, adminNotFound(err, "key")
 	}
-	return &Result{Data: map[string]any{"id": k.ID, "revoked": true}}, nil
+	return &api.Result{Data: map[string]any{"id": k.ID, "revoked": true}}, nil
 }
 
 // adminWorkspaceID is the {id} of an admin call on a workspace, which must exist.
-func (s *Service) adminWorkspaceID(r *Request) (int64, error) {
+func (s *Service) adminWorkspaceID(r *api.Request) (int64, error) {
 	id, _ := r.Int("id")
 	if _, err := s.Store.Workspace(id); err != nil {
 		if errors.Is(err, errs.ErrNotFound) {
-			return 0, errNotFound("workspace")
+			return 0, api.ErrNotFound("workspace")
 		}
 		return 0, err
 	}
@@ -235,7 +235,7 @@ func orEmptyList(l []string) []string {
 	return l
 }
 
-func (s *Service) adminOAuthClients(r *Request) (*Result, error) {
+func (s *Service) adminOAuthClients(r *api.Request) (*api.Result, error) {
 	ws, err := s.adminWorkspaceID(r)
 	if err != nil {
 		return nil, err
@@ -254,10 +254,10 @@ func (s *Service) adminOAuthClients(r *Request) (*Result, error) {
 		}
 		out = append(out, j)
 	}
-	return &Result{Data: out}, nil
+	return &api.Result{Data: out}, nil
 }
 
-func (s *Service) adminOAuthGrants(r *Request) (*Result, error) {
+func (s *Service) adminOAuthGrants(r *api.Request) (*api.Result, error) {
 	ws, err := s.adminWorkspaceID(r)
 	if err != nil {
 		return nil, err
@@ -272,33 +272,33 @@ func (s *Service) adminOAuthGrants(r *Request) (*Result, error) {
 			Mode: g.Mode, Scopes: orEmptyList(g.Scopes), Resources: orEmptyList(g.Audience),
 			CreatedAt: fmtTime(g.CreatedAt), Active: g.Active, ExpiresAt: fmtTime(g.ExpiresAt)})
 	}
-	return &Result{Data: out}, nil
+	return &api.Result{Data: out}, nil
 }
 
 // adminRevokeOAuthClient is DELETE /admin/v1/workspaces/{id}/oauth/clients/{client}: the
 // router matches the path as sent, so a client id that is a URL comes percent-encoded in one
 // segment and is decoded here. Revocation empties the credential cache (oauth.Options.OnRevoke).
-func (s *Service) adminRevokeOAuthClient(r *Request) (*Result, error) {
+func (s *Service) adminRevokeOAuthClient(r *api.Request) (*api.Result, error) {
 	ws, err := s.adminWorkspaceID(r)
 	if err != nil {
 		return nil, err
 	}
 	client, err := url.PathUnescape(r.Str("client"))
 	if err != nil {
-		return nil, errNotFound("OAuth client")
+		return nil, api.ErrNotFound("OAuth client")
 	}
 	n, err := s.oauth.RevokeClient(ws, client)
 	if err != nil {
 		if errors.Is(err, errs.ErrNotFound) {
-			return nil, errNotFound("OAuth client")
+			return nil, api.ErrNotFound("OAuth client")
 		}
 		return nil, err
 	}
-	return &Result{Data: map[string]any{"client_id": client, "revoked": true, "grants": n}}, nil
+	return &api.Result{Data: map[string]any{"client_id": client, "revoked": true, "grants": n}}, nil
 }
 
 // adminRevokeOAuthGrant is DELETE /admin/v1/workspaces/{id}/oauth/grants/{grant}.
-func (s *Service) adminRevokeOAuthGrant(r *Request) (*Result, error) {
+func (s *Service) adminRevokeOAuthGrant(r *api.Request) (*api.Result, error) {
 	ws, err := s.adminWorkspaceID(r)
 	if err != nil {
 		return nil, err
@@ -306,11 +306,11 @@ func (s *Service) adminRevokeOAuthGrant(r *Request) (*Result, error) {
 	grant := r.Str("grant")
 	if err := s.oauth.RevokeGrantIn(ws, grant); err != nil {
 		if errors.Is(err, errs.ErrNotFound) {
-			return nil, errNotFound("OAuth grant")
+			return nil, api.ErrNotFound("OAuth grant")
 		}
 		return nil, err
 	}
-	return &Result{Data: map[string]any{"id": grant, "revoked": true}}, nil
+	return &api.Result{Data: map[string]any{"id": grant, "revoked": true}}, nil
 }
 
 // ingestPartJSON is one log partition in GET /admin/v1/ingest.
@@ -353,19 +353,19 @@ type ingestJSON struct {
 // adminIngest is GET /admin/v1/ingest: how far the analytics store is behind the event log.
 // The stored offsets are read before the log's ends, so lag is never negative; an event whose
 // 202 came before the call is queryable once stored passes the log_end of its partition.
-func (s *Service) adminIngest(r *Request) (*Result, error) {
+func (s *Service) adminIngest(r *api.Request) (*api.Result, error) {
 	stored := s.consumer.Offsets()
 	st := s.consumer.Stats()
 	eo, ok := s.events.(ingest.EndOffsets)
 	if !ok {
-		return nil, &Error{Status: 501, Type: TypeUnavailable, Message: "this event log cannot report its end offsets"}
+		return nil, &api.Error{Status: 501, Type: api.TypeUnavailable, Message: "this event log cannot report its end offsets"}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ends, err := eo.EndOffsets(ctx)
 	if err != nil {
 		s.log.Error("event log end offsets", "err", err)
-		return nil, &Error{Status: 503, Type: TypeUnavailable, Message: "the event log did not answer; retry shortly"}
+		return nil, &api.Error{Status: 503, Type: api.TypeUnavailable, Message: "the event log did not answer; retry shortly"}
 	}
 	out := ingestJSON{Log: "embedded", Partitions: make([]ingestPartJSON, len(ends)),
 		Consumer: ingestConsumerJSON{Events: st.Events, Batches: st.Batches, Skipped: st.Skipped, Errors: st.Errors,
@@ -390,7 +390,7 @@ func (s *Service) adminIngest(r *Request) (*Result, error) {
 		out.Stored += done
 		out.Lag += lag
 	}
-	return &Result{Data: out}, nil
+	return &api.Result{Data: out}, nil
 }
 
 // FirstStart is what Bootstrap created on an empty data directory.
@@ -452,7 +452,7 @@ type memoryJSON struct {
 
 // adminMemory is GET /admin/v1/memory: where the process's memory is, for operators watching a
 // long-running service (and the ingest benchmark, which samples it beside the RSS).
-func (s *Service) adminMemory(r *Request) (*Result, error) {
+func (s *Service) adminMemory(r *api.Request) (*api.Result, error) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	out := memoryJSON{RSS: selfRSS(), Go: memoryGoJSON{HeapInUse: ms.HeapInuse, Sys: ms.Sys, Released: ms.HeapReleased},
@@ -462,7 +462,7 @@ func (s *Service) adminMemory(r *Request) (*Result, error) {
 	limit, tags, err := s.Analytics.Memory(ctx)
 	if err != nil {
 		s.log.Error("analytics memory", "err", err)
-		return nil, &Error{Status: 503, Type: TypeUnavailable, Message: "the analytics store did not answer; retry shortly"}
+		return nil, &api.Error{Status: 503, Type: api.TypeUnavailable, Message: "the analytics store did not answer; retry shortly"}
 	}
 	out.DuckDB.Limit = limit
 	if tags != nil {
@@ -479,7 +479,7 @@ func (s *Service) adminMemory(r *Request) (*Result, error) {
 	if m, ok := analytics.ReadMallocStats(); ok {
 		out.Malloc = &m
 	}
-	return &Result{Data: out}, nil
+	return &api.Result{Data: out}, nil
 }
 
 // selfRSS is the process's resident set in bytes (0 where /proc is not there).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"flipbook/api"
 	"fmt"
 	"sort"
 	"strings"
@@ -32,15 +33,15 @@ func parseDate(s string) (time.Time, time.Time, error) {
 	a, b, isRange := strings.Cut(s, "..")
 	from, err := time.Parse(time.DateOnly, a)
 	if err != nil {
-		return time.Time{}, time.Time{}, fieldError("date", "must be YYYY-MM-DD or YYYY-MM-DD..YYYY-MM-DD")
+		return time.Time{}, time.Time{}, api.FieldError("date", "must be YYYY-MM-DD or YYYY-MM-DD..YYYY-MM-DD")
 	}
 	to := from
 	if isRange {
 		if to, err = time.Parse(time.DateOnly, b); err != nil {
-			return time.Time{}, time.Time{}, fieldError("date", "must be YYYY-MM-DD or YYYY-MM-DD..YYYY-MM-DD")
+			return time.Time{}, time.Time{}, api.FieldError("date", "must be YYYY-MM-DD or YYYY-MM-DD..YYYY-MM-DD")
 		}
 		if to.Before(from) {
-			return time.Time{}, time.Time{}, fieldError("date", "the range ends before it starts")
+			return time.Time{}, time.Time{}, api.FieldError("date", "the range ends before it starts")
 		}
 	}
 	return from, to.AddDate(0, 0, 1), nil
@@ -48,7 +49,7 @@ func parseDate(s string) (time.Time, time.Time, error) {
 
 // analyticsFilter builds the filter of a request: the caller's tenant, the book (404 when it is
 // not the tenant's) and every filter parameter the operation declares.
-func (s *Service) analyticsFilter(r *Request, needBook bool) (analytics.Filter, *storage.Book, error) {
+func (s *Service) analyticsFilter(r *api.Request, needBook bool) (analytics.Filter, *storage.Book, error) {
 	t := r.Auth.Tenant
 	f := analytics.Filter{Workspace: t.Workspace, Mode: string(byte(t.Mode))}
 	var b *storage.Book
@@ -77,11 +78,11 @@ func (s *Service) analyticsFilter(r *Request, needBook bool) (analytics.Filter, 
 	return f, b, nil
 }
 
-func analyticsLimit(r *Request) int {
+func analyticsLimit(r *api.Request) int {
 	if n, ok := r.Int("limit"); ok {
 		return int(n)
 	}
-	return DefaultAnalyticsLimit
+	return api.DefaultAnalyticsLimit
 }
 
 // keyset is a position in a list ordered by (time, id): the cursor's payload.
@@ -112,7 +113,7 @@ func filterBinding(op string, f analytics.Filter) string {
 // pageQuery runs a keyset-paginated query: rows ordered by (timeCol, id) in dir ("ASC" or
 // "DESC"), or by id alone when byID, limit+1 fetched to know whether another page follows.
 // The date filter applies to timeCol. scan reads one row and returns its keyset position.
-func (s *Service) pageQuery(r *Request, op, from, cols, timeCol string, byID bool, dir string, f analytics.Filter,
+func (s *Service) pageQuery(r *api.Request, op, from, cols, timeCol string, byID bool, dir string, f analytics.Filter,
 	scan func(*sql.Rows) (keyset, error)) (*listMeta, error) {
 	where, args := f.Where(timeCol)
 	binding := filterBinding(op, f)
@@ -120,7 +121,7 @@ func (s *Service) pageQuery(r *Request, op, from, cols, timeCol string, byID boo
 		payload, err := s.cursors.decode(binding, c)
 		k, ok := keysetFrom(payload)
 		if err != nil || !ok {
-			return nil, fieldError("cursor", "is not a cursor issued for this query; use meta.next_cursor of the previous page with the same filters")
+			return nil, api.FieldError("cursor", "is not a cursor issued for this query; use meta.next_cursor of the previous page with the same filters")
 		}
 		cmp := "<"
 		if dir == "ASC" {
@@ -274,7 +275,7 @@ func scanInteraction(rows *sql.Rows) (interactionEventJSON, keyset, error) {
 
 // listInteractionEvents is GET /analytics/interaction-events: newest first (occurred_at, then
 // id, descending).
-func (s *Service) ListInteractionEvents(r *Request) (*Result, error) {
+func (s *Service) ListInteractionEvents(r *api.Request) (*api.Result, error) {
 	f, _, err := s.analyticsFilter(r, true)
 	if err != nil {
 		return nil, err
@@ -289,7 +290,7 @@ func (s *Service) ListInteractionEvents(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: data, Meta: meta}, nil
+	return &api.Result{Data: data, Meta: meta}, nil
 }
 
 // auditEventJSON is spec §2.8's audit log event.
@@ -335,7 +336,7 @@ func scanAudit(rows *sql.Rows) (auditEventJSON, keyset, error) {
 }
 
 // listAuditLog is GET /analytics/audit-log: chronological (occurred_at, then id, ascending).
-func (s *Service) ListAuditLog(r *Request) (*Result, error) {
+func (s *Service) ListAuditLog(r *api.Request) (*api.Result, error) {
 	f, _, err := s.analyticsFilter(r, true)
 	if err != nil {
 		return nil, err
@@ -350,7 +351,7 @@ func (s *Service) ListAuditLog(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: data, Meta: meta}, nil
+	return &api.Result{Data: data, Meta: meta}, nil
 }
 
 // trackedLinkRef is the tracked link nested in a view event.
@@ -414,7 +415,7 @@ func (s *Service) linkRefs(b *storage.Book) func(sql.NullInt64) *trackedLinkRef 
 
 // listViewEvents is GET /analytics/book-view-events: one record per reading session, newest
 // session first (by id: a session's id is its first event's, so the order never changes).
-func (s *Service) ListViewEvents(r *Request) (*Result, error) {
+func (s *Service) ListViewEvents(r *api.Request) (*api.Result, error) {
 	f, b, err := s.analyticsFilter(r, true)
 	if err != nil {
 		return nil, err
@@ -445,5 +446,5 @@ func (s *Service) ListViewEvents(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: data, Meta: meta}, nil
+	return &api.Result{Data: data, Meta: meta}, nil
 }

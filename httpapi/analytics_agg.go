@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"flipbook/api"
 	"strconv"
 
 	"flipbook/analytics"
@@ -21,7 +22,7 @@ func analyticsCtx() (context.Context, context.CancelFunc) {
 }
 
 // pagePerformance is GET /analytics/page-performance: one page summary per page of the book.
-func (s *Service) PagePerformance(r *Request) (*Result, error) {
+func (s *Service) PagePerformance(r *api.Request) (*api.Result, error) {
 	f, b, err := s.analyticsFilter(r, true)
 	if err != nil {
 		return nil, err
@@ -36,11 +37,11 @@ func (s *Service) PagePerformance(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: data}, nil
+	return &api.Result{Data: data}, nil
 }
 
 // bookFlow is GET /analytics/book-flow.
-func (s *Service) BookFlow(r *Request) (*Result, error) {
+func (s *Service) BookFlow(r *api.Request) (*api.Result, error) {
 	f, b, err := s.analyticsFilter(r, true)
 	if err != nil {
 		return nil, err
@@ -51,12 +52,12 @@ func (s *Service) BookFlow(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: flow}, nil
+	return &api.Result{Data: flow}, nil
 }
 
 // readerPages is GET /analytics/reader-pages: per reader and page, identified readers only
 // unless include_anonymous is set or session_id names a session.
-func (s *Service) ReaderPages(r *Request) (*Result, error) {
+func (s *Service) ReaderPages(r *api.Request) (*api.Result, error) {
 	f, _, err := s.analyticsFilter(r, true)
 	if err != nil {
 		return nil, err
@@ -72,7 +73,7 @@ func (s *Service) ReaderPages(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: data}, nil
+	return &api.Result{Data: data}, nil
 }
 
 // readersCursor is the payload of a readers cursor: the walk's snapshot (an event id), the
@@ -93,7 +94,7 @@ func readersCursorFrom(b []byte) (int64, analytics.ReaderPosition, bool) {
 
 // listReaders is GET /analytics/readers: one summary per reader, cursor paginated. A walk reads
 // one snapshot of the events (the cursor carries it), so it returns every reader once.
-func (s *Service) ListReaders(r *Request) (*Result, error) {
+func (s *Service) ListReaders(r *api.Request) (*api.Result, error) {
 	f, _, err := s.analyticsFilter(r, true)
 	if err != nil {
 		return nil, err
@@ -108,7 +109,7 @@ func (s *Service) ListReaders(r *Request) (*Result, error) {
 		payload, err := s.cursors.decode(binding, c)
 		snap, pos, ok := readersCursorFrom(payload)
 		if err != nil || !ok {
-			return nil, fieldError("cursor", "is not a cursor issued for this query; use meta.next_cursor of the previous page with the same filters and sort")
+			return nil, api.FieldError("cursor", "is not a cursor issued for this query; use meta.next_cursor of the previous page with the same filters and sort")
 		}
 		o.Snapshot, o.After = snap, &pos
 	}
@@ -129,12 +130,12 @@ func (s *Service) ListReaders(r *Request) (*Result, error) {
 		c := s.cursors.encode(binding, readersCursor(snapshot, analytics.ReaderPosition{Value: last.SortValue, Key: last.ID}))
 		meta.HasMore, meta.NextCursor = true, &c
 	}
-	return &Result{Data: data, Meta: meta}, nil
+	return &api.Result{Data: data, Meta: meta}, nil
 }
 
 // readingSessionPages is GET /analytics/reading-session-pages: the pages of one reading
 // session (data) and its view event (meta).
-func (s *Service) ReadingSessionPages(r *Request) (*Result, error) {
+func (s *Service) ReadingSessionPages(r *api.Request) (*api.Result, error) {
 	f, b, err := s.analyticsFilter(r, true)
 	if err != nil {
 		return nil, err
@@ -144,7 +145,7 @@ func (s *Service) ReadingSessionPages(r *Request) (*Result, error) {
 	defer cancel()
 	v, err := analytics.GetViewEvent(ctx, s.Analytics.Query(), f, id)
 	if errors.Is(err, errs.ErrNotFound) {
-		return nil, errNotFound("view event")
+		return nil, api.ErrNotFound("view event")
 	}
 	if err != nil {
 		return nil, err
@@ -164,7 +165,7 @@ func (s *Service) ReadingSessionPages(r *Request) (*Result, error) {
 		Region: nullStr(v.Region), City: nullStr(v.City), Latitude: nullFloat(v.Latitude),
 		Longitude: nullFloat(v.Longitude), TrackedLink: s.linkRefs(b)(v.TrackedLinkID), SessionID: v.SessionID,
 		RecordedAt: fmtTime(v.RecordedAt), UpdatedAt: fmtTime(v.UpdatedAt)}
-	return &Result{Data: data, Meta: meta}, nil
+	return &api.Result{Data: data, Meta: meta}, nil
 }
 
 // Reader journey (spec §2.8): every leaf value is a string.
@@ -217,10 +218,10 @@ func durationSeconds(ms int64) string { return itoa64((ms + 500) / 1000) }
 
 // readerJourney is GET /analytics/reader-journey: one identified reader (viewer_id) or one
 // anonymous session (session_id) across every book of the workspace.
-func (s *Service) ReaderJourney(r *Request) (*Result, error) {
+func (s *Service) ReaderJourney(r *api.Request) (*api.Result, error) {
 	_, hasViewer := r.Int("viewer_id")
 	if hasViewer == (r.Str("session_id") != "") {
-		v := Validation{}
+		v := api.Validation{}
 		v.Add("viewer_id", "give exactly one of viewer_id and session_id")
 		v.Add("session_id", "give exactly one of viewer_id and session_id")
 		return nil, v.Err()
@@ -235,7 +236,7 @@ func (s *Service) ReaderJourney(r *Request) (*Result, error) {
 	if id, ok := r.Int("viewer_id"); ok {
 		email, err := s.Store.ViewerEmail(r.Auth.Tenant, id)
 		if errors.Is(err, errs.ErrNotFound) {
-			return nil, errNotFound("viewer")
+			return nil, api.ErrNotFound("viewer")
 		}
 		if err != nil {
 			return nil, err
@@ -282,5 +283,5 @@ func (s *Service) ReaderJourney(r *Request) (*Result, error) {
 	out.Aggregates = journeyAggregatesJSON{TotalBooks: itoa64(int64(len(j.Books))), TotalPagesViewed: itoa64(pages),
 		TotalDurationSeconds: durationSeconds(j.TotalActiveMs), OverallEngagementScore: analytics.Score(j.OverallEngagement()),
 		TotalVisits: itoa64(j.TotalVisits)}
-	return &Result{Data: out}, nil
+	return &api.Result{Data: out}, nil
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"flipbook/api"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -469,7 +470,7 @@ func TestAnalyticsAggregates(t *testing.T) {
 		require.Empty(t, j["timeline"])
 		r := fx.h.do(t, "GET", "/api/v1/analytics/reader-journey?viewer_id=999999", fx.key, nil)
 		require.Equal(t, 404, r.Status, "%s", r.Body)
-		require.Equal(t, TypeNotFound, r.errType())
+		require.Equal(t, api.TypeNotFound, r.errType())
 	})
 
 	t.Run("gates", func(t *testing.T) {
@@ -485,7 +486,7 @@ func TestAnalyticsAggregates(t *testing.T) {
 			require.Equal(t, 403, h.do(t, "GET", p, pro, nil).Status, op)
 			r := h.do(t, "GET", p, scoped, nil)
 			require.Equal(t, 403, r.Status, op)
-			require.Equal(t, TypeMissingScope, r.errType())
+			require.Equal(t, api.TypeMissingScope, r.errType())
 			if strings.Contains(op, "book_id") {
 				require.Equal(t, 404, h.do(t, "GET", p, other, nil).Status, "another workspace's book: %s", op)
 			}

@@ -18,7 +18,7 @@ func TestAuthentication(t *testing.T) {
 	t.Run("missing key", func(t *testing.T) {
 		r := h.do(t, "GET", "/api/v1/books", "", nil)
 		require.Equal(t, 401, r.Status)
-		require.Equal(t, TypeUnauthenticated, r.errType())
+		require.Equal(t, api.TypeUnauthenticated, r.errType())
 		require.NotEmpty(t, r.Header.Get("X-Request-Id"))
 	})
 	t.Run("wrong key", func(t *testing.T) {
@@ -83,7 +83,7 @@ func TestScopes(t *testing.T) {
 	require.Equal(t, 200, h.do(t, "GET", "/api/v1/books/"+rid, readOnly, nil).Status)
 	r := h.do(t, "PUT", "/api/v1/books/"+rid, readOnly, map[string]any{"status": "draft"})
 	require.Equal(t, 403, r.Status)
-	require.Equal(t, TypeMissingScope, r.errType())
+	require.Equal(t, api.TypeMissingScope, r.errType())
 	e := r.JSON["error"].(map[string]any)
 	require.Equal(t, []any{"books:read", "analytics:read"}, e["scopes"], "the error lists the key's scopes")
 	require.Equal(t, "books:write", e["required_scope"])
@@ -135,16 +135,16 @@ func TestPlanChangeTakesEffectAtOnce(t *testing.T) {
 
 func TestPlanGate(t *testing.T) {
 	// The table-level gate: an operation with a minimum plan refuses lower plans with 403.
-	op := &Operation{ID: "x", Plan: actors.PlanCompany}
+	op := &api.Operation{ID: "x", Plan: actors.PlanCompany}
 	for plan, want := range map[string]bool{"free": false, "pro": false, "company": true, "enterprise": true} {
-		p := &Principal{Key: &storage.APIKey{Scopes: []string{"*"}}, Workspace: &storage.Workspace{Plan: plan}}
+		p := &api.Principal{Key: &storage.APIKey{Scopes: []string{"*"}}, Workspace: &storage.Workspace{Plan: plan}}
 		err := api.Authorize(op, p)
 		if want {
 			require.Nil(t, err, plan)
 		} else {
 			require.NotNil(t, err, plan)
 			require.Equal(t, 403, err.Status)
-			require.Equal(t, TypePlanRequired, err.Type)
+			require.Equal(t, api.TypePlanRequired, err.Type)
 		}
 	}
 
@@ -157,7 +157,7 @@ func TestPlanGate(t *testing.T) {
 	}
 	r := h.do(t, "POST", "/api/v1/books/konva", key, konvaBody("one too many", "publish", 1))
 	require.Equal(t, 403, r.Status, "%s", r.Body)
-	require.Equal(t, TypePlanRequired, r.errType())
+	require.Equal(t, api.TypePlanRequired, r.errType())
 	draft := h.konva(t, key, "draft is fine", "draft")
 	r = h.do(t, "PUT", "/api/v1/books/"+draft, key, map[string]any{"status": "publish"})
 	require.Equal(t, 403, r.Status)

@@ -190,7 +190,7 @@ func collectBenchBody(rid string, n int) []byte {
 // request pipeline's share of POST /collect, without the log append).
 func BenchmarkCollectParse(b *testing.B) {
 	h := newHarness(b, nil)
-	var op *Operation
+	var op *api.Operation
 	for _, o := range h.svc.Operations() {
 		if o.ID == "reader.collect" {
 			op = o

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"flipbook/api"
 	"fmt"
 	"io"
 	"net"
@@ -185,8 +186,8 @@ func (b *bodyBudget) inUse() int64 {
 }
 
 // errBusyBodies is the answer when the body budget is spent.
-func errBusyBodies() *Error {
-	return &Error{Status: 503, Type: TypeUnavailable, RetryAfter: 1,
+func errBusyBodies() *api.Error {
+	return &api.Error{Status: 503, Type: api.TypeUnavailable, RetryAfter: 1,
 		Message: "the service is holding as many request bodies as it allows; retry shortly"}
 }
 
@@ -198,7 +199,7 @@ type body struct {
 	limit    int
 	held     int64
 	loaded   bool
-	err      *Error
+	err      *api.Error
 	multi    bool // read as a multipart form (files on disk)
 	declared int
 }
@@ -212,9 +213,9 @@ func (s *Service) newBody(ctx *fasthttp.RequestCtx, limit int, multipart bool) *
 func (b *body) overCap() bool { return b.declared > b.limit }
 
 // tooLarge refuses the body and closes the connection (its bytes are not read).
-func (b *body) tooLarge() *Error {
+func (b *body) tooLarge() *api.Error {
 	refusedUnread(b.ctx)
-	return errTooLarge(b.limit)
+	return api.ErrTooLarge(b.limit)
 }
 
 // refusedUnread says ctx is answered with (part of) its body still unsent or unread: the
@@ -276,7 +277,7 @@ func lingerClose(ctx *fasthttp.RequestCtx) {
 
 // load reads the body into the request (ctx.PostBody, or ctx.MultipartForm for a multipart
 // form). It reads at most once; later calls return the first result.
-func (b *body) load() *Error {
+func (b *body) load() *api.Error {
 	if b.loaded {
 		return b.err
 	}
@@ -294,7 +295,7 @@ func (b *body) load() *Error {
 	return b.err
 }
 
-func (b *body) read() *Error {
+func (b *body) read() *api.Error {
 	req := &b.ctx.Request
 	if b.overCap() {
 		return b.tooLarge()
@@ -410,12 +411,12 @@ func (b *body) release() {
 
 // bodyReadError is the answer to a body that stopped arriving: 408 for a sender too slow for
 // its deadline, 400 for a connection that broke or a malformed body.
-func bodyReadError(err error, prefix string) *Error {
+func bodyReadError(err error, prefix string) *api.Error {
 	if isTimeout(err) {
-		return &Error{Status: fasthttp.StatusRequestTimeout, Type: TypeBadRequest,
+		return &api.Error{Status: fasthttp.StatusRequestTimeout, Type: api.TypeBadRequest,
 			Message: "the request body did not arrive in time"}
 	}
-	return errBadRequest(prefix + scrubTransport(err.Error()))
+	return api.ErrBadRequest(prefix + scrubTransport(err.Error()))
 }
 
 func isTimeout(err error) bool {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flipbook/api"
 	"fmt"
 	"io"
 	"net"
@@ -58,7 +59,7 @@ func TestBodyOverCapRefusedFromHeaders(t *testing.T) {
 		for _, sent := range [][]byte{nil, bytes.Repeat([]byte("x"), 1024)} {
 			res, raw, took := rawBodyRequest(t, h, c.head, sent)
 			require.Equal(t, 413, res.StatusCode, "%s (%d bytes sent): %s", c.name, len(sent), raw)
-			require.Contains(t, raw, TypePayloadTooLarge, c.name)
+			require.Contains(t, raw, api.TypePayloadTooLarge, c.name)
 			require.True(t, res.Close, "%s: the connection closes (its body is unread)", c.name)
 			require.Less(t, took, 3*time.Second, "%s: answered at once", c.name)
 		}
@@ -159,7 +160,7 @@ func TestBodyBudget(t *testing.T) {
 	r := h.do(t, "POST", "/api/v1/books/konva", key, big)
 	require.Equal(t, 503, r.Status, "%s", r.Body)
 	require.Equal(t, "1", r.Header.Get("Retry-After"))
-	require.Equal(t, TypeUnavailable, r.errType())
+	require.Equal(t, api.TypeUnavailable, r.errType())
 	// A 20 MB upload goes through: its file is on disk, not in the budget.
 	pdf := append(append([]byte("%PDF-1.4\n"), bytes.Repeat([]byte("%"), 20<<20)...), []byte("\n%%EOF\n")...)
 	r = h.upload(t, key, "a.pdf", pdf)

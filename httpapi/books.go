@@ -107,7 +107,7 @@ const (
 	NameScanBudget = 5000
 )
 
-func (s *Service) ListBooks(r *Request) (*Result, error) {
+func (s *Service) ListBooks(r *api.Request) (*api.Result, error) {
 	q := storage.BookQuery{Limit: DefaultBookLimit, Sort: storage.SortCreated, Desc: true, ScanBudget: NameScanBudget}
 	if n, ok := r.Int("limit"); ok {
 		q.Limit = int(n)
@@ -130,7 +130,7 @@ func (s *Service) ListBooks(r *Request) (*Result, error) {
 	if c := r.Str("cursor"); c != "" {
 		after, err := s.cursors.decode(binding, c)
 		if err != nil {
-			return nil, fieldError("cursor", "is not a cursor issued for this query; use meta.next_cursor of the previous page with the same filters and sort")
+			return nil, api.FieldError("cursor", "is not a cursor issued for this query; use meta.next_cursor of the previous page with the same filters and sort")
 		}
 		q.After = after
 	}
@@ -147,59 +147,59 @@ func (s *Service) ListBooks(r *Request) (*Result, error) {
 		c := s.cursors.encode(binding, page.Last)
 		meta.NextCursor = &c
 	}
-	return &Result{Data: data, Meta: meta}, nil
+	return &api.Result{Data: data, Meta: meta}, nil
 }
 
 // loadBook reads a book of the caller's tenant; other tenants' books are not found.
-func (s *Service) loadBook(r *Request) (*storage.Book, error) { return s.bookOf(r, r.Str("book")) }
+func (s *Service) loadBook(r *api.Request) (*storage.Book, error) { return s.bookOf(r, r.Str("book")) }
 
 // bookOf is the caller's book rid (a 404 when the workspace has none such).
-func (s *Service) bookOf(r *Request, rid string) (*storage.Book, error) {
+func (s *Service) bookOf(r *api.Request, rid string) (*storage.Book, error) {
 	b, err := s.Store.GetBook(r.Auth.Tenant, rid)
 	if errors.Is(err, errs.ErrNotFound) {
-		return nil, errNotFound("book")
+		return nil, api.ErrNotFound("book")
 	}
 	return b, err
 }
 
-func (s *Service) GetBook(r *Request, in *api.BookPath) (*Result, error) {
+func (s *Service) GetBook(r *api.Request, in *api.BookPath) (*api.Result, error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: s.bookWire(b)}, nil
+	return &api.Result{Data: s.bookWire(b)}, nil
 }
 
-func (s *Service) UpdateBook(r *Request) (*Result, error) {
+func (s *Service) UpdateBook(r *api.Request) (*api.Result, error) {
 	if _, err := s.loadBook(r); err != nil { // 404 without spawning an actor for unknown ids
 		return nil, err
 	}
 	b, err := s.Actors.UpdateBook(r.Auth.Tenant, r.Str("book"), bookPatch(r))
 	if errors.Is(err, errs.ErrNotFound) {
-		return nil, errNotFound("book")
+		return nil, api.ErrNotFound("book")
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: s.bookWire(b)}, nil
+	return &api.Result{Data: s.bookWire(b)}, nil
 }
 
-func (s *Service) DeleteBook(r *Request, in *api.BookPath) (*Result, error) {
+func (s *Service) DeleteBook(r *api.Request, in *api.BookPath) (*api.Result, error) {
 	if _, err := s.bookOf(r, in.Book); err != nil {
 		return nil, err
 	}
 	b, err := s.Actors.DeleteBook(r.Auth.Tenant, in.Book)
 	if errors.Is(err, errs.ErrNotFound) {
-		return nil, errNotFound("book")
+		return nil, api.ErrNotFound("book")
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: map[string]string{"message": "The flipbook was deleted."},
+	return &api.Result{Data: map[string]string{"message": "The flipbook was deleted."},
 		Meta: map[string]any{"book_id": b.RandomID}}, nil
 }
 
-func optStr(r *Request, name string) actors.Opt[string] {
+func optStr(r *api.Request, name string) actors.Opt[string] {
 	v, ok := r.Params[name]
 	if !ok {
 		return actors.Opt[string]{}
@@ -210,14 +210,14 @@ func optStr(r *Request, name string) actors.Opt[string] {
 	return actors.Val(v.(string))
 }
 
-func optBool(r *Request, name string) actors.Opt[bool] {
+func optBool(r *api.Request, name string) actors.Opt[bool] {
 	if v, ok := r.Params[name].(bool); ok {
 		return actors.Val(v)
 	}
 	return actors.Opt[bool]{}
 }
 
-func optTime(r *Request, name string) actors.Opt[time.Time] {
+func optTime(r *api.Request, name string) actors.Opt[time.Time] {
 	v, ok := r.Params[name]
 	if !ok {
 		return actors.Opt[time.Time]{}
@@ -228,7 +228,7 @@ func optTime(r *Request, name string) actors.Opt[time.Time] {
 	return actors.Val(v.(time.Time))
 }
 
-func bookPatch(r *Request) *actors.BookPatch {
+func bookPatch(r *api.Request) *actors.BookPatch {
 	return &actors.BookPatch{
 		Status:                  r.Str("status"),
 		Title:                   optStr(r, "title"),

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"flipbook/api"
 	"fmt"
 	"io"
 	"net/http"
@@ -112,7 +113,7 @@ func TestUpdateBookSettings(t *testing.T) {
 	require.Greater(t, r.data()["updated_at"].(string), b["created_at"].(string))
 }
 
-func (h *harness) principal(tb testing.TB, key string) *Principal {
+func (h *harness) principal(tb testing.TB, key string) *api.Principal {
 	p, aerr := h.svc.caller.Authenticate(key, "127.0.0.1")
 	require.Nil(tb, aerr)
 	return p

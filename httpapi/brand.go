@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"errors"
+	"flipbook/api"
 	"fmt"
 	"image"
 	"io"
@@ -92,24 +93,24 @@ func brandMeta(ws *storage.Workspace) map[string]any {
 	return map[string]any{"plan": ws.Plan, "take_over_branding_available": actors.Plans[ws.Plan].TakeOverBrand}
 }
 
-func (s *Service) GetBrand(r *Request) (*Result, error) {
+func (s *Service) GetBrand(r *api.Request) (*api.Result, error) {
 	b, err := s.Store.Brand(r.Auth.Tenant)
 	if errors.Is(err, errs.ErrNotFound) {
-		return &Result{Data: map[string]any{"brand": nil}, Meta: brandMeta(r.Auth.Workspace)}, nil
+		return &api.Result{Data: map[string]any{"brand": nil}, Meta: brandMeta(r.Auth.Workspace)}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: map[string]any{"brand": s.brandJSON(b, r.Auth.Workspace)}, Meta: brandMeta(r.Auth.Workspace)}, nil
+	return &api.Result{Data: map[string]any{"brand": s.brandJSON(b, r.Auth.Workspace)}, Meta: brandMeta(r.Auth.Workspace)}, nil
 }
 
-func (s *Service) CreateBrand(r *Request) (*Result, error) { return s.saveBrand(r, true) }
-func (s *Service) UpdateBrand(r *Request) (*Result, error) { return s.saveBrand(r, false) }
+func (s *Service) CreateBrand(r *api.Request) (*api.Result, error) { return s.saveBrand(r, true) }
+func (s *Service) UpdateBrand(r *api.Request) (*api.Result, error) { return s.saveBrand(r, false) }
 
-func (s *Service) saveBrand(r *Request, create bool) (*Result, error) {
+func (s *Service) saveBrand(r *api.Request, create bool) (*api.Result, error) {
 	m := &actors.SaveBrand{Create: create, Fields: map[actors.BrandField]*string{}}
 	m.ID, _ = r.Int("id")
-	v := Validation{}
+	v := api.Validation{}
 	for _, f := range actors.BrandFields {
 		if !r.Has(string(f)) {
 			continue
@@ -158,15 +159,15 @@ func (s *Service) saveBrand(r *Request, create bool) (*Result, error) {
 	}
 	data := map[string]any{"brand": s.brandJSON(saved.Brand, r.Auth.Workspace)}
 	if create {
-		return &Result{Status: 201, Data: data}, nil
+		return &api.Result{Status: 201, Data: data}, nil
 	}
-	return &Result{Data: data, Meta: brandMeta(r.Auth.Workspace)}, nil
+	return &api.Result{Data: data, Meta: brandMeta(r.Auth.Workspace)}, nil
 }
 
 // readLogo reads and checks an uploaded logo: its content decides its type, whatever its name
 // or part header says. It returns a message for the field when the file is not acceptable.
 func readLogo(fh *multipart.FileHeader) ([]byte, string, string) {
-	if fh.Size > MaxLogoBytes {
+	if fh.Size > api.MaxLogoBytes {
 		return nil, "", "must not be larger than 2048 kilobytes"
 	}
 	f, err := fh.Open()
@@ -174,11 +175,11 @@ func readLogo(fh *multipart.FileHeader) ([]byte, string, string) {
 		return nil, "", "could not be read"
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxLogoBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, api.MaxLogoBytes+1))
 	if err != nil {
 		return nil, "", "could not be read"
 	}
-	if len(data) > MaxLogoBytes {
+	if len(data) > api.MaxLogoBytes {
 		return nil, "", "must not be larger than 2048 kilobytes"
 	}
 	ext, ok := logoTypes[http.DetectContentType(data)]
@@ -204,12 +205,12 @@ func readLogo(fh *multipart.FileHeader) ([]byte, string, string) {
 // MaxLogoSide bounds a logo's width and height.
 const MaxLogoSide = 4096
 
-func (s *Service) ToggleTakeOverBranding(r *Request) (*Result, error) {
+func (s *Service) ToggleTakeOverBranding(r *api.Request) (*api.Result, error) {
 	b, err := s.Actors.ToggleTakeOver(r.Auth.Tenant, r.Auth.Workspace.Plan)
 	if err != nil {
 		return nil, notFoundAs(err, "brand")
 	}
-	return &Result{Data: map[string]any{"brand": s.brandJSON(b, r.Auth.Workspace)}}, nil
+	return &api.Result{Data: map[string]any{"brand": s.brandJSON(b, r.Auth.Workspace)}}, nil
 }
 
 // viewerBrand is what the viewer shows of the book's workspace: its brand when take-over

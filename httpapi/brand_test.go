@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"flipbook/api"
 	"hash/crc32"
 	"io"
 	"net/http"
@@ -126,7 +127,7 @@ func TestBrandLifecycleAndViewer(t *testing.T) {
 	require.Equal(t, 200, h.do(t, "POST", "/api/v1/toggle-take-over-branding", key, nil).Status)
 	r = h.do(t, "POST", "/api/v1/toggle-take-over-branding", key, nil)
 	require.Equal(t, 403, r.Status)
-	require.Equal(t, TypePlanRequired, r.JSON["error"].(map[string]any)["type"])
+	require.Equal(t, api.TypePlanRequired, r.JSON["error"].(map[string]any)["type"])
 
 	// Restart: the brand and its logo survive.
 	h.restart(t)
@@ -141,7 +142,7 @@ func TestBrandLifecycleAndViewer(t *testing.T) {
 func TestBrandValidationScopesAndTenancy(t *testing.T) {
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
-	big := append(logoPNG(t, 10), make([]byte, MaxLogoBytes)...)
+	big := append(logoPNG(t, 10), make([]byte, api.MaxLogoBytes)...)
 	for _, c := range []struct {
 		name   string
 		fields map[string]string

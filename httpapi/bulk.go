@@ -108,9 +108,9 @@ func bulkErr(err error) error {
 	var ce *actors.ConflictError
 	switch {
 	case errors.As(err, &ce):
-		return &Error{Status: 409, Type: TypeConflict, Message: ce.Message}
+		return &api.Error{Status: 409, Type: api.TypeConflict, Message: ce.Message}
 	case errors.Is(err, errs.ErrNotFound):
-		return errNotFound("bulk settings batch")
+		return api.ErrNotFound("bulk settings batch")
 	}
 	return err
 }
@@ -125,11 +125,11 @@ func bulkSettingKeys() []string {
 	return out
 }
 
-func (s *Service) CreateBulkSettings(r *Request) (*Result, error) {
+func (s *Service) CreateBulkSettings(r *api.Request) (*api.Result, error) {
 	t := r.Auth.Tenant
 	books, _ := r.Params["books"].([]any)
 	settings, _ := r.Params["settings"].(map[string]any)
-	v := Validation{}
+	v := api.Validation{}
 	if _, ok := r.Params["settings"]; ok && len(settings) == 0 {
 		v.Add("settings", "must set at least one of: "+strings.Join(bulkSettingKeys(), ", "))
 	}
@@ -161,34 +161,34 @@ func (s *Service) CreateBulkSettings(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, bulkErr(err)
 	}
-	return &Result{Status: 202, Data: bulkJSON(view.Batch, view.Items), Meta: map[string]any{}}, nil
+	return &api.Result{Status: 202, Data: bulkJSON(view.Batch, view.Items), Meta: map[string]any{}}, nil
 }
 
-func (s *Service) GetBulkSettings(r *Request) (*Result, error) {
+func (s *Service) GetBulkSettings(r *api.Request) (*api.Result, error) {
 	b, items, err := s.Store.BulkBatchView(r.Auth.Tenant, r.Str("batch"))
 	if errors.Is(err, errs.ErrNotFound) {
-		return nil, errNotFound("bulk settings batch")
+		return nil, api.ErrNotFound("bulk settings batch")
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: bulkJSON(b, items)}, nil
+	return &api.Result{Data: bulkJSON(b, items)}, nil
 }
 
-func (s *Service) CancelBulkSettings(r *Request) (*Result, error) {
+func (s *Service) CancelBulkSettings(r *api.Request) (*api.Result, error) {
 	view, err := s.Actors.CancelBulk(r.Auth.Tenant, r.Str("batch"))
 	if err != nil {
 		return nil, bulkErr(err)
 	}
-	return &Result{Data: bulkJSON(view.Batch, view.Items)}, nil
+	return &api.Result{Data: bulkJSON(view.Batch, view.Items)}, nil
 }
 
-func (s *Service) RetryBulkSettings(r *Request) (*Result, error) {
+func (s *Service) RetryBulkSettings(r *api.Request) (*api.Result, error) {
 	view, err := s.Actors.RetryBulk(r.Auth.Tenant, r.Str("batch"))
 	if err != nil {
 		return nil, bulkErr(err)
 	}
-	return &Result{Status: 202, Data: bulkJSON(view.Batch, view.Items), Meta: map[string]any{}}, nil
+	return &api.Result{Status: 202, Data: bulkJSON(view.Batch, view.Items), Meta: map[string]any{}}, nil
 }
 
 // bookBulkSettings is every key of the bulk settings object as the book has it: the values a
@@ -238,10 +238,10 @@ type bulkSummaryBook struct {
 	Settings         map[string]any `json:"settings"`
 }
 
-func (s *Service) BulkSettingsSummary(r *Request) (*Result, error) {
+func (s *Service) BulkSettingsSummary(r *api.Request) (*api.Result, error) {
 	t := r.Auth.Tenant
 	ids, _ := r.Params["book_ids"].([]any)
-	v := Validation{}
+	v := api.Validation{}
 	seen := make(map[string]int, len(ids))
 	for i, x := range ids {
 		id, _ := x.(string)
@@ -259,7 +259,7 @@ func (s *Service) BulkSettingsSummary(r *Request) (*Result, error) {
 		id, _ := x.(string)
 		b, err := s.Store.GetBook(t, id)
 		if errors.Is(err, errs.ErrNotFound) {
-			return nil, errNotFound("book " + id)
+			return nil, api.ErrNotFound("book " + id)
 		}
 		if err != nil {
 			return nil, err
@@ -291,6 +291,6 @@ func (s *Service) BulkSettingsSummary(r *Request) (*Result, error) {
 			differing[k] = values
 		}
 	}
-	return &Result{Data: map[string]any{"books": books, "settings": map[string]any{"common": common, "differing": differing}},
+	return &api.Result{Data: map[string]any{"books": books, "settings": map[string]any{"common": common, "differing": differing}},
 		Meta: map[string]any{"count": len(books)}}, nil
 }

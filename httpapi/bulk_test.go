@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"flipbook/api"
 	"fmt"
 	"strings"
 	"sync"
@@ -175,7 +176,7 @@ func TestBulkSettingsBatch(t *testing.T) {
 	// A finished batch cannot be cancelled.
 	r = h.do(t, "DELETE", bulkPath+"/"+id, key, nil)
 	require.Equal(t, 409, r.Status)
-	require.Equal(t, TypeConflict, r.errType())
+	require.Equal(t, api.TypeConflict, r.errType())
 
 	// Retry: a new batch of the failed book, expecting the revision the conflict reported.
 	r = h.do(t, "POST", bulkPath+"/"+id+"/retry", key, nil)
@@ -196,7 +197,7 @@ func TestBulkSettingsBatch(t *testing.T) {
 	require.Equal(t, b, h.do(t, "GET", bulkPath+"/"+id, key, nil).data())
 	r = h.do(t, "POST", bulkPath+"/"+retry["id"].(string)+"/retry", key, nil)
 	require.Equal(t, 409, r.Status, "%s", r.Body)
-	require.Equal(t, TypeConflict, r.errType())
+	require.Equal(t, api.TypeConflict, r.errType())
 
 	// A retried book that changed again since the report conflicts again.
 	r = h.do(t, "POST", bulkPath, key, map[string]any{"books": bulkBooks(ids[:1], "1"), "settings": map[string]any{"flip_sound": true}})
@@ -238,7 +239,7 @@ func TestBulkSettingsBatch(t *testing.T) {
 		{"POST", bulkPath + "/bsb_nope/retry"}} {
 		r := h.do(t, c.method, c.path, other, nil)
 		require.Equal(t, 404, r.Status, "%s %s: %s", c.method, c.path, r.Body)
-		require.Equal(t, TypeNotFound, r.errType())
+		require.Equal(t, api.TypeNotFound, r.errType())
 	}
 	// Nor does the same workspace's test mode.
 	r = h.do(t, "GET", bulkPath+"/"+id, h.key(t, h.principal(t, key).Workspace.ID, "test", "*"), nil)
@@ -291,7 +292,7 @@ func TestBulkSettingsValidation(t *testing.T) {
 	for _, c := range cases {
 		r := h.do(t, "POST", bulkPath, key, c.body)
 		require.Equal(t, 422, r.Status, "%s: %s", c.name, r.Body)
-		require.Equal(t, TypeValidation, r.errType(), c.name)
+		require.Equal(t, api.TypeValidation, r.errType(), c.name)
 		require.Contains(t, r.details(), c.field, "%s: %s", c.name, r.Body)
 	}
 	r := h.do(t, "POST", bulkPath, key, map[string]any{"books": bulkBooks([]string{foreign}), "settings": ok})
@@ -328,7 +329,7 @@ func TestBulkSettingsValidation(t *testing.T) {
 		r := h.do(t, c.method, c.path, c.key, c.body)
 		require.Equal(t, c.want, r.Status, "%s %s: %s", c.method, c.path, r.Body)
 		if c.want == 403 {
-			require.Equal(t, TypeMissingScope, r.errType())
+			require.Equal(t, api.TypeMissingScope, r.errType())
 		}
 	}
 }
@@ -349,7 +350,7 @@ func TestBulkSettingsQueuedCancelAndLimit(t *testing.T) {
 	}
 	r := h.do(t, "POST", bulkPath, key, map[string]any{"books": bulkBooks(ids), "settings": map[string]any{"title": "one too many"}})
 	require.Equal(t, 409, r.Status, "%s", r.Body)
-	require.Equal(t, TypeConflict, r.errType())
+	require.Equal(t, api.TypeConflict, r.errType())
 	require.Contains(t, r.JSON["error"].(map[string]any)["message"], "10 unfinished")
 	// Another workspace has its own allowance.
 	other := h.workspace(t, "company", "live")
@@ -529,7 +530,7 @@ func TestBulkSettingsSummary(t *testing.T) {
 	for _, bad := range []string{"nope", foreign} {
 		r = h.do(t, "POST", "/api/v1/books/bulk-settings/summary", key, map[string]any{"book_ids": []string{ids[0], bad}})
 		require.Equal(t, 404, r.Status, "%s", r.Body)
-		require.Equal(t, TypeNotFound, r.errType())
+		require.Equal(t, api.TypeNotFound, r.errType())
 		require.Contains(t, r.JSON["error"].(map[string]any)["message"], bad)
 	}
 	for _, c := range []struct {

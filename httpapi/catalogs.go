@@ -133,16 +133,16 @@ func syncSummary(j *storage.SyncJob) map[string]any {
 }
 
 // activeCatalog reads the caller's catalog named by the path (404 when absent or deleted).
-func (s *Service) activeCatalog(r *Request) (*storage.Catalog, error) {
+func (s *Service) activeCatalog(r *api.Request) (*storage.Catalog, error) {
 	id, _ := r.Int("catalog")
 	c, err := s.Store.Catalog(r.Auth.Tenant, id)
 	if errors.Is(err, errs.ErrNotFound) || err == nil && c.Status == storage.CatalogArchived {
-		return nil, errNotFound("catalog")
+		return nil, api.ErrNotFound("catalog")
 	}
 	return c, err
 }
 
-func (s *Service) ListCatalogs(r *Request) (*Result, error) {
+func (s *Service) ListCatalogs(r *api.Request) (*api.Result, error) {
 	limit := api.DefaultCatalogLimit
 	if n, ok := r.Int("limit"); ok {
 		limit = int(n)
@@ -153,7 +153,7 @@ func (s *Service) ListCatalogs(r *Request) (*Result, error) {
 	if c := r.Str("cursor"); c != "" {
 		payload, err := s.cursors.decode(binding, c)
 		if err != nil || len(payload) != 8 {
-			return nil, fieldError("cursor", "is not a cursor of this list")
+			return nil, api.FieldError("cursor", "is not a cursor of this list")
 		}
 		before = int64(binary.BigEndian.Uint64(payload))
 	}
@@ -176,7 +176,7 @@ func (s *Service) ListCatalogs(r *Request) (*Result, error) {
 		c := s.cursors.encode(binding, binary.BigEndian.AppendUint64(nil, uint64(list[len(list)-1].ID)))
 		next = &c
 	}
-	return &Result{Data: data, Meta: listMeta{NextCursor: next, HasMore: more, Limit: limit}}, nil
+	return &api.Result{Data: data, Meta: listMeta{NextCursor: next, HasMore: more, Limit: limit}}, nil
 }
 
 // productEntries returns the validated entries of an items array (template and styling
@@ -191,8 +191,8 @@ func productEntries(raw any) []map[string]any {
 	return out
 }
 
-func (s *Service) CreateCatalog(r *Request) (*Result, error) {
-	v := Validation{}
+func (s *Service) CreateCatalog(r *api.Request) (*api.Result, error) {
+	v := api.Validation{}
 	items := productEntries(r.Params["items"])
 	var tplKey *string
 	if r.Params["template_key"] != nil {
@@ -211,7 +211,7 @@ func (s *Service) CreateCatalog(r *Request) (*Result, error) {
 	}
 	c := &storage.Catalog{Name: strings.TrimSpace(r.Str("name")), Source: source, TemplateKey: tplKey}
 	if c.Name == "" {
-		return nil, fieldError("name", "must not be blank")
+		return nil, api.FieldError("name", "must not be blank")
 	}
 	if r.Params["external_id"] != nil {
 		e := r.Str("external_id")
@@ -245,11 +245,11 @@ func (s *Service) CreateCatalog(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Status: 202, Data: map[string]any{"catalog": cj, "sync_job": syncJobWire(res.Job)},
+	return &api.Result{Status: 202, Data: map[string]any{"catalog": cj, "sync_job": syncJobWire(res.Job)},
 		Meta: map[string]any{"updated": res.Updated}}, nil
 }
 
-func (s *Service) GetCatalog(r *Request) (*Result, error) {
+func (s *Service) GetCatalog(r *api.Request) (*api.Result, error) {
 	c, err := s.activeCatalog(r)
 	if err != nil {
 		return nil, err
@@ -258,10 +258,10 @@ func (s *Service) GetCatalog(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: map[string]any{"catalog": cj}}, nil
+	return &api.Result{Data: map[string]any{"catalog": cj}}, nil
 }
 
-func (s *Service) DeleteCatalog(r *Request) (*Result, error) {
+func (s *Service) DeleteCatalog(r *api.Request) (*api.Result, error) {
 	id, _ := r.Int("catalog")
 	c, err := s.Actors.ArchiveCatalog(r.Auth.Tenant, id)
 	if err != nil {
@@ -271,10 +271,10 @@ func (s *Service) DeleteCatalog(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: map[string]any{"catalog": cj}}, nil
+	return &api.Result{Data: map[string]any{"catalog": cj}}, nil
 }
 
-func (s *Service) ListCatalogItems(r *Request) (*Result, error) {
+func (s *Service) ListCatalogItems(r *api.Request) (*api.Result, error) {
 	c, err := s.activeCatalog(r)
 	if err != nil {
 		return nil, err
@@ -289,7 +289,7 @@ func (s *Service) ListCatalogItems(r *Request) (*Result, error) {
 	if cur := r.Str("cursor"); cur != "" {
 		payload, err := s.cursors.decode(binding, cur)
 		if err != nil || len(payload) != 8 {
-			return nil, fieldError("cursor", "is not a cursor of this list")
+			return nil, api.FieldError("cursor", "is not a cursor of this list")
 		}
 		before = int64(binary.BigEndian.Uint64(payload))
 	}
@@ -310,10 +310,10 @@ func (s *Service) ListCatalogItems(r *Request) (*Result, error) {
 	for i, it := range list {
 		data[i] = catalogItemWire(it)
 	}
-	return &Result{Data: data, Meta: map[string]any{"next_cursor": next, "has_more": more, "limit": limit, "catalog_id": c.ID}}, nil
+	return &api.Result{Data: data, Meta: map[string]any{"next_cursor": next, "has_more": more, "limit": limit, "catalog_id": c.ID}}, nil
 }
 
-func (s *Service) queueSync(r *Request, typ string, items []map[string]any, snapshot *time.Time) (*Result, error) {
+func (s *Service) queueSync(r *api.Request, typ string, items []map[string]any, snapshot *time.Time) (*api.Result, error) {
 	c, err := s.activeCatalog(r)
 	if err != nil {
 		return nil, err
@@ -328,7 +328,7 @@ func (s *Service) queueSync(r *Request, typ string, items []map[string]any, snap
 		s.Store.RemoveSyncInput(input)
 		return nil, notFoundAs(err, "catalog")
 	}
-	return &Result{Status: 202, Data: map[string]any{"summary": syncSummary(j), "sync_job": syncJobWire(j)},
+	return &api.Result{Status: 202, Data: map[string]any{"summary": syncSummary(j), "sync_job": syncJobWire(j)},
 		Meta: map[string]any{"catalog_id": c.ID}}, nil
 }
 
@@ -348,11 +348,11 @@ func (s *Service) syncInput(items []map[string]any) (string, error) {
 	return name, nil
 }
 
-func (s *Service) BulkUpsertItems(r *Request) (*Result, error) {
+func (s *Service) BulkUpsertItems(r *api.Request) (*api.Result, error) {
 	return s.queueSync(r, storage.SyncBulkUpsert, productEntries(r.Params["items"]), nil)
 }
 
-func (s *Service) UpdateItemAvailability(r *Request) (*Result, error) {
+func (s *Service) UpdateItemAvailability(r *api.Request) (*api.Result, error) {
 	items := productEntries(r.Params["items"])
 	var snap *time.Time
 	if t, ok := r.Params["snapshot_at"].(time.Time); ok {
@@ -362,7 +362,7 @@ func (s *Service) UpdateItemAvailability(r *Request) (*Result, error) {
 	return s.queueSync(r, storage.SyncAvailability, items, snap)
 }
 
-func (s *Service) DeleteCatalogItem(r *Request) (*Result, error) {
+func (s *Service) DeleteCatalogItem(r *api.Request) (*api.Result, error) {
 	c, err := s.activeCatalog(r)
 	if err != nil {
 		return nil, err
@@ -372,11 +372,11 @@ func (s *Service) DeleteCatalogItem(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, notFoundAs(err, "catalog item")
 	}
-	return &Result{Data: map[string]any{"message": "The catalog item was deleted."},
+	return &api.Result{Data: map[string]any{"message": "The catalog item was deleted."},
 		Meta: map[string]any{"catalog_id": c.ID, "item_id": it.ID}}, nil
 }
 
-func (s *Service) GetSyncJob(r *Request) (*Result, error) {
+func (s *Service) GetSyncJob(r *api.Request) (*api.Result, error) {
 	c, err := s.activeCatalog(r)
 	if err != nil {
 		return nil, err
@@ -384,12 +384,12 @@ func (s *Service) GetSyncJob(r *Request) (*Result, error) {
 	id, _ := r.Int("syncJob")
 	j, err := s.Store.SyncJob(r.Auth.Tenant, c.ID, id)
 	if errors.Is(err, errs.ErrNotFound) || err == nil && j.Type == storage.SyncPurge {
-		return nil, errNotFound("sync job")
+		return nil, api.ErrNotFound("sync job")
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: map[string]any{"sync_job": syncJobWire(j)}}, nil
+	return &api.Result{Data: map[string]any{"sync_job": syncJobWire(j)}}, nil
 }
 
 // templateByKey finds a product template by key or decimal id.
@@ -414,7 +414,7 @@ func (s *Service) renderItems(t storage.Tenant, catalog int64, raw any) ([]conve
 		ref, _ := x.(string)
 		it, err := s.findItem(t, catalog, ref)
 		if errors.Is(err, errs.ErrNotFound) {
-			return nil, "", errNotFound(fmt.Sprintf("catalog item %q", ref))
+			return nil, "", api.ErrNotFound(fmt.Sprintf("catalog item %q", ref))
 		}
 		if err != nil {
 			return nil, "", err
@@ -477,7 +477,7 @@ func productItem(it *storage.CatalogItem) convert.Item {
 		URL: str(it.URL)}
 }
 
-func (s *Service) RenderCatalog(r *Request) (*Result, error) {
+func (s *Service) RenderCatalog(r *api.Request) (*api.Result, error) {
 	c, err := s.activeCatalog(r)
 	if err != nil {
 		return nil, err
@@ -492,9 +492,9 @@ func (s *Service) RenderCatalog(r *Request) (*Result, error) {
 		t, found := convert.TemplateByID(id)
 		switch {
 		case !found:
-			return nil, fieldError("template_id", "does not name a template (GET /templates lists them)")
+			return nil, api.FieldError("template_id", "does not name a template (GET /templates lists them)")
 		case t.Type != convert.TemplateProduct:
-			return nil, fieldError("template_id", fmt.Sprintf("names a %s template; a catalog renders with a product template", t.Type))
+			return nil, api.FieldError("template_id", fmt.Sprintf("names a %s template; a catalog renders with a product template", t.Type))
 		}
 		tpl = t
 	}
@@ -551,6 +551,6 @@ func (s *Service) RenderCatalog(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Status: 202, Data: map[string]any{"book": s.bookWire(created), "batch_id": batchID,
+	return &api.Result{Status: 202, Data: map[string]any{"book": s.bookWire(created), "batch_id": batchID,
 		"template_id": strconv.FormatInt(tpl.ID, 10)}, Meta: map[string]any{"catalog_id": c.ID, "items": len(items)}}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flipbook/api"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -305,7 +306,7 @@ func (c *clusterFront) unavailable(ctx *fasthttp.RequestCtx, p int) bool {
 		// (a lingering close), so the rest is never read as the next request.
 		refusedUnread(ctx)
 	}
-	c.s.writeError(ctx, &Error{Status: 503, Type: TypeUnavailable, RetryAfter: 1,
+	c.s.writeError(ctx, &api.Error{Status: 503, Type: api.TypeUnavailable, RetryAfter: 1,
 		Message: fmt.Sprintf("this workspace's partition (%d) is moving between nodes; retry shortly", p)})
 	return true
 }
@@ -493,11 +494,11 @@ func (c *clusterFront) syncGlobal() error {
 }
 
 // adminCluster answers GET /admin/v1/cluster (flipbook admin cluster status).
-func (s *Service) adminCluster(r *Request) (*Result, error) {
+func (s *Service) adminCluster(r *api.Request) (*api.Result, error) {
 	if s.cluster == nil {
-		return nil, &Error{Status: 404, Type: TypeNotFound, Message: "this service runs as one process, not as a cluster node (flipbook serve --cluster-node)"}
+		return nil, &api.Error{Status: 404, Type: api.TypeNotFound, Message: "this service runs as one process, not as a cluster node (flipbook serve --cluster-node)"}
 	}
-	return &Result{Data: s.cluster.status()}, nil
+	return &api.Result{Data: s.cluster.status()}, nil
 }
 
 // clusterHealth is the node's part of GET /health (details.cluster).

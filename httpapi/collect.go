@@ -39,22 +39,22 @@ const (
 // TypeAccessDenied is the error type of a reader refused by the email gate or the collector.
 const TypeAccessDenied = "AccessDenied"
 
-func collectParams() []Param {
-	return []Param{
-		api.Str("book_id", InBody, maxCollectBookID).Req(),
-		api.Str("session_id", InBody, maxCollectSessionID).Req().MinLength(1),
-		api.Str("reader_token", InBody, maxCollectReaderToken),
-		api.Str("tracked_link", InBody, maxCollectLinkSlug),
-		api.Str("source_host", InBody, maxCollectSourceHost),
-		{Name: "events", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: MaxCollectEvents,
-			Items: &Param{Kind: KObject, Props: []Param{
-				api.Enum("type", InBody, ingest.InteractionTypes...).Req(),
-				api.Int("page_number", InBody, 1, maxCollectPage),
-				{Name: "active_ms", In: InBody, Kind: KInt, Min: api.F64(0), Max: api.F64(MaxActiveMs)},
-				api.Time("occurred_at", InBody),
-				api.Str("url", InBody, maxCollectURL),
-				api.Str("exit_reason", InBody, maxCollectExitReason),
-				{Name: "form", In: InBody, Kind: KObject, Nullable: true},
+func collectParams() []api.Param {
+	return []api.Param{
+		api.Str("book_id", api.InBody, maxCollectBookID).Req(),
+		api.Str("session_id", api.InBody, maxCollectSessionID).Req().MinLength(1),
+		api.Str("reader_token", api.InBody, maxCollectReaderToken),
+		api.Str("tracked_link", api.InBody, maxCollectLinkSlug),
+		api.Str("source_host", api.InBody, maxCollectSourceHost),
+		{Name: "events", In: api.InBody, Kind: api.KArray, Required: true, MinItems: 1, MaxItems: MaxCollectEvents,
+			Items: &api.Param{Kind: api.KObject, Props: []api.Param{
+				api.Enum("type", api.InBody, ingest.InteractionTypes...).Req(),
+				api.Int("page_number", api.InBody, 1, maxCollectPage),
+				{Name: "active_ms", In: api.InBody, Kind: api.KInt, Min: api.F64(0), Max: api.F64(MaxActiveMs)},
+				api.Time("occurred_at", api.InBody),
+				api.Str("url", api.InBody, maxCollectURL),
+				api.Str("exit_reason", api.InBody, maxCollectExitReason),
+				{Name: "form", In: api.InBody, Kind: api.KObject, Nullable: true},
 			}}},
 	}
 }
@@ -65,7 +65,7 @@ type readerIdentity struct {
 	email  string
 }
 
-func (s *Service) collect(r *Request) (*Result, error) {
+func (s *Service) collect(r *api.Request) (*api.Result, error) {
 	if err := s.limitPublic(r); err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func (s *Service) collect(r *Request) (*Result, error) {
 			return nil, err
 		}
 		if !ok {
-			return nil, &Error{Status: 403, Type: TypeAccessDenied, Message: "this site may not embed the flipbook"}
+			return nil, &api.Error{Status: 403, Type: TypeAccessDenied, Message: "this site may not embed the flipbook"}
 		}
 	}
 	var who readerIdentity
@@ -93,11 +93,11 @@ func (s *Service) collect(r *Request) (*Result, error) {
 			return nil, err
 		}
 		if !ok {
-			return nil, &Error{Status: 403, Type: TypeAccessDenied, Message: "the reader token is not valid for this flipbook"}
+			return nil, &api.Error{Status: 403, Type: TypeAccessDenied, Message: "the reader token is not valid for this flipbook"}
 		}
 		who = readerIdentity{viewer: c.Viewer, email: c.Email}
 	} else if b.Settings.EODEnabled {
-		return nil, &Error{Status: 403, Type: TypeAccessDenied, Message: "this flipbook is gated: pass the email gate first"}
+		return nil, &api.Error{Status: 403, Type: TypeAccessDenied, Message: "this flipbook is gated: pass the email gate first"}
 	}
 	var linkID int64
 	if slug := r.Str("tracked_link"); slug != "" {
@@ -114,7 +114,7 @@ func (s *Service) collect(r *Request) (*Result, error) {
 	}
 	raw := collectEvents(r)
 	events := make([]ingest.Event, 0, len(raw))
-	v := Validation{}
+	v := api.Validation{}
 	session := r.Str("session_id")
 	latest, earliest := r.Now.Add(maxClockSkewAhead), r.Now.Add(-maxEventAge)
 	for i := range raw {
@@ -166,7 +166,7 @@ func (s *Service) collect(r *Request) (*Result, error) {
 	if err := s.appendEvents(events); err != nil {
 		return nil, err
 	}
-	return &Result{Status: 202, Data: map[string]any{"accepted": len(events)}}, nil
+	return &api.Result{Status: 202, Data: map[string]any{"accepted": len(events)}}, nil
 }
 
 // Intake pacing (appendEvents).
@@ -196,7 +196,7 @@ func (s *Service) appendEvents(events []ingest.Event) error {
 	defer cancel()
 	if err := s.events.Append(ctx, events); err != nil {
 		s.log.Error("append events", "err", err)
-		return &Error{Status: 503, Type: TypeUnavailable, Message: "events could not be stored; retry shortly"}
+		return &api.Error{Status: 503, Type: api.TypeUnavailable, Message: "events could not be stored; retry shortly"}
 	}
 	s.appended.Add(uint64(len(events)))
 	s.consumer.Wake()
@@ -222,7 +222,7 @@ func (s *Service) pace() {
 }
 
 // limitPublic applies the per-IP limit of the public reader routes.
-func (s *Service) limitPublic(r *Request) error {
+func (s *Service) limitPublic(r *api.Request) error {
 	if s.limCollect == nil {
 		return nil
 	}
@@ -236,7 +236,7 @@ func (s *Service) limitPublic(r *Request) error {
 // viewerAccess is POST /view/{book}/access: the email gate. The address (or its domain, or a
 // parent domain) must be on the book's access list. Each attempt is recorded as
 // access_requested, then access_granted or access_rejected.
-func (s *Service) viewerAccess(r *Request) (*Result, error) {
+func (s *Service) viewerAccess(r *api.Request) (*api.Result, error) {
 	if err := s.limitPublic(r); err != nil {
 		return nil, err
 	}
@@ -272,9 +272,9 @@ func (s *Service) viewerAccess(r *Request) (*Result, error) {
 		return nil, err
 	}
 	if !ok {
-		return nil, &Error{Status: 403, Type: TypeAccessDenied, Message: "this address has no access to the flipbook"}
+		return nil, &api.Error{Status: 403, Type: TypeAccessDenied, Message: "this address has no access to the flipbook"}
 	}
 	tok := s.readers.sign(readerClaims{Workspace: b.Workspace, Mode: byte(b.Mode), Book: b.RandomID,
 		Viewer: viewer, Email: email, Expires: r.Now.Add(ReaderTokenTTL).Unix()})
-	return &Result{Data: map[string]any{"granted": true, "reader_token": tok, "viewer_id": viewer}}, nil
+	return &api.Result{Data: map[string]any{"granted": true, "reader_token": tok, "viewer_id": viewer}}, nil
 }

@@ -47,7 +47,7 @@ func collectEventOf(m map[string]any) collectEvent {
 }
 
 // collectEvents returns the events of a collector request from either path.
-func collectEvents(r *Request) []collectEvent {
+func collectEvents(r *api.Request) []collectEvent {
 	switch evs := r.Params["events"].(type) {
 	case []collectEvent:
 		return evs

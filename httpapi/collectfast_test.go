@@ -39,8 +39,8 @@ func checkAgrees(t *testing.T, body []byte) (fast bool) {
 	if !gok {
 		t.Fatalf("the fast path accepts what the generic path refuses: %s", body)
 	}
-	fe := collectEvents(&Request{Params: fp})
-	ge := collectEvents(&Request{Params: gp})
+	fe := collectEvents(&api.Request{Params: fp})
+	ge := collectEvents(&api.Request{Params: gp})
 	if !reflect.DeepEqual(fe, ge) {
 		t.Fatalf("events differ for %s:\nfast    %+v\ngeneric %+v", body, fe, ge)
 	}

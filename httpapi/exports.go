@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"flipbook/api"
 	"fmt"
 	"maps"
 	"strings"
@@ -34,7 +35,7 @@ type exportDef struct {
 }
 
 // exportFilter is analyticsFilter for the path's book.
-func (s *Service) exportFilter(r *Request) (analytics.Filter, *storage.Book, error) {
+func (s *Service) exportFilter(r *api.Request) (analytics.Filter, *storage.Book, error) {
 	q := *r
 	q.Params = maps.Clone(r.Params)
 	q.Params["book_id"] = r.Str("book")
@@ -43,7 +44,7 @@ func (s *Service) exportFilter(r *Request) (analytics.Filter, *storage.Book, err
 
 // runExport starts an export and returns it as a streamed result. The first batch is read here,
 // so a failing query answers with the JSON error envelope.
-func (s *Service) runExport(r *Request, b *storage.Book, f analytics.Filter, d exportDef) (*Result, error) {
+func (s *Service) runExport(r *api.Request, b *storage.Book, f analytics.Filter, d exportDef) (*api.Result, error) {
 	// The context only bounds the wait for a connection; DuckDB never sees it.
 	ctx, cancel := context.WithTimeout(context.Background(), analyticsTimeout)
 	defer cancel()
@@ -59,7 +60,7 @@ func (s *Service) runExport(r *Request, b *storage.Book, f analytics.Filter, d e
 	if err != nil {
 		return nil, fmt.Errorf("export %s: %w", d.name, err)
 	}
-	return &Result{Stream: st, ContentType: csvContentType,
+	return &api.Result{Stream: st, ContentType: csvContentType,
 		Filename: b.RandomID + "-" + d.name + "-" + r.Now.UTC().Format(time.DateOnly) + ".csv"}, nil
 }
 
@@ -195,7 +196,7 @@ func jsonText(v any) string {
 	return string(b)
 }
 
-func (s *Service) ExportInteractionEvents(r *Request) (*Result, error) {
+func (s *Service) ExportInteractionEvents(r *api.Request) (*api.Result, error) {
 	f, b, err := s.exportFilter(r)
 	if err != nil {
 		return nil, err
@@ -204,7 +205,7 @@ func (s *Service) ExportInteractionEvents(r *Request) (*Result, error) {
 		timeCol: "occurred_at", desc: true, cols: interactionColumns()})
 }
 
-func (s *Service) ExportAuditLog(r *Request) (*Result, error) {
+func (s *Service) ExportAuditLog(r *api.Request) (*api.Result, error) {
 	f, b, err := s.exportFilter(r)
 	if err != nil {
 		return nil, err
@@ -213,19 +214,19 @@ func (s *Service) ExportAuditLog(r *Request) (*Result, error) {
 		timeCol: "occurred_at", cols: auditColumns()})
 }
 
-func (s *Service) ExportAccessAudit(r *Request) (*Result, error) {
+func (s *Service) ExportAccessAudit(r *api.Request) (*api.Result, error) {
 	f, b, err := s.exportFilter(r)
 	if err != nil {
 		return nil, err
 	}
 	if len(f.EventTypes) == 0 {
-		f.EventTypes = accessTypes
+		f.EventTypes = api.AccessTypes
 	}
 	return s.runExport(r, b, f, exportDef{name: "access-audit", from: analytics.AuditView,
 		timeCol: "occurred_at", cols: auditColumns()})
 }
 
-func (s *Service) ExportLeads(r *Request) (*Result, error) {
+func (s *Service) ExportLeads(r *api.Request) (*api.Result, error) {
 	f, b, err := s.exportFilter(r)
 	if err != nil {
 		return nil, err
@@ -235,7 +236,7 @@ func (s *Service) ExportLeads(r *Request) (*Result, error) {
 		timeCol: "occurred_at", cols: leadColumns()})
 }
 
-func (s *Service) ExportAnalytics(r *Request) (*Result, error) {
+func (s *Service) ExportAnalytics(r *api.Request) (*api.Result, error) {
 	f, b, err := s.exportFilter(r)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"flipbook/api"
 	"fmt"
 	"io"
 	"reflect"
@@ -189,8 +190,8 @@ func startProducerExport[T any](s *Service, produce func(ctx context.Context, em
 	return p, nil
 }
 
-func errExportsBusy() *Error {
-	return &Error{Status: 503, Type: TypeUnavailable, RetryAfter: 5,
+func errExportsBusy() *api.Error {
+	return &api.Error{Status: 503, Type: api.TypeUnavailable, RetryAfter: 5,
 		Message: fmt.Sprintf("%d exports are running, the most at once; retry shortly", analytics.DefaultMaxExports)}
 }
 
@@ -228,17 +229,17 @@ func (p *producerStream) Close() error {
 }
 
 // aggregateExport sends a producer stream as the CSV file <book>-<name>-<date>.csv.
-func aggregateExport[T any](s *Service, r *Request, b *storage.Book, name string,
-	produce func(ctx context.Context, emit func(T) error) error) (*Result, error) {
+func aggregateExport[T any](s *Service, r *api.Request, b *storage.Book, name string,
+	produce func(ctx context.Context, emit func(T) error) error) (*api.Result, error) {
 	st, err := startProducerExport(s, produce)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Stream: st, ContentType: csvContentType,
+	return &api.Result{Stream: st, ContentType: csvContentType,
 		Filename: b.RandomID + "-" + name + "-" + r.Now.UTC().Format(time.DateOnly) + ".csv"}, nil
 }
 
-func (s *Service) ExportPagePerformance(r *Request) (*Result, error) {
+func (s *Service) ExportPagePerformance(r *api.Request) (*api.Result, error) {
 	f, b, err := s.exportFilter(r)
 	if err != nil {
 		return nil, err
@@ -248,7 +249,7 @@ func (s *Service) ExportPagePerformance(r *Request) (*Result, error) {
 	})
 }
 
-func (s *Service) ExportReaderPages(r *Request) (*Result, error) {
+func (s *Service) ExportReaderPages(r *api.Request) (*api.Result, error) {
 	f, b, err := s.exportFilter(r)
 	if err != nil {
 		return nil, err
@@ -275,7 +276,7 @@ func (s *Service) ExportReaderPages(r *Request) (*Result, error) {
 	})
 }
 
-func (s *Service) ExportReaders(r *Request) (*Result, error) {
+func (s *Service) ExportReaders(r *api.Request) (*api.Result, error) {
 	f, b, err := s.exportFilter(r)
 	if err != nil {
 		return nil, err

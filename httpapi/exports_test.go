@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"flipbook/api"
 	"fmt"
 	"io"
 	"net"
@@ -387,7 +388,7 @@ func TestExports(t *testing.T) {
 			require.Equal(t, 200, h.do(t, "GET", p, exportsOnly, nil).Status, p)
 			r := h.do(t, "GET", p, analyticsOnly, nil)
 			require.Equal(t, 403, r.Status, p)
-			require.Equal(t, TypeMissingScope, r.errType())
+			require.Equal(t, api.TypeMissingScope, r.errType())
 			require.Equal(t, 404, h.do(t, "GET", p, other, nil).Status, "another workspace's book: %s", p)
 			require.Equal(t, 404, h.do(t, "GET", p, test, nil).Status, "the test sandbox: %s", p)
 			pp := strings.Replace(p, rid, proBook, 1)
@@ -396,7 +397,7 @@ func TestExports(t *testing.T) {
 				require.Equal(t, 200, r.Status, "leads on any plan: %s", r.Body)
 			} else {
 				require.Equal(t, 403, r.Status, pp)
-				require.Equal(t, TypePlanRequired, r.errType())
+				require.Equal(t, api.TypePlanRequired, r.errType())
 			}
 		}
 		require.Equal(t, 404, h.do(t, "GET", books+"x/leads", key, nil).Status)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"flipbook/api"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,23 +37,23 @@ const (
 //     still covers (header or ?token=), and then privately cached;
 //   - the source document only when downloads are on as well, and never kept by a cache without
 //     asking (no-cache), so switching downloads off takes effect at once.
-func (s *Service) fileAccess(ctx *fasthttp.RequestCtx, rid, name string, now time.Time) (cache string, err *Error) {
+func (s *Service) fileAccess(ctx *fasthttp.RequestCtx, rid, name string, now time.Time) (cache string, err *api.Error) {
 	if storage.IsBrandFolder(rid) {
 		return cacheBrandFile, nil // brand logos are public (shown in every viewer of the tenant)
 	}
 	b, e := s.bookAnyStatus(rid)
 	if e != nil {
-		return "", errNotFound("file")
+		return "", api.ErrNotFound("file")
 	}
 	if name == b.Thumbnail {
 		return cachePublicFile, nil
 	}
 	if !shownPublicly(b, now) || billingExpired(b, now) {
-		return "", errNotFound("file")
+		return "", api.ErrNotFound("file")
 	}
 	doc := name == b.Document
 	if doc && !b.Settings.Downloadable {
-		return "", errNotFound("file")
+		return "", api.ErrNotFound("file")
 	}
 	if !b.Settings.EODEnabled {
 		if doc {
@@ -61,7 +62,7 @@ func (s *Service) fileAccess(ctx *fasthttp.RequestCtx, rid, name string, now tim
 		return cachePublicFile, nil
 	}
 	if _, ok, e := s.verifyReader(readerToken(ctx), b, now); e != nil {
-		return "", errInternal()
+		return "", api.ErrInternal()
 	} else if !ok {
 		return "", errGate
 	}
@@ -77,7 +78,7 @@ func (s *Service) serveFile(ctx *fasthttp.RequestCtx) {
 	rid, _ := ctx.UserValue("book").(string)
 	name, _ := ctx.UserValue("name").(string)
 	if !storage.ValidName(rid) || !storage.ValidName(name) {
-		s.writeError(ctx, errNotFound("file"))
+		s.writeError(ctx, api.ErrNotFound("file"))
 		return
 	}
 	cache, denied := s.fileAccess(ctx, rid, name, time.Now().UTC())
@@ -91,7 +92,7 @@ func (s *Service) serveFile(ctx *fasthttp.RequestCtx) {
 		if !errors.Is(err, os.ErrNotExist) {
 			s.log.Error("open stored file", "book", rid, "name", name, "err", err)
 		}
-		s.writeError(ctx, errNotFound("file"))
+		s.writeError(ctx, api.ErrNotFound("file"))
 		return
 	}
 	etag := `"` + strings.TrimSuffix(name, filepath.Ext(name)) + `"`

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"flipbook/api"
 	"strconv"
 	"strings"
 
@@ -24,7 +25,7 @@ type geo struct {
 }
 
 // readerGeo is the location the REST adapter took from trusted edge headers, or nil.
-func readerGeo(r *Request) *geo { g, _ := r.Extra.(*geo); return g }
+func readerGeo(r *api.Request) *geo { g, _ := r.Extra.(*geo); return g }
 
 // geoHeaders lists, per field, the headers read in order (first non-empty wins).
 var geoHeaders = struct{ country, region, city, lat, lon []string }{

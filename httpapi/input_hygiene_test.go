@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"flipbook/api"
 	"net/http"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func TestInputHygieneText(t *testing.T) {
 	} {
 		r := h.do(t, "PUT", put, key, `{"status":"draft",`+c.body[1:])
 		require.Equal(t, 422, r.Status, "%s: %s", c.name, r.Body)
-		require.Equal(t, TypeValidation, r.errType(), c.name)
+		require.Equal(t, api.TypeValidation, r.errType(), c.name)
 		require.Equal(t, []string{c.field}, keys(r.details()), "%s: %s", c.name, r.Body)
 	}
 	b := h.do(t, "GET", put, key, nil).data()

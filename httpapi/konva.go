@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"flipbook/api"
 	"fmt"
 	"image"
 	"runtime"
@@ -27,10 +28,10 @@ const KonvaMaxPixels = 500_000_000
 // in all (422 on page_images) refuse the request before any pixel is decoded. Then each page is
 // decoded to prove it whole (under the process-wide decode budget), dropped, and stored as
 // sent; a given thumbnail is kept as sent, else one is made from page 1 while it is decoded.
-func (s *Service) CreateKonva(r *Request) (*Result, error) {
+func (s *Service) CreateKonva(r *api.Request) (*api.Result, error) {
 	raws := r.Params["page_images"].([]any)
 	thumbRaw, _ := r.Params["thumbnail"].(string)
-	v := Validation{}
+	v := api.Validation{}
 	heads := make([]convert.Header, len(raws))
 	var total int64
 	for i, raw := range raws {
@@ -68,7 +69,7 @@ func (s *Service) CreateKonva(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Status: 201, Data: s.bookWire(created)}, nil
+	return &api.Result{Status: 201, Data: s.bookWire(created)}, nil
 }
 
 // konvaHeader reads the header of a base64 editor image (nothing is kept: the bytes are
@@ -147,7 +148,7 @@ func (s *Service) createKonvaBook(ctx context.Context, t storage.Tenant, b *stor
 			check(i)
 		}(i)
 	}
-	v := Validation{}
+	v := api.Validation{}
 	var thumbData []byte
 	if thumbRaw != "" {
 		var err error

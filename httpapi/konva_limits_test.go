@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"flipbook/api"
 	"hash/crc32"
 	"image"
 	"image/png"
@@ -59,7 +60,7 @@ func TestKonvaPixelLimits(t *testing.T) {
 	fields := func(r *resp) []string {
 		t.Helper()
 		require.Equal(t, 422, r.Status, "%s", r.Body)
-		require.Equal(t, TypeValidation, r.errType())
+		require.Equal(t, api.TypeValidation, r.errType())
 		var out []string
 		for f := range r.details() {
 			out = append(out, f)

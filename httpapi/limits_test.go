@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"errors"
+	"flipbook/api"
 	"fmt"
 	"io"
 	"net"
@@ -30,7 +31,7 @@ func TestRateLimits(t *testing.T) {
 		}
 		r := h.do(t, "GET", "/api/v1/books", key, nil)
 		require.Equal(t, 429, r.Status)
-		require.Equal(t, TypeTooManyRequests, r.errType())
+		require.Equal(t, api.TypeTooManyRequests, r.errType())
 		ra, err := strconv.Atoi(r.Header.Get("Retry-After"))
 		require.NoError(t, err)
 		require.True(t, ra >= 1 && ra <= 60, "Retry-After %d", ra)
@@ -107,7 +108,7 @@ func TestIdempotency(t *testing.T) {
 	require.Equal(t, 200, ok.Status)
 
 	// Keys that are too long are refused.
-	require.Equal(t, 422, put(map[string]any{"status": "draft"}, strings.Repeat("k", MaxIdempotencyKey+1)).Status)
+	require.Equal(t, 422, put(map[string]any{"status": "draft"}, strings.Repeat("k", api.MaxIdempotencyKey+1)).Status)
 
 	// Deleting twice with one key: the second is a replay of the first 200, not a 404.
 	d1 := h.do(t, "DELETE", "/api/v1/books/"+rid, key, nil, "Idempotency-Key", "del")
@@ -147,7 +148,7 @@ func TestIdempotencyConflictWhileInFlight(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, 201, first.Status, "%s", first.Body)
 	require.Equal(t, 409, second.Status, "%s", second.Body)
-	require.Equal(t, TypeIdempotencyConflict, second.errType())
+	require.Equal(t, api.TypeIdempotencyConflict, second.errType())
 	third := h.do(t, "POST", "/api/v1/books/konva", key, body, "Idempotency-Key", "slow-1")
 	require.Equal(t, "true", third.Header.Get("X-Idempotent-Replay"))
 	require.Len(t, h.do(t, "GET", "/api/v1/books", key, nil).list(), 1, "one book, not two")
@@ -159,9 +160,9 @@ func TestBodyLimitsAndRoutes(t *testing.T) {
 	rid := h.konva(t, key, "b", "draft")
 
 	// Over an operation's JSON cap (1 MiB) and over the server's cap: 413 in the envelope.
-	r := h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "draft", "description": strings.Repeat("a", DefaultMaxJSONBody)})
+	r := h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "draft", "description": strings.Repeat("a", api.DefaultMaxJSONBody)})
 	require.Equal(t, 413, r.Status)
-	require.Equal(t, TypePayloadTooLarge, r.errType())
+	require.Equal(t, api.TypePayloadTooLarge, r.errType())
 	// Over the server's cap the 413 comes from the headers alone, before the body is read
 	// (a client still sending may see the connection close): announce a large body and read.
 	conn, err := net.Dial("tcp", strings.TrimPrefix(h.base, "http://"))
@@ -174,16 +175,16 @@ func TestBodyLimitsAndRoutes(t *testing.T) {
 	require.NoError(t, err)
 	raw, _ := io.ReadAll(res.Body)
 	require.Equal(t, 413, res.StatusCode)
-	require.Contains(t, string(raw), TypePayloadTooLarge)
+	require.Contains(t, string(raw), api.TypePayloadTooLarge)
 	// The server keeps working.
 	require.Equal(t, 200, h.do(t, "GET", "/api/v1/books/"+rid, key, nil).Status)
 
 	r = h.do(t, "GET", "/api/v1/nothing-here", key, nil)
 	require.Equal(t, 404, r.Status)
-	require.Equal(t, TypeNotFound, r.errType())
+	require.Equal(t, api.TypeNotFound, r.errType())
 	r = h.do(t, "PATCH", "/api/v1/books/"+rid, key, nil)
 	require.Equal(t, 405, r.Status)
-	require.Equal(t, TypeMethodNotAllowed, r.errType())
+	require.Equal(t, api.TypeMethodNotAllowed, r.errType())
 	r = h.do(t, "GET", "/api/v1/books/"+rid+"/", key, nil)
 	require.Equal(t, 404, r.Status)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"flipbook/api"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,7 +43,7 @@ func TestMCPErrorsNameToolArguments(t *testing.T) {
 		res, out := callTool(t, cs, c.tool, c.args)
 		require.True(t, res.IsError, "%s: %v", c.tool, out)
 		e := toolErr(out)
-		require.Equal(t, TypeValidation, e["type"], "%s: %v", c.tool, out)
+		require.Equal(t, api.TypeValidation, e["type"], "%s: %v", c.tool, out)
 		require.EqualValues(t, 422, e["status"], c.tool)
 		details := e["details"].(map[string]any)
 		require.Equal(t, []any{"is required"}, details[c.arg], "%s: %v", c.tool, out)
@@ -135,12 +136,12 @@ func TestMCPIdempotencyHashesFileContent(t *testing.T) {
 
 	res, out = upload(other, "same-size-1")
 	require.True(t, res.IsError, "a different file of the same size is not a replay: %v", out)
-	require.Equal(t, TypeValidation, toolErrType(out))
+	require.Equal(t, api.TypeValidation, toolErrType(out))
 	require.Contains(t, toolErr(out)["details"], "Idempotency-Key")
 
 	// The same content under another name is another request too.
 	res, out = callTool(t, cs, "books_upload_pdfs", map[string]any{"files": []any{base64.StdEncoding.EncodeToString(first)},
 		"original_filename": "renamed.png", "status": "draft", mcp.IdempotencyKeyArg: "same-size-1"})
 	require.True(t, res.IsError, "%v", out)
-	require.Equal(t, TypeValidation, toolErrType(out))
+	require.Equal(t, api.TypeValidation, toolErrType(out))
 }

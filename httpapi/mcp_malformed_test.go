@@ -238,7 +238,7 @@ func TestMCPExportPathLimits(t *testing.T) {
 		var out map[string]any
 		require.NoError(t, json.Unmarshal([]byte(text), &out))
 		e := out["error"].(map[string]any)
-		require.Equal(t, TypeValidation, e["type"], "%q: %s", c.path, text)
+		require.Equal(t, api.TypeValidation, e["type"], "%q: %s", c.path, text)
 		require.EqualValues(t, 422, e["status"], "%q: %s", c.path, text)
 		require.Contains(t, e["details"], c.arg, "%q: %s", c.path, text)
 		require.NotContains(t, text, h.cfg.DataDir, "%q: no server path", c.path)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"flipbook/api"
 	"fmt"
 	"net/http"
 	"os"
@@ -320,10 +321,10 @@ func TestMCPCallsUnderBothRevisions(t *testing.T) {
 			// Validation and not-found errors carry REST's type and message.
 			res, out = callTool(t, cs, "books_get", map[string]any{"book_id": "nope"})
 			require.True(t, res.IsError)
-			require.Equal(t, TypeNotFound, toolErrType(out))
+			require.Equal(t, api.TypeNotFound, toolErrType(out))
 			res, out = callTool(t, cs, "books_list", map[string]any{"limit": 500})
 			require.True(t, res.IsError)
-			require.Equal(t, TypeValidation, toolErrType(out))
+			require.Equal(t, api.TypeValidation, toolErrType(out))
 			restErr := h.do(t, "GET", "/api/v1/books?limit=500", key, nil)
 			require.Equal(t, restErr.JSON["error"].(map[string]any)["message"], out["error"].(map[string]any)["message"])
 			res, out = callTool(t, cs, "books_get", map[string]any{"book_id": rid, "bogus": 1})
@@ -359,10 +360,10 @@ func TestMCPUploadAndIdempotency(t *testing.T) {
 	// pdfs is the other name of files; bad base64 and two files are refused.
 	res, out = callTool(t, cs, "books_upload_pdfs", map[string]any{"pdfs": []any{"%%%"}})
 	require.True(t, res.IsError)
-	require.Equal(t, TypeValidation, toolErrType(out))
+	require.Equal(t, api.TypeValidation, toolErrType(out))
 	res, out = callTool(t, cs, "books_upload_pdfs", map[string]any{"files": []any{png, png}})
 	require.True(t, res.IsError)
-	require.Equal(t, TypeValidation, toolErrType(out))
+	require.Equal(t, api.TypeValidation, toolErrType(out))
 	res, out = callTool(t, cs, "books_upload_pdfs", map[string]any{"status": "draft"})
 	require.True(t, res.IsError)
 	require.Contains(t, out["error"].(map[string]any)["details"], "files")
@@ -378,7 +379,7 @@ func TestMCPUploadAndIdempotency(t *testing.T) {
 		}
 	}
 	require.NotNil(t, refused, "the free plan's published-book limit refuses an upload")
-	require.Equal(t, TypePlanRequired, toolErrType(refused))
+	require.Equal(t, api.TypePlanRequired, toolErrType(refused))
 
 	// A brand logo as base64.
 	res, out = callTool(t, cs, "brand_create", map[string]any{"company_name": "Acme", "logo_base64": png})
@@ -413,7 +414,7 @@ func TestMCPExportToPath(t *testing.T) {
 	for _, p := range []string{"../escape.csv", "a/../../escape.csv", "/etc/passwd", "..\\x.csv", "reports/"} {
 		res, out := callTool(t, cs, "exports_download_book_leads_csv", map[string]any{"book_id": rid, "output_path": p})
 		require.True(t, res.IsError, p)
-		require.Equal(t, TypeValidation, toolErrType(out), p)
+		require.Equal(t, api.TypeValidation, toolErrType(out), p)
 	}
 	res, out = callTool(t, cs, "exports_download_book_leads_csv", map[string]any{"book_id": rid, "output_object_key": "../../k.csv"})
 	require.True(t, res.IsError)
@@ -425,7 +426,7 @@ func TestMCPExportToPath(t *testing.T) {
 	require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(area, "out")))
 	res, out = callTool(t, cs, "exports_download_book_leads_csv", map[string]any{"book_id": rid, "output_path": "out/leads.csv"})
 	require.True(t, res.IsError)
-	require.Equal(t, TypeValidation, toolErrType(out))
+	require.Equal(t, api.TypeValidation, toolErrType(out))
 }
 
 func TestMCPScopeAndPlanRefusals(t *testing.T) {
@@ -434,7 +435,7 @@ func TestMCPScopeAndPlanRefusals(t *testing.T) {
 	cs := h.mcpSession(t, readOnly, "")
 	res, out := callTool(t, cs, "subscribers_list", nil)
 	require.True(t, res.IsError)
-	require.Equal(t, TypeMissingScope, toolErrType(out))
+	require.Equal(t, api.TypeMissingScope, toolErrType(out))
 	require.Contains(t, out["error"].(map[string]any)["message"], "subscribers:read")
 	// health_check and identity_get need no scope.
 	res, _ = callTool(t, cs, "identity_get", nil)
@@ -448,13 +449,13 @@ func TestMCPScopeAndPlanRefusals(t *testing.T) {
 	rid := h.konva(t, free, "b", "draft")
 	res, out = callTool(t, fcs, "analytics_list_page_performance", map[string]any{"book_id": rid})
 	require.True(t, res.IsError)
-	require.Equal(t, TypePlanRequired, toolErrType(out))
+	require.Equal(t, api.TypePlanRequired, toolErrType(out))
 	// Another workspace's book is not found.
 	other := h.workspace(t, "company", "live")
 	ocs := h.mcpSession(t, other, "")
 	res, out = callTool(t, ocs, "books_get", map[string]any{"book_id": rid})
 	require.True(t, res.IsError)
-	require.Equal(t, TypeNotFound, toolErrType(out))
+	require.Equal(t, api.TypeNotFound, toolErrType(out))
 }
 
 func mustJSON(tb testing.TB, v any) string {

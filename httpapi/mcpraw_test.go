@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"flipbook/api"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,7 +37,7 @@ func TestMCPRawJSONRPC(t *testing.T) {
 	// Transport: credentials, methods, Origin, protocol versions.
 	r := h.rpc(t, "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	require.Equal(t, 401, r.Status)
-	require.Equal(t, TypeUnauthenticated, r.errType())
+	require.Equal(t, api.TypeUnauthenticated, r.errType())
 	require.NotEmpty(t, r.Header.Get("WWW-Authenticate"))
 	r = h.rpc(t, "wsk_live_wrong", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	require.Equal(t, 401, r.Status)

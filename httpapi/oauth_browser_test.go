@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"flipbook/api"
 	"fmt"
 	"io"
 	"net/http"
@@ -164,7 +165,7 @@ func TestOAuthXConsentInBrowser(t *testing.T) {
 	require.Len(t, out["data"], 1, "the key's workspace")
 	res, out = callTool(t, cs, "subscribers_list", nil)
 	require.True(t, res.IsError)
-	require.Equal(t, TypeMissingScope, toolErrType(out), "only the scopes asked for")
+	require.Equal(t, api.TypeMissingScope, toolErrType(out), "only the scopes asked for")
 	require.Equal(t, 401, h.do(t, "GET", "/api/v1/books", tok.AccessToken, nil).Status, "issued for the MCP endpoint only")
 
 	// Deny: back at the client with access_denied and no code.

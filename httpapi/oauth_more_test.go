@@ -568,10 +568,10 @@ func (m *credMaker) get(t *testing.T, scopes ...string) *scopedCreds {
 }
 
 // dummyPath fills an operation's path values with values that exist nowhere.
-func dummyPath(op *Operation) string {
+func dummyPath(op *api.Operation) string {
 	path := op.Base + op.Path
 	for _, p := range op.Params {
-		if p.In != InPath {
+		if p.In != api.InPath {
 			continue
 		}
 		v := "nope"
@@ -584,10 +584,10 @@ func dummyPath(op *Operation) string {
 }
 
 // dummyArgs are a tool's required path arguments with such values.
-func dummyArgs(op *Operation) map[string]any {
+func dummyArgs(op *api.Operation) map[string]any {
 	args := map[string]any{}
 	for _, p := range op.Params {
-		if p.In != InPath {
+		if p.In != api.InPath {
 			continue
 		}
 		if p.Kind == api.KInt {
@@ -600,7 +600,7 @@ func dummyArgs(op *Operation) map[string]any {
 }
 
 // otherScope is a scope an operation does not need.
-func otherScope(op *Operation) string {
+func otherScope(op *api.Operation) string {
 	for _, s := range api.Scopes {
 		if s != op.Scope && s != op.AlsoScope {
 			return s
@@ -649,7 +649,7 @@ func TestOAuthXTokenScopesMatchKeys(t *testing.T) {
 		tr = h.do(t, op.Method, path, without.rest, nil)
 		require.Equal(t, 403, kr.Status, "%s: %s", op.ID, kr.Body)
 		require.Equal(t, kr.Status, tr.Status, "%s: token %s / key %s", op.ID, tr.Body, kr.Body)
-		require.Equal(t, TypeMissingScope, tr.errType(), op.ID)
+		require.Equal(t, api.TypeMissingScope, tr.errType(), op.ID)
 		require.Equal(t, `Bearer error="insufficient_scope", scope="`+op.Scope+`", resource_metadata="`+h.base+`/.well-known/oauth-protected-resource/api/v1"`,
 			tr.Header.Get("WWW-Authenticate"), op.ID)
 		if op.AlsoScope != "" { // one of the two scopes is not enough
@@ -688,7 +688,7 @@ func TestOAuthXTokenScopesMatchKeys(t *testing.T) {
 		return s
 	}
 	// missing runs a tool and reports whether it was refused for a missing scope.
-	missing := func(cred string, op *Operation) (bool, string) {
+	missing := func(cred string, op *api.Operation) (bool, string) {
 		res, err := session(cred).CallTool(context.Background(), &sdk.CallToolParams{Name: op.Tool, Arguments: dummyArgs(op)})
 		if err != nil {
 			return false, "rpc: " + err.Error()
@@ -700,7 +700,7 @@ func TestOAuthXTokenScopesMatchKeys(t *testing.T) {
 		if !res.IsError {
 			return false, "ok"
 		}
-		return toolErrType(out) == TypeMissingScope, toolErrType(out)
+		return toolErrType(out) == api.TypeMissingScope, toolErrType(out)
 	}
 	tools := 0
 	answers := map[string]int{}

@@ -58,7 +58,7 @@ func (s *Service) serveAPIDocs(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.Set("Cache-Control", "public, max-age=86400")
 		ctx.SetBody(redocJS)
 	default:
-		s.writeError(ctx, errNotFound("file"))
+		s.writeError(ctx, api.ErrNotFound("file"))
 	}
 }
 
@@ -186,7 +186,7 @@ var errorSchema = map[string]any{
 	},
 }
 
-func openAPIOperation(op *Operation) map[string]any {
+func openAPIOperation(op *api.Operation) map[string]any {
 	o := map[string]any{
 		"operationId": strings.ReplaceAll(op.ID, ".", "_"),
 		"summary":     op.Summary,
@@ -204,7 +204,7 @@ func openAPIOperation(op *Operation) map[string]any {
 		o["x-scope"] = strings.Join(scopes, " ")
 		o["security"] = []any{map[string]any{"bearerAuth": scopes}, map[string]any{"apiKeyQuery": scopes}}
 	}
-	if op.Auth == AuthNone {
+	if op.Auth == api.AuthNone {
 		o["security"] = []any{map[string]any{}}
 		desc = append(desc, "No credentials needed.")
 	} else if op.Scope == "" {
@@ -224,25 +224,25 @@ func openAPIOperation(op *Operation) map[string]any {
 	o["description"] = strings.Join(desc, " ")
 
 	var params []any
-	var body []Param
+	var body []api.Param
 	for i := range op.Params {
 		p := &op.Params[i]
 		switch p.In {
-		case InPath, InQuery:
+		case api.InPath, api.InQuery:
 			in := "query"
-			if p.In == InPath {
+			if p.In == api.InPath {
 				in = "path"
 			}
-			params = append(params, map[string]any{"name": p.Name, "in": in, "required": p.Required || p.In == InPath,
+			params = append(params, map[string]any{"name": p.Name, "in": in, "required": p.Required || p.In == api.InPath,
 				"description": p.Desc, "schema": api.ParamSchema(p)})
-		case InBody:
+		case api.InBody:
 			body = append(body, *p)
 		}
 	}
 	if op.Write {
 		params = append(params, map[string]any{"name": "Idempotency-Key", "in": "header", "required": false,
 			"description": "a fresh UUID per logical operation; a replay returns the first 2xx response with X-Idempotent-Replay: true (24 hours)",
-			"schema":      map[string]any{"type": "string", "maxLength": MaxIdempotencyKey}})
+			"schema":      map[string]any{"type": "string", "maxLength": api.MaxIdempotencyKey}})
 	}
 	if len(params) > 0 {
 		o["parameters"] = params
@@ -284,10 +284,10 @@ func openAPIOperation(op *Operation) map[string]any {
 }
 
 // errorStatuses are the error statuses op can answer.
-func errorStatuses(op *Operation) []int {
+func errorStatuses(op *api.Operation) []int {
 	// Every operation caps the body it is sent (none expected: DefaultMaxJSONBody) with a 413.
 	set := map[int]bool{413: true, 500: true}
-	if op.Auth == AuthKey {
+	if op.Auth == api.AuthKey {
 		set[401], set[403], set[429], set[503] = true, true, true, true
 	}
 	if op.HasBody() {
@@ -295,10 +295,10 @@ func errorStatuses(op *Operation) []int {
 	}
 	for i := range op.Params {
 		p := &op.Params[i]
-		if p.In == InPath || p.Name == "book_id" {
+		if p.In == api.InPath || p.Name == "book_id" {
 			set[404] = true
 		}
-		if p.In != InPath { // a malformed path id is a 404, not a 422
+		if p.In != api.InPath { // a malformed path id is a 404, not a 422
 			set[422] = true
 		}
 	}
@@ -319,7 +319,7 @@ func errorStatuses(op *Operation) []int {
 	return out
 }
 
-func tagOf(op *Operation) string {
+func tagOf(op *api.Operation) string {
 	g, _, _ := strings.Cut(op.ID, ".")
 	switch g {
 	case "health", "me":
@@ -330,26 +330,26 @@ func tagOf(op *Operation) string {
 	return strings.ReplaceAll(g, "_", " ")
 }
 
-func hasRequiredFile(ps []Param) bool {
+func hasRequiredFile(ps []api.Param) bool {
 	for _, p := range ps {
-		if p.Kind == KFile && p.Required {
+		if p.Kind == api.KFile && p.Required {
 			return true
 		}
 	}
 	return false
 }
 
-func withoutFiles(ps []Param) []Param {
-	var out []Param
+func withoutFiles(ps []api.Param) []api.Param {
+	var out []api.Param
 	for _, p := range ps {
-		if p.Kind != KFile {
+		if p.Kind != api.KFile {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-func anyRequired(ps []Param) bool {
+func anyRequired(ps []api.Param) bool {
 	for _, p := range ps {
 		if p.Required {
 			return true

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flipbook/api"
 	"fmt"
 	"io"
 	"mime"
@@ -317,7 +318,7 @@ func TestContractCatchesDrift(t *testing.T) {
 	rec := &recordTB{TB: t}
 	r := h.do(rec, "GET", "/api/v1/books/nope", key, nil)
 	require.Equal(t, 404, r.Status)
-	require.Equal(t, TypeNotFound, r.errType(), "the body still reaches the test")
+	require.Equal(t, api.TypeNotFound, r.errType(), "the body still reaches the test")
 	fails := rec.failures()
 	require.Len(t, fails, 1)
 	for _, want := range []string{"GET /api/v1/books/nope", "operation books_get answered 404", "status 404 is not listed"} {

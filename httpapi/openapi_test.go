@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"flipbook/api"
 	"fmt"
 	"image/color"
 	"runtime"
@@ -187,7 +188,7 @@ func TestOpenAPIDocumentMatchesResponses(t *testing.T) {
 
 	// General. Any operation caps the body it is sent, /health too (its documented 4xx).
 	c.check(t, 200, "GET", "/api/v1/health", "", nil)
-	c.check(t, 413, "GET", "/api/v1/health", "", strings.Repeat(" ", DefaultMaxJSONBody+1))
+	c.check(t, 413, "GET", "/api/v1/health", "", strings.Repeat(" ", api.DefaultMaxJSONBody+1))
 	c.check(t, 200, "GET", "/api/v1/me", key, nil)
 
 	// Books and uploads.

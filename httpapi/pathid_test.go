@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"flipbook/api"
 	"strings"
 	"testing"
 
@@ -41,7 +42,7 @@ func TestPathIDNotFound(t *testing.T) {
 		{"PATCH", "/api/v1/catalogs/abc/items/availability", map[string]any{}, "catalog"},
 	} {
 		r := c.check(t, 404, tc.method, tc.path, key, tc.body)
-		require.Equal(t, TypeNotFound, r.errType(), "%s %s: %s", tc.method, tc.path, r.Body)
+		require.Equal(t, api.TypeNotFound, r.errType(), "%s %s: %s", tc.method, tc.path, r.Body)
 		require.Equal(t, tc.what+" not found", r.JSON["error"].(map[string]any)["message"], "%s %s", tc.method, tc.path)
 		require.Nil(t, r.details(), "%s %s", tc.method, tc.path)
 	}
@@ -68,11 +69,11 @@ func TestPathIDNotFound(t *testing.T) {
 	} {
 		res, out := callTool(t, cs, tc.tool, tc.args)
 		require.True(t, res.IsError, "%s %v: %v", tc.tool, tc.args, out)
-		require.Equal(t, TypeNotFound, toolErrType(out), "%s %v: %v", tc.tool, tc.args, out)
+		require.Equal(t, api.TypeNotFound, toolErrType(out), "%s %v: %v", tc.tool, tc.args, out)
 		require.EqualValues(t, 404, toolErr(out)["status"])
 	}
 	res, out := callTool(t, cs, "catalogs_get", map[string]any{})
 	require.True(t, res.IsError)
-	require.Equal(t, TypeValidation, toolErrType(out))
+	require.Equal(t, api.TypeValidation, toolErrType(out))
 	require.Contains(t, toolErr(out)["details"], "catalog_id")
 }

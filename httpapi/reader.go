@@ -96,7 +96,7 @@ func readerToken(ctx *fasthttp.RequestCtx) string {
 
 // errBookGone is the public 404 for books that are not shown (unknown, draft, scheduled,
 // expired, deleted): one answer for all, so nothing is learned about unpublished books.
-var errBookGone = &Error{Status: 404, Type: TypeNotFound, Message: "this flipbook is not available"}
+var errBookGone = &api.Error{Status: 404, Type: api.TypeNotFound, Message: "this flipbook is not available"}
 
 // publicBook resolves a book for public routes: only published books whose expires_at has not
 // passed are shown.

@@ -29,17 +29,17 @@ var (
 
 // operations is every operation the service routes: the public table (package api) and this
 // package's own routes outside the public API (admin, reader).
-func (s *Service) operations() []*Operation {
+func (s *Service) operations() []*api.Operation {
 	ops := api.Table(s, api.TableOptions{MaxUploadBody: s.cfg.MaxBodyBytes})
 	ops = append(ops, s.adminOperations()...)
 	return append(ops, s.readerOperations()...)
 }
 
 // serveOp answers one REST call of op.
-func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *Operation) {
+func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *api.Operation) {
 	reqID := s.requestID(ctx) // on the response since serveHTTP
 	in := api.Input{Op: op, Credential: bearer(ctx), IP: ctx.RemoteIP().String(), RequestID: reqID}
-	if in.Credential == "" && op.Auth == AuthKey {
+	if in.Credential == "" && op.Auth == api.AuthKey {
 		in.Credential = string(ctx.QueryArgs().Peek("api_key"))
 	}
 	maxBody := op.BodyCap()
@@ -63,7 +63,7 @@ func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *Operation) {
 			return requestFingerprint(ctx, op), nil
 		}
 	}
-	if s.cfg.TrustGeoHeaders && op.Auth == AuthNone {
+	if s.cfg.TrustGeoHeaders && op.Auth == api.AuthNone {
 		in.Extra = geoFromHeaders(&ctx.Request.Header)
 	}
 	in.Decode = func(a *api.Args) error {
@@ -80,7 +80,7 @@ func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *Operation) {
 	}
 	noteCaller(ctx, in.Principal)
 	if err != nil {
-		s.writeError(ctx, err.(*Error))
+		s.writeError(ctx, err.(*api.Error))
 		return
 	}
 	if res.Rate != nil {
@@ -99,7 +99,7 @@ func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *Operation) {
 }
 
 // readArgs collects path, query and body values, copied out of the pooled request.
-func readArgs(ctx *fasthttp.RequestCtx, op *Operation, a *api.Args) error {
+func readArgs(ctx *fasthttp.RequestCtx, op *api.Operation, a *api.Args) error {
 	multipartBody := bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("multipart/form-data"))
 	if op.FastBody != nil && !multipartBody {
 		if params, ok := op.FastBody(ctx.PostBody()); ok {
@@ -111,21 +111,21 @@ func readArgs(ctx *fasthttp.RequestCtx, op *Operation, a *api.Args) error {
 	for i := range op.Params {
 		p := &op.Params[i]
 		switch p.In {
-		case InPath:
+		case api.InPath:
 			if a.Path == nil {
 				a.Path = make(map[string]string, 2)
 			}
 			if v, ok := ctx.UserValue(p.Name).(string); ok {
 				a.Path[p.Name] = v
 			}
-		case InQuery:
+		case api.InQuery:
 			if v := ctx.QueryArgs().Peek(p.Name); v != nil {
 				if a.Query == nil {
 					a.Query = make(map[string]string, 4)
 				}
 				a.Query[p.Name] = string(v)
 			}
-		case InBody:
+		case api.InBody:
 			hasBody = true
 		}
 	}
@@ -135,7 +135,7 @@ func readArgs(ctx *fasthttp.RequestCtx, op *Operation, a *api.Args) error {
 	if op.Multipart && multipartBody {
 		form, err := ctx.MultipartForm()
 		if err != nil {
-			return errBadRequest("the multipart/form-data body cannot be read: " + err.Error())
+			return api.ErrBadRequest("the multipart/form-data body cannot be read: " + err.Error())
 		}
 		a.Body, a.BodyStrings = formValues(op.Params, form), true
 		return nil
@@ -147,15 +147,15 @@ func readArgs(ctx *fasthttp.RequestCtx, op *Operation, a *api.Args) error {
 	// The body is read as JSON whatever Content-Type says (curl -d sends a form type);
 	// multipart bodies are refused where JSON is expected.
 	if multipartBody {
-		return errBadRequest("this operation takes a JSON body, not multipart/form-data")
+		return api.ErrBadRequest("this operation takes a JSON body, not multipart/form-data")
 	}
 	var v any
 	if err := reqJSON.Unmarshal(raw, &v); err != nil {
-		return errBadRequest("the body is not valid JSON: " + err.Error())
+		return api.ErrBadRequest("the body is not valid JSON: " + err.Error())
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return errBadRequest("the body must be a JSON object")
+		return api.ErrBadRequest("the body must be a JSON object")
 	}
 	a.Body = m
 	return nil
@@ -163,13 +163,13 @@ func readArgs(ctx *fasthttp.RequestCtx, op *Operation, a *api.Args) error {
 
 // formValues collects the body parameters of a multipart form: fields as strings (the first
 // value), files as []*multipart.FileHeader. A field may also be sent as "name[]".
-func formValues(params []Param, form *multipart.Form) map[string]any {
+func formValues(params []api.Param, form *multipart.Form) map[string]any {
 	out := map[string]any{}
 	for _, p := range params {
-		if p.In != InBody {
+		if p.In != api.InBody {
 			continue
 		}
-		if p.Kind == KFile {
+		if p.Kind == api.KFile {
 			fs := append(append([]*multipart.FileHeader(nil), form.File[p.Name]...), form.File[p.Name+"[]"]...)
 			if len(fs) > 0 {
 				out[p.Name] = fs
@@ -191,7 +191,7 @@ func formValues(params []Param, form *multipart.Form) map[string]any {
 // is fingerprinted by its content (fields, file names and file bytes), not its bytes on the
 // wire: clients choose a new random boundary for every attempt, so a retry of the same upload
 // would otherwise never match.
-func requestFingerprint(ctx *fasthttp.RequestCtx, op *Operation) []byte {
+func requestFingerprint(ctx *fasthttp.RequestCtx, op *api.Operation) []byte {
 	h := sha256.New()
 	h.Write([]byte(op.ID))
 	h.Write([]byte{0})
@@ -247,14 +247,14 @@ func setRateHeaders(ctx *fasthttp.RequestCtx, d api.Decision) {
 }
 
 // renderResult writes a success that did not go through Call (the viewer's page list).
-func (s *Service) renderResult(ctx *fasthttp.RequestCtx, res *Result) {
+func (s *Service) renderResult(ctx *fasthttp.RequestCtx, res *api.Result) {
 	body, err := respJSON.Marshal(struct {
 		Data any `json:"data"`
 		Meta any `json:"meta,omitempty"`
 	}{res.Data, res.Meta})
 	if err != nil {
 		s.log.Error("encode response", "err", err)
-		s.writeError(ctx, errInternal())
+		s.writeError(ctx, api.ErrInternal())
 		return
 	}
 	ctx.SetStatusCode(res.Status)
@@ -262,7 +262,7 @@ func (s *Service) renderResult(ctx *fasthttp.RequestCtx, res *Result) {
 	ctx.SetBody(body)
 }
 
-func (s *Service) writeError(ctx *fasthttp.RequestCtx, e *Error) {
+func (s *Service) writeError(ctx *fasthttp.RequestCtx, e *api.Error) {
 	if e.Rate != nil {
 		setRateHeaders(ctx, *e.Rate)
 	}
@@ -283,17 +283,17 @@ func (s *Service) writeError(ctx *fasthttp.RequestCtx, e *Error) {
 const collectMaxBody = 1 << 20
 
 // readerOperations are the public routes of readers: the collector and the email gate.
-func (s *Service) readerOperations() []*Operation {
-	return []*Operation{
-		{ID: "reader.collect", Method: "POST", Path: "/collect", Auth: AuthNone, Internal: true,
+func (s *Service) readerOperations() []*api.Operation {
+	return []*api.Operation{
+		{ID: "reader.collect", Method: "POST", Path: "/collect", Auth: api.AuthNone, Internal: true,
 			Summary: "Reader events from a viewer (JSON or text/plain for sendBeacon); 202 once durable.",
 			Params:  collectParams(), MaxBody: collectMaxBody, FastBody: fastCollect, Handler: s.collect},
-		{ID: "reader.access", Method: "POST", Path: "/view/{book}/access", Auth: AuthNone, Internal: true,
+		{ID: "reader.access", Method: "POST", Path: "/view/{book}/access", Auth: api.AuthNone, Internal: true,
 			Summary: "The email gate: an address on the book's access list gets a reader token.",
-			Params: []Param{
-				api.Str("book", InPath, 64).Req(),
-				api.Str("email", InBody, 255).Req().WithFormat("email"),
-				api.Str("session_id", InBody, 255),
+			Params: []api.Param{
+				api.Str("book", api.InPath, 64).Req(),
+				api.Str("email", api.InBody, 255).Req().WithFormat("email"),
+				api.Str("session_id", api.InBody, 255),
 			},
 			MaxBody: 16 << 10, Handler: s.viewerAccess},
 	}
@@ -302,14 +302,14 @@ func (s *Service) readerOperations() []*Operation {
 // wwwAuthenticate is the challenge of a refused call (RFC 6750, RFC 9728): every 401 names the
 // resource's metadata document, a token's refusal says invalid_token, and a missing scope says
 // which scope to ask for.
-func wwwAuthenticate(e *Error, metadata string) string {
+func wwwAuthenticate(e *api.Error, metadata string) string {
 	switch {
 	case e.Status == 401 && e.OAuthError != "":
 		return `Bearer error="` + e.OAuthError + `", error_description="` + strings.ReplaceAll(e.Message, `"`, "'") +
 			`", resource_metadata="` + metadata + `"`
 	case e.Status == 401:
 		return `Bearer resource_metadata="` + metadata + `"`
-	case e.Status == 403 && e.Type == TypeMissingScope:
+	case e.Status == 403 && e.Type == api.TypeMissingScope:
 		return `Bearer error="insufficient_scope", scope="` + e.Required + `", resource_metadata="` + metadata + `"`
 	}
 	return ""

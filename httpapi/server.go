@@ -149,7 +149,7 @@ type Service struct {
 	Store  *storage.Store
 	Actors *actors.System
 
-	ops     []*Operation
+	ops     []*api.Operation
 	mcp     *mcp.Server
 	openapi openAPIDoc
 	router  *router.Router
@@ -445,7 +445,7 @@ func (f fasthttpLogger) Printf(format string, args ...any) {
 }
 
 // Operations is the operation table (for the MCP server and the OpenAPI document).
-func (s *Service) Operations() []*Operation { return s.ops }
+func (s *Service) Operations() []*api.Operation { return s.ops }
 
 // Config is the effective configuration.
 func (s *Service) Config() Config { return s.cfg }
@@ -658,16 +658,16 @@ func (s *Service) buildRouter() *router.Router {
 		}
 	}
 	r.NotFound = s.labeled("not_found", "", func(ctx *fasthttp.RequestCtx) {
-		s.writeError(ctx, &Error{Status: 404, Type: TypeNotFound,
+		s.writeError(ctx, &api.Error{Status: 404, Type: api.TypeNotFound,
 			Message: fmt.Sprintf("no route for %s %s", validUTF8(ctx.Method()), validUTF8(ctx.Path()))})
 	})
 	r.MethodNotAllowed = s.labeled("method_not_allowed", "", func(ctx *fasthttp.RequestCtx) {
-		s.writeError(ctx, &Error{Status: 405, Type: TypeMethodNotAllowed,
+		s.writeError(ctx, &api.Error{Status: 405, Type: api.TypeMethodNotAllowed,
 			Message: fmt.Sprintf("%s is not allowed on %s", validUTF8(ctx.Method()), validUTF8(ctx.Path()))})
 	})
 	r.PanicHandler = func(ctx *fasthttp.RequestCtx, v any) {
 		s.log.Error("panic in handler", "request_id", s.requestID(ctx), "path", string(ctx.Path()), "panic", v)
-		s.writeError(ctx, errInternal())
+		s.writeError(ctx, api.ErrInternal())
 	}
 	return r
 }
@@ -683,18 +683,18 @@ func (s *Service) transportError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		s.writeError(ctx, errTooLarge(s.cfg.MaxBodyBytes))
+		s.writeError(ctx, api.ErrTooLarge(s.cfg.MaxBodyBytes))
 	case isTimeout(err):
 		// A body (or headers) that did not arrive within its deadline (body.go).
 		ctx.SetConnectionClose()
-		s.writeError(ctx, &Error{Status: fasthttp.StatusRequestTimeout, Type: TypeBadRequest,
+		s.writeError(ctx, &api.Error{Status: fasthttp.StatusRequestTimeout, Type: api.TypeBadRequest,
 			Message: "the request did not arrive in time"})
 	case errors.As(err, &small):
-		s.writeError(ctx, &Error{Status: fasthttp.StatusRequestHeaderFieldsTooLarge, Type: TypeBadRequest,
+		s.writeError(ctx, &api.Error{Status: fasthttp.StatusRequestHeaderFieldsTooLarge, Type: api.TypeBadRequest,
 			Message: fmt.Sprintf("the request line and headers are over %d KiB", readBufferSize/1024)})
 	default:
 		// fasthttp quotes the request's bytes (headers, a key among them): never echoed back.
-		s.writeError(ctx, errBadRequest("malformed HTTP request: "+scrubTransport(err.Error())))
+		s.writeError(ctx, api.ErrBadRequest("malformed HTTP request: "+scrubTransport(err.Error())))
 	}
 	s.finish(ctx, ri, start)
 }

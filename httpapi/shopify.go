@@ -68,11 +68,11 @@ func optInt(m map[string]any, name string) *int64 {
 
 // shopifyInput checks what the parameter table cannot: the two shop domains agree and name a
 // host, and a customer topic names the customer.
-func shopifyInput(r *Request) (*shopifyRequest, error) {
+func shopifyInput(r *api.Request) (*shopifyRequest, error) {
 	in := &shopifyRequest{topic: r.Str("topic")}
 	in.action = api.ShopifyActions[indexOf(api.ShopifyTopics, in.topic)]
 	payload, _ := r.Params["payload"].(map[string]any)
-	v := Validation{}
+	v := api.Validation{}
 	in.shop = strings.ToLower(strings.TrimSpace(r.Str("shopDomain")))
 	inner, _ := payload["shop_domain"].(string)
 	if !validHost(in.shop) || net.ParseIP(in.shop) != nil {
@@ -160,7 +160,7 @@ func (k *keyLocks) lock(key string) (unlock func()) {
 var shopifyLocks keyLocks
 
 // ShopifyWebhook is POST /integrations/shopify/webhooks.
-func (s *Service) ShopifyWebhook(r *Request) (*Result, error) {
+func (s *Service) ShopifyWebhook(r *api.Request) (*api.Result, error) {
 	in, err := shopifyInput(r)
 	if err != nil {
 		return nil, err
@@ -170,7 +170,7 @@ func (s *Service) ShopifyWebhook(r *Request) (*Result, error) {
 	defer unlock()
 	// A retry of a request already answered gets the first answer, and nothing is done again.
 	if a, err := s.Store.ShopifyAnswer(t, in.shop, in.hash); err == nil {
-		return &Result{Status: 202, Data: shopifyAnswerJSON{Action: a.Action, Counts: a.Counts, Replayed: true, Status: a.Status}}, nil
+		return &api.Result{Status: 202, Data: shopifyAnswerJSON{Action: a.Action, Counts: a.Counts, Replayed: true, Status: a.Status}}, nil
 	} else if !errors.Is(err, errs.ErrNotFound) {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (s *Service) ShopifyWebhook(r *Request) (*Result, error) {
 	if err := b.Commit(); err != nil {
 		return nil, err
 	}
-	return &Result{Status: 202, Data: shopifyAnswerJSON{Action: in.action, Counts: counts, Status: answer.Status}}, nil
+	return &api.Result{Status: 202, Data: shopifyAnswerJSON{Action: in.action, Counts: counts, Status: answer.Status}}, nil
 }
 
 // readerMatch is the customer as the analytics store knows readers (their address, and the
@@ -253,14 +253,14 @@ func (s *Service) customerSubscribers(t storage.Tenant, email string) ([]*storag
 
 // errLogWait is the answer when the event log's readers did not pass the request's position in
 // time: nothing was changed, Shopify retries.
-var errLogWait = &Error{Status: 503, Type: TypeUnavailable,
+var errLogWait = &api.Error{Status: 503, Type: api.TypeUnavailable,
 	Message: "reader events are still being stored; nothing was changed, retry shortly"}
 
 // waitLogged waits (at most ShopifyLogWait) until the analytics consumer, and the webhook
 // dispatcher when the tenant has subscriptions, have stored every event of the tenant's log
 // partition that was in the log when it was called: so a count or an erasure covers every
 // reader event logged before the request.
-func (s *Service) waitLogged(r *Request) error {
+func (s *Service) waitLogged(r *api.Request) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ShopifyLogWait)
 	defer cancel()
 	t := r.Auth.Tenant
@@ -307,7 +307,7 @@ func (s *Service) waitLogged(r *Request) error {
 	}
 }
 
-func (s *Service) shopifyDataRequest(r *Request, in *shopifyRequest) (shopifyCounts, error) {
+func (s *Service) shopifyDataRequest(r *api.Request, in *shopifyRequest) (shopifyCounts, error) {
 	t := r.Auth.Tenant
 	counts := shopifyCounts{"viewers": 0, "subscribers": 0, "events": 0, "sessions": 0, "leads": 0, "webhook_deliveries": 0}
 	if in.email == "" {
@@ -347,7 +347,7 @@ func (s *Service) shopifyDataRequest(r *Request, in *shopifyRequest) (shopifyCou
 // viewer record still gives the viewer id), then the access-list entries (through the book
 // actors), the webhook payloads naming the address, and last the viewer record. Each step
 // finds nothing the second time, so a request that failed half-way is completed by its retry.
-func (s *Service) shopifyRedactCustomer(r *Request, in *shopifyRequest) (shopifyCounts, error) {
+func (s *Service) shopifyRedactCustomer(r *api.Request, in *shopifyRequest) (shopifyCounts, error) {
 	t := r.Auth.Tenant
 	counts := shopifyCounts{"viewers": 0, "subscribers": 0, "events": 0, "sessions": 0, "leads": 0, "webhook_deliveries": 0}
 	if in.email == "" {
@@ -365,7 +365,7 @@ func (s *Service) shopifyRedactCustomer(r *Request, in *shopifyRequest) (shopify
 	rc, err := s.consumer.RedactReader(ctx, m)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, analytics.ErrConsumerStopped) {
-			return nil, &Error{Status: 503, Type: TypeUnavailable, Message: "the analytics store is busy; retry shortly"}
+			return nil, &api.Error{Status: 503, Type: api.TypeUnavailable, Message: "the analytics store is busy; retry shortly"}
 		}
 		return nil, err
 	}
@@ -521,7 +521,7 @@ func hostChar(c byte, next bool) bool {
 // shopifyRedactShop erases the shop's data: its catalogs (source shopify, external_id or
 // source_url host equal to the shop domain). The shop's stored answers and audit records are
 // removed by the caller in the batch that records this request.
-func (s *Service) shopifyRedactShop(r *Request, in *shopifyRequest) (shopifyCounts, error) {
+func (s *Service) shopifyRedactShop(r *api.Request, in *shopifyRequest) (shopifyCounts, error) {
 	catalogs, items, err := s.redactShopCatalogs(r.Auth.Tenant, in.shop)
 	if err != nil {
 		return nil, err
@@ -592,24 +592,24 @@ var workspaceSlugRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$`)
 //
 // The workspace is shared by both modes, so only a live key renames it: the test mode is a
 // sandbox whose calls change nothing a live reader sees.
-func (s *Service) ShopifyWorkspaceName(r *Request) (*Result, error) {
+func (s *Service) ShopifyWorkspaceName(r *api.Request) (*api.Result, error) {
 	if r.Auth.Tenant.Mode != storage.ModeLive {
-		return nil, &Error{Status: 403, Type: api.TypeForbidden,
+		return nil, &api.Error{Status: 403, Type: api.TypeForbidden,
 			Message: "the workspace is renamed with a live key: test-mode keys change nothing outside the sandbox"}
 	}
 	name := strings.TrimSpace(r.Str("workspace_name"))
 	slug := r.Str("workspace_slug")
 	if r.Has("workspace_slug") && !workspaceSlugRE.MatchString(slug) {
-		return nil, fieldError("workspace_slug", "must be lowercase letters, digits and hyphens, not starting or ending with a hyphen")
+		return nil, api.FieldError("workspace_slug", "must be lowercase letters, digits and hyphens, not starting or ending with a hyphen")
 	}
 	res, err := s.Actors.RenameWorkspace(r.Auth.Workspace.ID, name, slug)
 	if errors.Is(err, actors.ErrNotRenamable) || errors.Is(err, actors.ErrAlreadyRenamed) {
-		return nil, &Error{Status: 403, Type: api.TypeForbidden, Message: err.Error()}
+		return nil, &api.Error{Status: 403, Type: api.TypeForbidden, Message: err.Error()}
 	}
 	if err != nil {
 		return nil, notFoundAs(err, "workspace")
 	}
 	s.caller.InvalidateAuth() // the cached principal holds the old name
-	return &Result{Data: map[string]any{"workspace": wsJSON(res.Workspace)},
+	return &api.Result{Data: map[string]any{"workspace": wsJSON(res.Workspace)},
 		Meta: map[string]any{"previous_name": res.OldName, "previous_slug": res.OldSlug}}, nil
 }

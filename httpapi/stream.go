@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"flipbook/api"
 	"io"
 	"mime"
 	"net"
@@ -79,7 +80,7 @@ func (ss *streamSet) abort(wait time.Duration) bool {
 // streamBody is a Result.Stream as fasthttp's response body stream.
 type streamBody struct {
 	s       *Service
-	st      Stream
+	st      api.Stream
 	conn    net.Conn // the client's connection (nil when the pipeline is called without one)
 	op      string
 	reqID   string
@@ -95,7 +96,7 @@ type streamBody struct {
 
 // renderStream sends a streamed result: status and headers now, the body once the handler
 // returned.
-func (s *Service) renderStream(ctx *fasthttp.RequestCtx, op *Operation, res *Result) {
+func (s *Service) renderStream(ctx *fasthttp.RequestCtx, op *api.Operation, res *api.Result) {
 	status := res.Status
 	if status == 0 {
 		status = 200

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"flipbook/api"
 	"io"
 	"log/slog"
 	"net"
@@ -42,7 +43,7 @@ func TestStreamErrorCutsTransfer(t *testing.T) {
 	s := &Service{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	st := &failingStream{n: 200 << 10}
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
-		s.renderStream(ctx, &Operation{ID: "test"}, &Result{Stream: st, ContentType: csvContentType, Filename: "f.csv"})
+		s.renderStream(ctx, &api.Operation{ID: "test"}, &api.Result{Stream: st, ContentType: csvContentType, Filename: "f.csv"})
 	}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

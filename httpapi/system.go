@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"flipbook/api"
 	"strings"
 	"time"
 
@@ -26,7 +27,7 @@ type healthDetails struct {
 	Cluster *clusterHealth `json:"cluster,omitempty"`
 }
 
-func (s *Service) Health(r *Request) (*Result, error) {
+func (s *Service) Health(r *api.Request) (*api.Result, error) {
 	h := healthJSON{Status: "ok", Timestamp: r.Now.Format(time.RFC3339), Version: Version,
 		Details: healthDetails{Converters: convert.Converters()}}
 	for _, c := range h.Details.Converters {
@@ -40,7 +41,7 @@ func (s *Service) Health(r *Request) (*Result, error) {
 			h.Status = "degraded"
 		}
 	}
-	return &Result{Data: h}, nil
+	return &api.Result{Data: h}, nil
 }
 
 // LogConverters says at start-up which document converters cannot run here, and why.
@@ -105,7 +106,7 @@ func prefix(p string) func(string) bool {
 
 // featureAnswers reports whether the table has operations the feature stands for and every one
 // of them is open to the plan.
-func featureAnswers(ops []*Operation, match func(string) bool, plan string) bool {
+func featureAnswers(ops []*api.Operation, match func(string) bool, plan string) bool {
 	n := 0
 	for _, op := range ops {
 		if match(op.ID) {
@@ -145,9 +146,9 @@ type keyInfoJSON struct {
 	Name string `json:"name"`
 }
 
-func (s *Service) Me(r *Request) (*Result, error) {
+func (s *Service) Me(r *api.Request) (*api.Result, error) {
 	p := r.Auth
-	return &Result{Data: meJSON{
+	return &api.Result{Data: meJSON{
 		Workspace: wsJSON(p.Workspace),
 		Plan:      s.planJSON(p.Workspace.Plan),
 		Key:       keyInfoJSON{ID: p.Key.ID, Name: p.Key.Name},

@@ -26,11 +26,11 @@ func TestOperationTable(t *testing.T) {
 		declared := map[string]bool{}
 		args := map[string]bool{}
 		for _, p := range op.Params {
-			if p.In == InPath {
+			if p.In == api.InPath {
 				declared[p.Name] = true
 				require.True(t, p.Required, "%s: path value %s is required", op.ID, p.Name)
 			}
-			if p.Kind != KFile {
+			if p.Kind != api.KFile {
 				require.False(t, args[p.ArgName()], "%s: two parameters named %s as tool arguments", op.ID, p.ArgName())
 				args[p.ArgName()] = true
 			}
@@ -49,7 +49,7 @@ func TestOperationTable(t *testing.T) {
 			require.False(t, op.Internal, op.ID)
 			require.Equal(t, APIBase, op.Base, "%s: tools are public operations", op.ID)
 			for _, p := range op.Params {
-				if p.In == InPath {
+				if p.In == api.InPath {
 					require.Regexp(t, `_id$`, p.ArgName(), "%s: path values are *_id arguments (spec §4.11)", op.ID)
 				}
 			}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"flipbook/api"
 	"fmt"
 	"strings"
 
@@ -20,10 +21,10 @@ var sourceTypes = map[string][]string{
 	"woocommerce": {"products"},
 }
 
-func (s *Service) CreateFromTemplate(r *Request) (*Result, error) {
+func (s *Service) CreateFromTemplate(r *api.Request) (*api.Result, error) {
 	source, sourceType := r.Str("source"), r.Str("source_type")
-	v := Validation{}
-	if !contains(sourceTypes[source], sourceType) {
+	v := api.Validation{}
+	if !api.Contains(sourceTypes[source], sourceType) {
 		v.Add("source_type", fmt.Sprintf("must be %s for source %s",
 			strings.Join(sourceTypes[source], " or "), source))
 	}
@@ -42,7 +43,7 @@ func (s *Service) CreateFromTemplate(r *Request) (*Result, error) {
 		return nil, err
 	}
 	if !found {
-		return nil, errInternal() // every type has a default template
+		return nil, api.ErrInternal() // every type has a default template
 	}
 
 	doc := &convert.Document{Template: tpl, Source: source, SourceType: sourceType,
@@ -61,7 +62,7 @@ func (s *Service) CreateFromTemplate(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Status: 201, Data: map[string]any{"book": s.bookWire(created)}}, nil
+	return &api.Result{Status: 201, Data: map[string]any{"book": s.bookWire(created)}}, nil
 }
 
 func templateMeta(raw any) convert.Metadata {

@@ -36,7 +36,7 @@ type templateJSON struct {
 	Thumbnails   map[string]string `json:"thumbnails"`
 }
 
-func (s *Service) ListTemplates(r *Request) (*Result, error) {
+func (s *Service) ListTemplates(r *api.Request) (*api.Result, error) {
 	typ := strings.TrimSpace(r.Str("type"))
 	switch typ {
 	case "", convert.TemplateProduct, convert.TemplatePost:
@@ -45,7 +45,7 @@ func (s *Service) ListTemplates(r *Request) (*Result, error) {
 	case "posts", "pages":
 		typ = convert.TemplatePost
 	default:
-		return nil, fieldError("type", "must be product or post")
+		return nil, api.FieldError("type", "must be product or post")
 	}
 	data := []templateJSON{}
 	for _, t := range convert.Templates() {
@@ -65,7 +65,7 @@ func (s *Service) ListTemplates(r *Request) (*Result, error) {
 		defType = convert.TemplateProduct // catalogs render products
 	}
 	def, _ := convert.DefaultTemplate(defType)
-	return &Result{Data: data, Meta: map[string]any{
+	return &api.Result{Data: data, Meta: map[string]any{
 		"default_template_id": strconv.FormatInt(def.ID, 10), "default_template_source": "service",
 		"count": len(data), "type": typ,
 	}}, nil
@@ -86,7 +86,7 @@ func (s *Service) serveTemplateThumb(ctx *fasthttp.RequestCtx) {
 	width, ok3 := templateThumbSizes[size]
 	tpl, found := convert.TemplateByID(id)
 	if !ok || !ok2 || err != nil || !ok3 || !found {
-		s.writeError(ctx, errNotFound("template thumbnail"))
+		s.writeError(ctx, api.ErrNotFound("template thumbnail"))
 		return
 	}
 	data, err := templateThumb(tpl, base, width)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"flipbook/api"
 	"net/http"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestOtherWorkspacesBooksAreNotFound(t *testing.T) {
 		path := strings.NewReplacer("{book}", ridB, "{embedDomain}", embB.data()["id"].(string)).Replace(op.Base + op.Path)
 		r := h.do(t, op.Method, path, keyA, validBodies[op.ID])
 		require.Equal(t, 404, r.Status, "%s %s: %s", op.Method, op.Path, r.Body)
-		require.Equal(t, TypeNotFound, r.errType())
+		require.Equal(t, api.TypeNotFound, r.errType())
 	}
 	require.GreaterOrEqual(t, n, 8)
 	// Operations naming a book in the body.

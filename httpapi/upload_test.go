@@ -6,6 +6,7 @@ package httpapi
 import (
 	"bufio"
 	"bytes"
+	"flipbook/api"
 	"fmt"
 	"image"
 	"image/color"
@@ -399,7 +400,7 @@ func TestUploadValidation(t *testing.T) {
 	require.NoError(t, err)
 	raw, _ := io.ReadAll(res.Body)
 	require.Equal(t, 413, res.StatusCode)
-	require.Contains(t, string(raw), TypePayloadTooLarge)
+	require.Contains(t, string(raw), api.TypePayloadTooLarge)
 
 	// Nothing was created and no upload was left on disk by the refusals.
 	require.Empty(t, h.do(t, "GET", "/api/v1/books", key, nil).list())
@@ -612,7 +613,7 @@ func TestUploadOfficeWithoutLibreOffice(t *testing.T) {
 	docx := zipBytes(t, "[Content_Types].xml", "word/document.xml")
 	r := h.upload(t, key, "letter.docx", docx)
 	require.Equal(t, 503, r.Status, "%s", r.Body)
-	require.Equal(t, TypeUnavailable, r.errType())
+	require.Equal(t, api.TypeUnavailable, r.errType())
 	require.Contains(t, r.JSON["error"].(map[string]any)["message"], "cannot convert Word, Excel and PowerPoint files: soffice is not installed")
 	require.Contains(t, r.JSON["error"].(map[string]any)["message"], "libreoffice-writer-nogui")
 	require.Empty(t, h.do(t, "GET", "/api/v1/books", key, nil).list(), "a refused upload stores no book")

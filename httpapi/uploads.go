@@ -22,10 +22,10 @@ import (
 const DefaultMaxUploadBytes = 200 << 20
 
 // uploadBook is POST /books: one multipart file, stored and queued by acceptUpload.
-func (s *Service) UploadBook(r *Request) (*Result, error) {
+func (s *Service) UploadBook(r *api.Request) (*api.Result, error) {
 	files := r.Params["files"].([]*multipart.FileHeader)
 	if len(files) != 1 {
-		return nil, fieldError("files", "send exactly one file per request")
+		return nil, api.FieldError("files", "send exactly one file per request")
 	}
 	fh := files[0]
 	src, err := fh.Open()
@@ -40,7 +40,7 @@ func (s *Service) UploadBook(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Status: 202, Data: map[string]any{
+	return &api.Result{Status: 202, Data: map[string]any{
 		"batch_id": u.ID, "status": u.Status, "book_ids": []string{b.RandomID},
 	}}, nil
 }
@@ -59,9 +59,9 @@ type uploadOptions struct {
 func (s *Service) acceptUpload(t storage.Tenant, field string, src io.Reader, size int64, filename string, o uploadOptions) (*storage.Upload, *storage.Book, error) {
 	switch {
 	case size == 0:
-		return nil, nil, fieldError(field, "is empty")
+		return nil, nil, api.FieldError(field, "is empty")
 	case size > int64(s.cfg.MaxUploadBytes):
-		return nil, nil, fieldError(field, fmt.Sprintf("is larger than the upload limit of %d MB", s.cfg.MaxUploadBytes>>20))
+		return nil, nil, api.FieldError(field, fmt.Sprintf("is larger than the upload limit of %d MB", s.cfg.MaxUploadBytes>>20))
 	}
 	batchID := actors.RandomString(20)
 	stored := false
@@ -76,7 +76,7 @@ func (s *Service) acceptUpload(t storage.Tenant, field string, src io.Reader, si
 	}
 	kind, err := convert.Sniff(path, filename)
 	if errors.Is(err, convert.ErrUnsupported) {
-		return nil, nil, fieldError(field, err.Error())
+		return nil, nil, api.FieldError(field, err.Error())
 	}
 	if err != nil {
 		return nil, nil, err
@@ -84,7 +84,7 @@ func (s *Service) acceptUpload(t storage.Tenant, field string, src io.Reader, si
 	// A converter whose programs are not installed fails the upload now, saying which (not a
 	// vague conversion failure later).
 	if err := convert.CanConvert(kind); err != nil {
-		return nil, nil, &Error{Status: 503, Type: TypeUnavailable, Message: err.Error()}
+		return nil, nil, &api.Error{Status: 503, Type: api.TypeUnavailable, Message: err.Error()}
 	}
 	// Cluster mode: in the object store too before it is acknowledged (another node may
 	// convert it after a takeover).
@@ -214,34 +214,34 @@ func (s *Service) batchWire(u *storage.Upload) *batchJSON {
 	return out
 }
 
-func (s *Service) loadUpload(r *Request, id string) (*storage.Upload, error) {
+func (s *Service) loadUpload(r *api.Request, id string) (*storage.Upload, error) {
 	u, err := s.Store.Upload(r.Auth.Tenant, id)
 	if errors.Is(err, errs.ErrNotFound) {
-		return nil, errNotFound("batch")
+		return nil, api.ErrNotFound("batch")
 	}
 	return u, err
 }
 
-func (s *Service) GetBatch(r *Request, in *api.BatchPath) (*Result, error) {
+func (s *Service) GetBatch(r *api.Request, in *api.BatchPath) (*api.Result, error) {
 	u, err := s.loadUpload(r, in.BatchID)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: s.batchWire(u)}, nil
+	return &api.Result{Data: s.batchWire(u)}, nil
 }
 
-func (s *Service) UploadStatus(r *Request, in *api.BatchPath) (*Result, error) {
+func (s *Service) UploadStatus(r *api.Request, in *api.BatchPath) (*api.Result, error) {
 	u, err := s.loadUpload(r, in.BatchID)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: s.batchWire(u)}, nil
+	return &api.Result{Data: s.batchWire(u)}, nil
 }
 
 // MaxActiveListed bounds the batches listed by the active-upload status.
 const MaxActiveListed = 200
 
-func (s *Service) ActiveUploads(r *Request) (*Result, error) {
+func (s *Service) ActiveUploads(r *api.Request) (*api.Result, error) {
 	list, err := s.Store.ActiveUploads(r.Auth.Tenant, MaxActiveListed)
 	if err != nil {
 		return nil, err
@@ -256,18 +256,18 @@ func (s *Service) ActiveUploads(r *Request) (*Result, error) {
 		}
 		batches = append(batches, s.batchWire(u))
 	}
-	return &Result{Data: map[string]any{"state": state, "batches": batches}}, nil
+	return &api.Result{Data: map[string]any{"state": state, "batches": batches}}, nil
 }
 
-func (s *Service) CancelBatch(r *Request, in *api.BatchPath) (*Result, error) {
+func (s *Service) CancelBatch(r *api.Request, in *api.BatchPath) (*api.Result, error) {
 	u, err := s.Actors.CancelUpload(r.Auth.Tenant, in.BatchID)
 	switch {
 	case errors.Is(err, errs.ErrNotFound):
-		return nil, errNotFound("batch")
+		return nil, api.ErrNotFound("batch")
 	case errors.Is(err, errs.ErrConflict):
-		return nil, &Error{Status: 409, Type: TypeConflict, Message: "the batch has already finished; only a queued or converting batch can be cancelled"}
+		return nil, &api.Error{Status: 409, Type: api.TypeConflict, Message: "the batch has already finished; only a queued or converting batch can be cancelled"}
 	case err != nil:
 		return nil, err
 	}
-	return &Result{Data: s.batchWire(u)}, nil
+	return &api.Result{Data: s.batchWire(u)}, nil
 }

@@ -25,7 +25,7 @@ func runValidation(t *testing.T, h *harness, key, rid string, cases []vcase) {
 			r := h.do(t, c.method, strings.ReplaceAll(c.path, "{book}", rid), key, c.body)
 			require.Equal(t, c.status, r.Status, "%s", r.Body)
 			if c.field != "" {
-				require.Equal(t, TypeValidation, r.errType(), "%s", r.Body)
+				require.Equal(t, api.TypeValidation, r.errType(), "%s", r.Body)
 				require.Contains(t, r.details(), c.field, "%s", r.Body)
 				// Both documented layouts (spec §7.1).
 				require.Contains(t, r.JSON["errors"], c.field)
@@ -116,7 +116,7 @@ func TestValidationUpdateBook(t *testing.T) {
 	// Malformed JSON is a 400 in the error envelope; a non-object body too.
 	r = h.do(t, "PUT", "/api/v1/books/"+rid, key, `{"status":`)
 	require.Equal(t, 400, r.Status)
-	require.Equal(t, TypeBadRequest, r.errType())
+	require.Equal(t, api.TypeBadRequest, r.errType())
 	r = h.do(t, "PUT", "/api/v1/books/"+rid, key, `["status"]`)
 	require.Equal(t, 400, r.Status)
 }
@@ -159,12 +159,12 @@ func TestValidationKonva(t *testing.T) {
 		{"page_images min", "POST", p, base(func(m map[string]any) { m["page_images"] = []any{} }), 422, "page_images"},
 		{"page_images max", "POST", p, base(func(m map[string]any) { m["page_images"] = imgs(251) }), 422, "page_images"},
 		{"page_images edge", "POST", p, base(func(m map[string]any) { m["page_images"] = imgs(250) }), 201, ""},
-		{"page image too long", "POST", p, base(func(m map[string]any) { m["page_images"] = []any{long(MaxPageImageChars + 1)} }), 422, "page_images.0"},
+		{"page image too long", "POST", p, base(func(m map[string]any) { m["page_images"] = []any{long(api.MaxPageImageChars + 1)} }), 422, "page_images.0"},
 		{"page image not string", "POST", p, base(func(m map[string]any) { m["page_images"] = []any{7} }), 422, "page_images.0"},
 		{"page image not base64", "POST", p, base(func(m map[string]any) { m["page_images"] = []any{"%%%"} }), 422, "page_images.0"},
 		{"page image not an image", "POST", p, base(func(m map[string]any) { m["page_images"] = []any{pngBase64(3, 3), "aGVsbG8gd29ybGQ="} }), 422, "page_images.1"},
 		{"page image data URL", "POST", p, base(func(m map[string]any) { m["page_images"] = []any{"data:image/png;base64," + pngBase64(3, 3)} }), 201, ""},
-		{"thumbnail too long", "POST", p, base(func(m map[string]any) { m["thumbnail"] = long(MaxPageImageChars + 1) }), 422, "thumbnail"},
+		{"thumbnail too long", "POST", p, base(func(m map[string]any) { m["thumbnail"] = long(api.MaxPageImageChars + 1) }), 422, "thumbnail"},
 		{"thumbnail not image", "POST", p, base(func(m map[string]any) { m["thumbnail"] = "aGVsbG8=" }), 422, "thumbnail"},
 		{"thumbnail null", "POST", p, base(func(m map[string]any) { m["thumbnail"] = nil }), 201, ""},
 		{"status enum", "POST", p, base(func(m map[string]any) { m["status"] = "schedule" }), 422, "status"},

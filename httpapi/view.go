@@ -92,7 +92,7 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 	}
 	csp, err := s.frameAncestors(b)
 	if err != nil {
-		s.writeError(ctx, errInternal())
+		s.writeError(ctx, api.ErrInternal())
 		return
 	}
 	cfg := viewerConfig{BookID: b.RandomID, Title: b.Name, Settings: b.Settings, Gated: b.Settings.EODEnabled,
@@ -105,7 +105,7 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 	}
 	if !cfg.Gated { // a gated book's pages and document are listed only to a reader with a token
 		if cfg.Pages, err = s.viewerPages(b, ""); err != nil {
-			s.writeError(ctx, errInternal())
+			s.writeError(ctx, api.ErrInternal())
 			return
 		}
 		cfg.DocumentURL = documentPath(b, "")
@@ -125,7 +125,7 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 	var buf bytes.Buffer
 	if err := viewer.Page.Execute(&buf, data); err != nil {
 		s.log.Error("render viewer", "err", err)
-		s.writeError(ctx, errInternal())
+		s.writeError(ctx, api.ErrInternal())
 		return
 	}
 	h := &ctx.Response.Header
@@ -152,7 +152,7 @@ func (s *Service) viewPages(ctx *fasthttp.RequestCtx) {
 		tok = readerToken(ctx)
 		_, ok, err := s.verifyReader(tok, b, now)
 		if err != nil {
-			s.writeError(ctx, errInternal())
+			s.writeError(ctx, api.ErrInternal())
 			return
 		}
 		if !ok {
@@ -162,7 +162,7 @@ func (s *Service) viewPages(ctx *fasthttp.RequestCtx) {
 	}
 	pages, err := s.viewerPages(b, tok)
 	if err != nil {
-		s.writeError(ctx, errInternal())
+		s.writeError(ctx, api.ErrInternal())
 		return
 	}
 	data := map[string]any{"pages": pages}
@@ -170,11 +170,11 @@ func (s *Service) viewPages(ctx *fasthttp.RequestCtx) {
 		data["document_url"] = u
 	}
 	ctx.Response.Header.Set("Cache-Control", "no-store")
-	s.renderResult(ctx, &Result{Status: 200, Data: data})
+	s.renderResult(ctx, &api.Result{Status: 200, Data: data})
 }
 
 // errGate answers a gated book's content asked for without a valid reader token.
-var errGate = &Error{Status: 403, Type: TypeAccessDenied, Message: "pass the email gate first"}
+var errGate = &api.Error{Status: 403, Type: TypeAccessDenied, Message: "pass the email gate first"}
 
 // bookFilePath is the viewer's address of a book file, with the reader token for a gated book.
 func bookFilePath(b *storage.Book, name, token string) string {

@@ -80,7 +80,7 @@ func (s *Service) webhookJSON(w *storage.WebhookSubscription) (webhookJSON, erro
 // fasthttp.RequestCtx as the context, whose Done a derived context would watch from another
 // goroutine while fasthttp's shutdown writes it (a data race). What these calls wait on is
 // bounded by their own timeouts.
-func detached(r *Request) context.Context { return context.WithoutCancel(r.Ctx) }
+func detached(r *api.Request) context.Context { return context.WithoutCancel(r.Ctx) }
 
 func orEmpty[T any](s []T) []T {
 	if s == nil {
@@ -89,7 +89,7 @@ func orEmpty[T any](s []T) []T {
 	return s
 }
 
-func (s *Service) ListWebhooks(r *Request) (*Result, error) {
+func (s *Service) ListWebhooks(r *api.Request) (*api.Result, error) {
 	list, err := s.Store.WebhookSubscriptions(r.Auth.Tenant)
 	if err != nil {
 		return nil, err
@@ -100,13 +100,13 @@ func (s *Service) ListWebhooks(r *Request) (*Result, error) {
 			return nil, err
 		}
 	}
-	return &Result{Data: data, Meta: map[string]any{"total": len(data)}}, nil
+	return &api.Result{Data: data, Meta: map[string]any{"total": len(data)}}, nil
 }
 
 // webhookInput reads the subscription fields of a create or update request into a patch,
 // checking what the parameter table cannot: event type values, the target URL (https, public
 // address), and that filtered books and tracked links belong to the workspace.
-func (s *Service) webhookInput(r *Request) (*actors.WebhookPatch, error) {
+func (s *Service) webhookInput(r *api.Request) (*actors.WebhookPatch, error) {
 	p := &actors.WebhookPatch{}
 	v := api.Validation{}
 	if r.Has("name") {
@@ -136,7 +136,7 @@ func (s *Service) webhookInput(r *Request) (*actors.WebhookPatch, error) {
 			if m, ok := item.(map[string]any); ok {
 				val, _ = m["value"].(string)
 			}
-			if !contains(api.WebhookEventValues(), val) {
+			if !api.Contains(api.WebhookEventValues(), val) {
 				v.Add(fmt.Sprintf("event_types.%d", i), "must be one of: "+strings.Join(api.WebhookEventValues(), ", "))
 				continue
 			}
@@ -172,7 +172,7 @@ func (s *Service) webhookInput(r *Request) (*actors.WebhookPatch, error) {
 					v.Add(fmt.Sprintf("filters.book_ids.%d", i), "is not a flipbook of this workspace")
 					continue
 				}
-				if !contains(f.BookIDs, rid) {
+				if !api.Contains(f.BookIDs, rid) {
 					f.BookIDs = append(f.BookIDs, rid)
 				}
 			}
@@ -200,7 +200,7 @@ func (s *Service) webhookInput(r *Request) (*actors.WebhookPatch, error) {
 		if emails, _ := m["recipient_emails"].([]any); len(emails) > 0 {
 			for _, e := range emails {
 				a := strings.ToLower(strings.TrimSpace(e.(string)))
-				if !contains(f.RecipientEmails, a) {
+				if !api.Contains(f.RecipientEmails, a) {
 					f.RecipientEmails = append(f.RecipientEmails, a)
 				}
 			}
@@ -223,7 +223,7 @@ func containsInt(list []int64, v int64) bool {
 	return false
 }
 
-func (s *Service) CreateWebhook(r *Request) (*Result, error) {
+func (s *Service) CreateWebhook(r *api.Request) (*api.Result, error) {
 	p, err := s.webhookInput(r)
 	if err != nil {
 		return nil, err
@@ -244,10 +244,10 @@ func (s *Service) CreateWebhook(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Status: 201, Data: data}, nil
+	return &api.Result{Status: 201, Data: data}, nil
 }
 
-func (s *Service) UpdateWebhook(r *Request) (*Result, error) {
+func (s *Service) UpdateWebhook(r *api.Request) (*api.Result, error) {
 	id, _ := r.Int("subscription")
 	if _, err := s.Store.WebhookSubscription(r.Auth.Tenant, id); err != nil {
 		return nil, notFoundAs(notFoundErr(err), "webhook subscription")
@@ -264,7 +264,7 @@ func (s *Service) UpdateWebhook(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Data: data}, nil
+	return &api.Result{Data: data}, nil
 }
 
 // notFoundErr turns storage's ErrNotFound into the actors' one (for notFoundAs).
@@ -275,19 +275,19 @@ func notFoundErr(err error) error {
 	return err
 }
 
-func (s *Service) DeleteWebhook(r *Request) (*Result, error) {
+func (s *Service) DeleteWebhook(r *api.Request) (*api.Result, error) {
 	id, _ := r.Int("subscription")
 	if _, err := s.Actors.DeleteWebhook(r.Auth.Tenant, id); err != nil {
 		return nil, notFoundAs(err, "webhook subscription")
 	}
-	return &Result{Data: map[string]any{"message": "webhook subscription deleted; its delivery history is kept"},
+	return &api.Result{Data: map[string]any{"message": "webhook subscription deleted; its delivery history is kept"},
 		Meta: map[string]any{"id": id}}, nil
 }
 
 // MaxOptionBooks bounds the books the options operation lists (newest first).
 const MaxOptionBooks = 1000
 
-func (s *Service) WebhookOptions(r *Request) (*Result, error) {
+func (s *Service) WebhookOptions(r *api.Request) (*api.Result, error) {
 	page, err := s.Store.ListBooks(r.Auth.Tenant, storage.BookQuery{Sort: storage.SortCreated, Desc: true, Limit: MaxOptionBooks})
 	if err != nil {
 		return nil, err
@@ -317,7 +317,7 @@ func (s *Service) WebhookOptions(r *Request) (*Result, error) {
 	for i, t := range actors.WebhookEventTypes {
 		types[i] = labelValue{Label: t.Label, Value: t.Value}
 	}
-	return &Result{Data: map[string]any{
+	return &api.Result{Data: map[string]any{
 		"books": books, "tracked_links": lopts, "event_types": types,
 		"providers": []labelValue{{Label: "Generic (any HTTPS endpoint)", Value: "generic"}, {Label: "Zapier", Value: "zapier"}},
 	}, Meta: map[string]any{"books_truncated": page.HasMore, "max_books": MaxOptionBooks}}, nil
@@ -326,7 +326,7 @@ func (s *Service) WebhookOptions(r *Request) (*Result, error) {
 // samplePayloads returns up to perType recent payloads of each webhook type of the tenant (newest
 // first), built from the events stored in DuckDB exactly as the dispatcher builds deliveries,
 // and the types that had none.
-func (s *Service) samplePayloads(r *Request, types []string, perType int) ([]actors.WebhookPayload, []string, error) {
+func (s *Service) samplePayloads(r *api.Request, types []string, perType int) ([]actors.WebhookPayload, []string, error) {
 	var readerTypes []string
 	for _, t := range types {
 		readerTypes = append(readerTypes, actors.ReaderTypesOf(t)...)
@@ -366,7 +366,7 @@ func (s *Service) samplePayloads(r *Request, types []string, perType int) ([]act
 
 // examplePayload is a made-up payload of a type, for a workspace without such events yet: on
 // its newest book when it has one.
-func (s *Service) examplePayload(r *Request, typ string) actors.WebhookPayload {
+func (s *Service) examplePayload(r *api.Request, typ string) actors.WebhookPayload {
 	rid, title := "bk_example", "Example flipbook"
 	if page, err := s.Store.ListBooks(r.Auth.Tenant, storage.BookQuery{Sort: storage.SortCreated, Desc: true, Limit: 1}); err == nil && len(page.Books) > 0 {
 		rid, title = page.Books[0].RandomID, page.Books[0].Name
@@ -390,16 +390,16 @@ func (s *Service) examplePayload(r *Request, typ string) actors.WebhookPayload {
 	return p
 }
 
-func (s *Service) WebhookSampleEvents(r *Request) (*Result, error) {
+func (s *Service) WebhookSampleEvents(r *api.Request) (*api.Result, error) {
 	types := api.WebhookEventValues()
 	if raw := strings.TrimSpace(r.Str("event_types")); raw != "" {
 		types = nil
 		for _, t := range strings.Split(raw, ",") {
 			t = strings.TrimSpace(t)
-			if !contains(api.WebhookEventValues(), t) {
-				return nil, fieldError("event_types", "must be a comma-separated list of: "+strings.Join(api.WebhookEventValues(), ", "))
+			if !api.Contains(api.WebhookEventValues(), t) {
+				return nil, api.FieldError("event_types", "must be a comma-separated list of: "+strings.Join(api.WebhookEventValues(), ", "))
 			}
-			if !contains(types, t) {
+			if !api.Contains(types, t) {
 				types = append(types, t)
 			}
 		}
@@ -415,7 +415,7 @@ func (s *Service) WebhookSampleEvents(r *Request) (*Result, error) {
 	for _, typ := range none {
 		out = append(out, s.examplePayload(r, typ))
 	}
-	return &Result{Data: out, Meta: map[string]any{"event_types": types, "examples": orEmpty(none),
+	return &api.Result{Data: out, Meta: map[string]any{"event_types": types, "examples": orEmpty(none),
 		"limit": limit}}, nil
 }
 
@@ -469,16 +469,16 @@ func deliveryWire(d *storage.WebhookDelivery) deliveryJSON {
 	return out
 }
 
-func (s *Service) loadWebhook(r *Request) (*storage.WebhookSubscription, error) {
+func (s *Service) loadWebhook(r *api.Request) (*storage.WebhookSubscription, error) {
 	id, _ := r.Int("subscription")
 	w, err := s.Store.WebhookSubscription(r.Auth.Tenant, id)
 	if errors.Is(err, errs.ErrNotFound) {
-		return nil, errNotFound("webhook subscription")
+		return nil, api.ErrNotFound("webhook subscription")
 	}
 	return w, err
 }
 
-func (s *Service) ListWebhookDeliveries(r *Request) (*Result, error) {
+func (s *Service) ListWebhookDeliveries(r *api.Request) (*api.Result, error) {
 	w, err := s.loadWebhook(r)
 	if err != nil {
 		return nil, err
@@ -492,7 +492,7 @@ func (s *Service) ListWebhookDeliveries(r *Request) (*Result, error) {
 	if c := r.Str("cursor"); c != "" {
 		payload, err := s.cursors.decode(binding, c)
 		if err != nil || len(payload) != 8 {
-			return nil, fieldError("cursor", "is not a cursor of this list")
+			return nil, api.FieldError("cursor", "is not a cursor of this list")
 		}
 		before = int64(binary.BigEndian.Uint64(payload))
 	}
@@ -516,10 +516,10 @@ func (s *Service) ListWebhookDeliveries(r *Request) (*Result, error) {
 		c := s.cursors.encode(binding, binary.BigEndian.AppendUint64(nil, uint64(list[len(list)-1].ID)))
 		next = &c
 	}
-	return &Result{Data: data, Meta: listMeta{NextCursor: next, HasMore: more, Limit: int(limit)}}, nil
+	return &api.Result{Data: data, Meta: listMeta{NextCursor: next, HasMore: more, Limit: int(limit)}}, nil
 }
 
-func (s *Service) TestWebhook(r *Request) (*Result, error) {
+func (s *Service) TestWebhook(r *api.Request) (*api.Result, error) {
 	w, err := s.loadWebhook(r)
 	if err != nil {
 		return nil, err
@@ -547,16 +547,16 @@ func (s *Service) TestWebhook(r *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Status: 202, Data: deliveryWire(d)}, nil
+	return &api.Result{Status: 202, Data: deliveryWire(d)}, nil
 }
 
 // DispatchSample is POST /webhooks: one sample event sent now, unsigned (no subscription, so no
 // secret), through the outbound guard; a failed send is a 502 saying why.
-func (s *Service) DispatchSample(r *Request) (*Result, error) {
+func (s *Service) DispatchSample(r *api.Request) (*api.Result, error) {
 	target := r.Str("url")
 	pol := outbound.Policy{AllowPrivate: s.cfg.AllowPrivateTargets}
 	if err := pol.CheckURL(detached(r), target); err != nil {
-		return nil, fieldError("url", err.Error())
+		return nil, api.FieldError("url", err.Error())
 	}
 	event := r.Str("event")
 	payload, _ := r.Params["payload"].([]any)
@@ -579,7 +579,7 @@ func (s *Service) DispatchSample(r *Request) (*Result, error) {
 	}
 	if sendErr != nil {
 		if errors.Is(sendErr, outbound.ErrBlockedAddress) || strings.Contains(sendErr.Error(), outbound.ErrBlockedAddress.Error()) {
-			return nil, fieldError("url", "must not point to a private, loopback or link-local address")
+			return nil, api.FieldError("url", "must not point to a private, loopback or link-local address")
 		}
 		return nil, &api.Error{Status: 502, Type: api.TypeDeliveryFailed,
 			Message: "the sample event could not be delivered to " + target + ": " + sendErr.Error()}
@@ -588,13 +588,13 @@ func (s *Service) DispatchSample(r *Request) (*Result, error) {
 	if respBody != "" {
 		meta["response_body"] = respBody
 	}
-	return &Result{Status: 202, Data: map[string]any{"event": event, "payload": body, "target_url": target,
+	return &api.Result{Status: 202, Data: map[string]any{"event": event, "payload": body, "target_url": target,
 		"message": fmt.Sprintf("sample %s event delivered (the receiver answered %d)", event, status)}, Meta: meta}, nil
 }
 
 // sampleRecords are the data of a sample event: the workspace's newest book (flipbook.*) or
 // access-list entry (subscriber.added), or an example when it has none.
-func (s *Service) sampleRecords(r *Request, event string) ([]any, error) {
+func (s *Service) sampleRecords(r *api.Request, event string) ([]any, error) {
 	t := r.Auth.Tenant
 	if event == "subscriber.added" {
 		subs, _, err := s.Store.Subscribers(t, func(*storage.Subscriber) bool { return true }, 0, 1)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"flipbook/api"
 	"fmt"
 	"net"
 	"regexp"
@@ -422,7 +423,7 @@ func TestWebhookValidation(t *testing.T) {
 		t.Helper()
 		r := h.do(t, "POST", "/api/v1/webhook-subscriptions", key, body)
 		require.Equal(t, 422, r.Status, "%s: %s", name, r.Body)
-		require.Equal(t, TypeValidation, r.errType(), name)
+		require.Equal(t, api.TypeValidation, r.errType(), name)
 		for _, f := range fields {
 			require.Contains(t, r.details(), f, "%s: %s", name, r.Body)
 		}
@@ -638,7 +639,7 @@ func TestWebhookDelete(t *testing.T) {
 		}
 		r := h.do(t, c.method, c.path, key, body)
 		require.Equal(t, 404, r.Status, "%s %s: %s", c.method, c.path, r.Body)
-		require.Equal(t, TypeNotFound, r.errType())
+		require.Equal(t, api.TypeNotFound, r.errType())
 	}
 	require.NotEqual(t, 200, h.do(t, "GET", whPath(id, ""), key, nil).Status, "no single-subscription GET")
 
@@ -1000,7 +1001,7 @@ func TestWebhookPlanAndScope(t *testing.T) {
 	for _, c := range routes(1) {
 		r := h.do(t, c.method, c.path, pro, c.body)
 		require.Equal(t, 403, r.Status, "%s %s: %s", c.method, c.path, r.Body)
-		require.Equal(t, TypePlanRequired, r.errType(), "%s %s", c.method, c.path)
+		require.Equal(t, api.TypePlanRequired, r.errType(), "%s %s", c.method, c.path)
 	}
 
 	full, ws := h.workspaceKey(t, "company", "live", "*")
@@ -1010,7 +1011,7 @@ func TestWebhookPlanAndScope(t *testing.T) {
 		r := h.do(t, c.method, c.path, read, c.body)
 		if c.write {
 			require.Equal(t, 403, r.Status, "%s %s: %s", c.method, c.path, r.Body)
-			require.Equal(t, TypeMissingScope, r.errType())
+			require.Equal(t, api.TypeMissingScope, r.errType())
 			require.Contains(t, string(r.Body), "webhooks:read", "the key's scopes are listed")
 		} else {
 			require.Equal(t, 200, r.Status, "%s %s: %s", c.method, c.path, r.Body)
@@ -1292,20 +1293,20 @@ func TestWebhookMCP(t *testing.T) {
 	// Errors carry REST's types.
 	res, out := callTool(t, cs, "webhooks_update_subscription", map[string]any{"subscription_id": id + 1000, "name": "x"})
 	require.True(t, res.IsError)
-	require.Equal(t, TypeNotFound, toolErrType(out))
+	require.Equal(t, api.TypeNotFound, toolErrType(out))
 	res, out = callTool(t, cs, "webhooks_create_subscription", map[string]any{"name": "x", "provider": "slack",
 		"target_url": rc.url(), "event_types": []string{"flipbook_opened"}})
 	require.True(t, res.IsError)
-	require.Equal(t, TypeValidation, toolErrType(out))
+	require.Equal(t, api.TypeValidation, toolErrType(out))
 	res, out = callTool(t, cs, "webhooks_list_subscription_deliveries", map[string]any{"subscription_id": id + 1000})
 	require.True(t, res.IsError)
-	require.Equal(t, TypeNotFound, toolErrType(out))
+	require.Equal(t, api.TypeNotFound, toolErrType(out))
 
 	// A read-only key cannot write through tools either.
 	ro := h.mcpSession(t, h.key(t, h.principal(t, key).Tenant.Workspace, "live", "webhooks:read"), "")
 	res, out = callTool(t, ro, "webhooks_test_subscription", map[string]any{"subscription_id": id})
 	require.True(t, res.IsError)
-	require.Equal(t, TypeMissingScope, toolErrType(out))
+	require.Equal(t, api.TypeMissingScope, toolErrType(out))
 }
 
 // The circuit breaker: after BreakerFailures consecutive failures a subscription's lane pauses

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"flipbook/api"
 	"fmt"
 	"image/color"
 	"regexp"
@@ -198,7 +199,7 @@ func TestListDefaultLimits(t *testing.T) {
 		}
 		for _, p := range op.Params {
 			metaKey := map[string]string{"limit": "limit", "pagination[per_page]": "per_page"}[p.Name]
-			if metaKey == "" || p.In != InQuery {
+			if metaKey == "" || p.In != api.InQuery {
 				continue
 			}
 			seen = append(seen, op.ID)

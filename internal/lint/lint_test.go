@@ -378,6 +378,7 @@ type codeStats struct {
 	prodLines, prodFiles, packages int // outside bench and internal
 	benchLines                     int
 	exported, undocumented         int
+	undocumentedNames              []string
 	longFuncs                      []string // functions over 100 lines outside bench
 }
 
@@ -404,6 +405,7 @@ func measure(files []goFile) codeStats {
 					s.exported++
 					if d.Doc == nil {
 						s.undocumented++
+						s.undocumentedNames = append(s.undocumentedNames, f.path+":"+d.Name.Name)
 					}
 				}
 				if d.Body != nil && !strings.HasPrefix(f.pkg, module+"/bench") {
@@ -429,6 +431,7 @@ func measure(files []goFile) codeStats {
 						// A grouped declaration's comment documents its members.
 						if doc == nil && d.Doc == nil {
 							s.undocumented++
+							s.undocumentedNames = append(s.undocumentedNames, f.path+":"+n.Name)
 						}
 					}
 				}
@@ -459,7 +462,7 @@ func exportedRecv(r *ast.FieldList) bool {
 
 // The ratchets: these figures may fall, never rise (lower them as the code improves).
 const (
-	maxUndocumented = 161
+	maxUndocumented = 131
 	maxLongFuncs    = 8
 )
 
@@ -471,6 +474,9 @@ func TestCodeStats(t *testing.T) {
 	t.Logf("production code: %d lines in %d files, %d packages (bench: %d lines)", s.prodLines, s.prodFiles, s.packages, s.benchLines)
 	t.Logf("exported identifiers: %d, without a doc comment: %d", s.exported, s.undocumented)
 	t.Logf("functions over 100 lines outside bench: %d %v", len(s.longFuncs), s.longFuncs)
+	if os.Getenv("LINT_LIST_UNDOCUMENTED") != "" {
+		t.Logf("undocumented: %s", strings.Join(s.undocumentedNames, "\n"))
+	}
 	if s.undocumented > maxUndocumented {
 		t.Errorf("%d exported identifiers without a doc comment (at most %d): document the new ones", s.undocumented, maxUndocumented)
 	}

@@ -12,6 +12,7 @@ import (
 // A write the store could not record in cluster mode is a 503 with Retry-After, never a 500:
 // its partition moved (fenced, not owned) or the changelog was unavailable; nothing was applied.
 func TestToErrorClusterWrites(t *testing.T) {
+	t.Parallel()
 	moved := ToError(fmt.Errorf("%w: %w", errs.ErrChangelog, fmt.Errorf("cluster: fenced (%w)", errs.ErrMoved)))
 	require.Equal(t, 503, moved.Status)
 	require.Equal(t, TypeUnavailable, moved.Type)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestPortable(t *testing.T) {
+	t.Parallel()
 	enum := Param{Name: "privacy", Kind: KString, Enum: []string{"public", "private"}, Nullable: true, Desc: "who sees it"}
 	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
 		"privacy": ParamSchema(&enum),
@@ -36,6 +37,7 @@ func TestPortable(t *testing.T) {
 }
 
 func TestResultSchema(t *testing.T) {
+	t.Parallel()
 	data := object(prop("status", str))
 	require.Same(t, data, ResultSchema(&Operation{Bare: true, Response: data}), "a bare answer is its data")
 	env := ResultSchema(&Operation{Response: data, ResponseMeta: totalMetaSchema})

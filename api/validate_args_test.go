@@ -11,6 +11,7 @@ import (
 // Tool arguments are named in errors as the tool names them (Param.ArgName), nested names
 // included; REST keeps its own names.
 func TestValidateNamesToolArguments(t *testing.T) {
+	t.Parallel()
 	params := []Param{
 		{Name: "book", Arg: "book_id", In: InPath, Kind: KString, MaxLen: 64, Required: true},
 		{Name: "cover", Arg: "cover_arg", In: InBody, Kind: KObject, Props: []Param{
@@ -42,6 +43,7 @@ func TestValidateNamesToolArguments(t *testing.T) {
 // A path value that is not a valid id is 404, over REST and as a tool argument, and wins over
 // the other failures; a missing tool path argument is still 422.
 func TestValidatePathIDNotFound(t *testing.T) {
+	t.Parallel()
 	params := []Param{
 		{Name: "catalog", Arg: "catalog_id", In: InPath, Kind: KInt, Required: true, Min: F64(1)},
 		Str("name", InBody, 5).Req(),

@@ -7,6 +7,7 @@ import (
 )
 
 func TestDomainRules(t *testing.T) {
+	t.Parallel()
 	for _, h := range []string{"example.com", "acme.co.uk", "shop.acme.co.uk", "team.github.io", "shop.example", "xn--bcher-kva.example"} {
 		require.Empty(t, DomainProblem(h), h)
 	}
@@ -33,6 +34,7 @@ func TestDomainRules(t *testing.T) {
 }
 
 func TestTextRules(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"plain", "Spring 🌸", "שלום\u200f", "a\u061cb"} {
 		require.Empty(t, textProblem(s, false), "%q", s)
 		require.True(t, LineOK([]byte(s)), "%q", s)

@@ -9,6 +9,7 @@ import (
 // An integer in a path or query is written one way: "+1", "01", " 1" and "1 " are not 1 (a
 // lenient parse let DELETE /subscribers/+1 delete subscriber 1).
 func TestIntegersAreCanonical(t *testing.T) {
+	t.Parallel()
 	params := []Param{Int("subscriber", InPath, 1, 1<<53), Int("limit", InQuery, 1, 200)}
 	for _, id := range []string{"+1", "01", " 1", "1 ", "1e0", "0x1", "1.0", "-", ""} {
 		_, err := Validate(params, &Args{Path: map[string]string{"subscriber": id}})

@@ -8,6 +8,7 @@ import (
 )
 
 func TestValidateTypedValues(t *testing.T) {
+	t.Parallel()
 	params := []Param{
 		Str("book", InPath, 64).Req(),
 		Int("limit", InQuery, 1, 200),
@@ -39,6 +40,7 @@ func TestValidateTypedValues(t *testing.T) {
 }
 
 func TestParamSchema(t *testing.T) {
+	t.Parallel()
 	s := ParamSchema(&Param{Name: "x", Kind: KString, MaxLen: 10, Required: true, Enum: []string{"a", "b"}, Nullable: true})
 	b, err := json.Marshal(s)
 	require.NoError(t, err)

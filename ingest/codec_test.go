@@ -32,6 +32,7 @@ func sampleEvent(ws int64, i int) Event {
 }
 
 func TestCodecRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, e := range []Event{fullEvent(), {}, sampleEvent(-1, 3), {Workspace: 1 << 62, OccurredAt: time.Unix(-1, 999999999)}} {
 		var got Event
 		require.NoError(t, decodeEvent(appendEvent(nil, &e), &got))
@@ -44,6 +45,7 @@ func TestCodecRoundTrip(t *testing.T) {
 
 // A version 1 event (written before BookPages and coordinates existed) still decodes.
 func TestCodecReadsVersion1(t *testing.T) {
+	t.Parallel()
 	e := fullEvent()
 	b := appendEvent(nil, &e)
 	tail := 2 + 1 + 16 // BookPages 240 (2-byte varint), flag, two float64
@@ -58,6 +60,7 @@ func TestCodecReadsVersion1(t *testing.T) {
 }
 
 func TestCodecRejectsCorrupt(t *testing.T) {
+	t.Parallel()
 	e := fullEvent()
 	b := appendEvent(nil, &e)
 	var got Event

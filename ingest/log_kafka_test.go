@@ -62,6 +62,7 @@ func (e *kafkaEnv) Reopen(t *testing.T) {
 
 // An existing topic is used as it is; its partition count must match the configured one.
 func TestKafkaLogExistingTopic(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	brokers := newKafkaCluster(t)
 	_, err := NewKafkaLog(ctx, KafkaOptions{Brokers: brokers, Topic: seededTopic, Partitions: 4})
@@ -85,6 +86,7 @@ func TestKafkaLogExistingTopic(t *testing.T) {
 // Reading records that retention deleted is an error (the consumer lost events), unlike
 // reading past the end.
 func TestKafkaLogReadDeletedRecords(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	brokers := newKafkaCluster(t)
 	env := newKafkaEnv(t, brokers, nextTopic())

@@ -77,6 +77,7 @@ func (quietPebbleLogger) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, ar
 // A commit that fails releases every waiting Append with the error and advances no offset.
 // The failure is real: the DB is opened read-only, so Pebble refuses the batch.
 func TestPebbleLogCommitFailure(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	db := openRawPebble(t, dir, false)
@@ -123,6 +124,7 @@ func TestPebbleLogCommitFailure(t *testing.T) {
 
 // The partition count is fixed when the log is created.
 func TestPebbleLogPartitionCountIsFixed(t *testing.T) {
+	t.Parallel()
 	db := openRawPebble(t, t.TempDir(), false)
 	defer db.Close()
 	l, err := NewPebbleLog(db, PebbleOptions{})
@@ -140,6 +142,7 @@ func TestPebbleLogPartitionCountIsFixed(t *testing.T) {
 
 // The log writes and deletes only keys under its prefix: the DB is shared with the service.
 func TestPebbleLogOwnsOnlyItsPrefix(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openRawPebble(t, t.TempDir(), false)
 	defer db.Close()

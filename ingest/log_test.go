@@ -77,6 +77,7 @@ func runConformance(t *testing.T, newEnv func(t *testing.T) logEnv) {
 	ctx := context.Background()
 
 	t.Run("AppendThenReadInOrder", func(t *testing.T) {
+		t.Parallel()
 		env := newEnv(t)
 		l := env.Log()
 		require.Equal(t, testPartitions, l.Partitions())
@@ -110,6 +111,7 @@ func runConformance(t *testing.T, newEnv func(t *testing.T) logEnv) {
 	})
 
 	t.Run("EndOffsets", func(t *testing.T) {
+		t.Parallel()
 		env := newEnv(t)
 		ends := func() []uint64 {
 			t.Helper()
@@ -138,6 +140,7 @@ func runConformance(t *testing.T, newEnv func(t *testing.T) logEnv) {
 	})
 
 	t.Run("ReadWindows", func(t *testing.T) {
+		t.Parallel()
 		l := newEnv(t).Log()
 		const ws = 5
 		p := PartitionOf(ws, testPartitions)
@@ -173,6 +176,7 @@ func runConformance(t *testing.T, newEnv func(t *testing.T) logEnv) {
 	})
 
 	t.Run("Concurrent64", func(t *testing.T) {
+		t.Parallel()
 		l := newEnv(t).Log()
 		const goroutines, appends, perAppend = 64, 8, 20
 		var wg sync.WaitGroup
@@ -257,6 +261,7 @@ func runConformance(t *testing.T, newEnv func(t *testing.T) logEnv) {
 	})
 
 	t.Run("ReopenKeepsEventsAndContinuesOffsets", func(t *testing.T) {
+		t.Parallel()
 		env := newEnv(t)
 		counts := make([]int, testPartitions)
 		appendMixed := func(marker string, n int) {
@@ -288,6 +293,7 @@ func runConformance(t *testing.T, newEnv func(t *testing.T) logEnv) {
 	})
 
 	t.Run("Trim", func(t *testing.T) {
+		t.Parallel()
 		env := newEnv(t)
 		l := env.Log()
 		const ws, other = 3, 4 // two partitions
@@ -332,6 +338,7 @@ func runConformance(t *testing.T, newEnv func(t *testing.T) logEnv) {
 	})
 
 	t.Run("CloseCommitsQueuedAppends", func(t *testing.T) {
+		t.Parallel()
 		env := newEnv(t)
 		l := env.Log()
 		const goroutines = 16
@@ -399,10 +406,12 @@ func assertNoError(t *testing.T, err error) bool {
 }
 
 func TestPebbleLogConformance(t *testing.T) {
+	t.Parallel()
 	runConformance(t, func(t *testing.T) logEnv { return newPebbleEnv(t, t.TempDir()) })
 }
 
 func TestKafkaLogConformance(t *testing.T) {
+	t.Parallel()
 	brokers := newKafkaCluster(t)
 	runConformance(t, func(t *testing.T) logEnv { return newKafkaEnv(t, brokers, nextTopic()) })
 }

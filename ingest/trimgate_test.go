@@ -11,6 +11,7 @@ import (
 // TestTrimGateTrimsBehindTheSlowestReader runs two readers over one embedded log: records are
 // deleted only below both positions, never before a reader reported one.
 func TestTrimGateTrimsBehindTheSlowestReader(t *testing.T) {
+	t.Parallel()
 	e := newPebbleEnv(t, t.TempDir())
 	ctx := context.Background()
 	var evs []Event

@@ -8,6 +8,7 @@ import (
 )
 
 func TestExportPathLimits(t *testing.T) {
+	t.Parallel()
 	for p, ok := range map[string]bool{
 		"a.csv": true, "a/b/c.csv": true, "./a//b.csv": true, "1/2/3/4/5/6/7/8.csv": true,
 		strings.Repeat("n", 100): true, strings.Repeat("y", 251) + ".csv": false,
@@ -25,6 +26,7 @@ func TestExportPathLimits(t *testing.T) {
 }
 
 func TestCheckExistingPath(t *testing.T) {
+	t.Parallel()
 	area := t.TempDir()
 	if err := os.WriteFile(filepath.Join(area, "file"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -47,6 +49,7 @@ func TestCheckExistingPath(t *testing.T) {
 // TestMkdirsCleanup: the directories made for an export are removed when it fails, those that
 // were there (or hold a file meanwhile) are not.
 func TestMkdirsCleanup(t *testing.T) {
+	t.Parallel()
 	area := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(area, "old"), 0o755); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestCheckID(t *testing.T) {
+	t.Parallel()
 	for raw, ok := range map[string]bool{
 		`1`: true, `-1`: true, `0`: true, `-0`: true, `1.0`: true, `1e3`: true, `1E+3`: true, `12.5e1`: true,
 		`9223372036854775807`: true, `-9223372036854775808`: true, `9.223372036854775807e18`: true,
@@ -24,6 +25,7 @@ func TestCheckID(t *testing.T) {
 }
 
 func TestIDFixes(t *testing.T) {
+	t.Parallel()
 	f := idFixes{}
 	for _, id := range []string{`1`, `"a"`, `-3`, `1.0`, `9007199254740993`, `1e2`} {
 		f.add(json.RawMessage(id))
@@ -45,6 +47,7 @@ func TestIDFixes(t *testing.T) {
 }
 
 func TestTooDeep(t *testing.T) {
+	t.Parallel()
 	deep := func(n int) []byte {
 		b := make([]byte, 0, 2*n)
 		for i := 0; i < n; i++ {
@@ -68,6 +71,7 @@ func TestTooDeep(t *testing.T) {
 }
 
 func TestRestoreIDKeepsOrder(t *testing.T) {
+	t.Parallel()
 	f := idFixes{}
 	f.add(json.RawMessage(`1.0`))
 	got := restoreID(json.RawMessage(`{"jsonrpc":"2.0","id":1,"result":{}}`), f)

@@ -478,6 +478,7 @@ func TestReRegistration(t *testing.T) {
 
 // The limiter's sweep runs as requests come and forgets idle addresses.
 func TestLimiterSweeps(t *testing.T) {
+	t.Parallel()
 	l := newLimiter(2)
 	now := time.Now()
 	require.True(t, l.allow("x", "192.0.2.1", now).Allowed)

@@ -43,6 +43,7 @@ func activeTokens(t *testing.T, s *Store, id string) int {
 // An admin revoke ends a grant for good: tokens a refresh in flight tries to issue under it
 // afterwards are refused, and the grant record is not recreated; other grants are untouched.
 func TestRevokedGrantStaysEnded(t *testing.T) {
+	t.Parallel()
 	st, err := storage.Open(t.TempDir(), storage.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
@@ -99,6 +100,7 @@ func expiringRequest(id string, tt fosite.TokenType, exp time.Time) *fosite.Requ
 // indexes) and keeps live ones, revoked grants whose refresh tokens could still be presented
 // (with their ended marker), and young markers.
 func TestPurgeExpiredGrants(t *testing.T) {
+	t.Parallel()
 	st, err := storage.Open(t.TempDir(), storage.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })

@@ -13,6 +13,7 @@ import (
 )
 
 func TestCheckURL(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	strict := Policy{}
 	for _, u := range []string{
@@ -37,6 +38,7 @@ func TestCheckURL(t *testing.T) {
 // The dial-time check: a URL that passed (or skipped) the configuration check still cannot
 // reach a loopback address, whether given as an address or as a name that resolves to one.
 func TestTransportRefusesPrivateAddressesAtDial(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 	defer srv.Close()
 	port := srv.URL[strings.LastIndex(srv.URL, ":"):]

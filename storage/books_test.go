@@ -184,6 +184,7 @@ func otherMode(m Mode) Mode {
 }
 
 func TestListBooksPagingEverySortAndFilter(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	tn := Tenant{Workspace: 7, Mode: ModeLive}
 	books := seedCatalog(t, s, tn, 250)
@@ -195,6 +196,7 @@ func TestListBooksPagingEverySortAndFilter(t *testing.T) {
 				for _, limit := range []int{17, 25} {
 					name := fmt.Sprintf("%s/desc=%v/status=%q/limit=%d", sname, desc, status, limit)
 					t.Run(name, func(t *testing.T) {
+						t.Parallel()
 						want := books
 						if status != "" {
 							want = filterBooks(books, func(b *Book) bool { return b.Status == status })
@@ -212,6 +214,7 @@ func TestListBooksPagingEverySortAndFilter(t *testing.T) {
 }
 
 func TestListBooksHasMoreOnExactMultiple(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	tn := Tenant{Workspace: 3, Mode: ModeTest}
 	var books []*Book
@@ -237,6 +240,7 @@ func TestListBooksHasMoreOnExactMultiple(t *testing.T) {
 }
 
 func TestListBooksNameFilterWithScanBudget(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	tn := Tenant{Workspace: 11, Mode: ModeLive}
 	books := seedCatalog(t, s, tn, 250)
@@ -254,6 +258,7 @@ func TestListBooksNameFilterWithScanBudget(t *testing.T) {
 		{"a\x00B", SortName, true, ""},
 	} {
 		t.Run(fmt.Sprintf("%q/%c/%v/%s", tc.needle, tc.sortBy, tc.desc, tc.status), func(t *testing.T) {
+			t.Parallel()
 			needle := strings.ToLower(tc.needle)
 			want := filterBooks(books, func(b *Book) bool {
 				return strings.Contains(strings.ToLower(b.Name), needle) && (tc.status == "" || b.Status == tc.status)
@@ -279,6 +284,7 @@ func TestListBooksNameFilterWithScanBudget(t *testing.T) {
 }
 
 func TestPutBookMovesIndexEntries(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	tn := Tenant{Workspace: 5, Mode: ModeLive}
 	v1 := mkBook(tn, 1, "First Name", StatusDraft, t0, t0)
@@ -333,6 +339,7 @@ func TestPutBookMovesIndexEntries(t *testing.T) {
 }
 
 func TestDeleteBookRemovesEverything(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	tn := Tenant{Workspace: 9, Mode: ModeTest}
 	exp := t0.Add(24 * time.Hour)
@@ -390,6 +397,7 @@ func TestDeleteBookRemovesEverything(t *testing.T) {
 }
 
 func TestGetBookIsTenantScoped(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	tn := Tenant{Workspace: 1, Mode: ModeLive}
 	b := mkBook(tn, 1, "Mine", StatusDraft, t0, t0)
@@ -403,6 +411,7 @@ func TestGetBookIsTenantScoped(t *testing.T) {
 }
 
 func TestCountBooksCap(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	tn := Tenant{Workspace: 2, Mode: ModeLive}
 	var books []*Book
@@ -432,6 +441,7 @@ func TestCountBooksCap(t *testing.T) {
 }
 
 func TestNextTransition(t *testing.T) {
+	t.Parallel()
 	p, e := t0.Add(time.Hour), t0.Add(2*time.Hour)
 	early := t0.Add(30 * time.Minute)
 	for _, tc := range []struct {
@@ -450,6 +460,7 @@ func TestNextTransition(t *testing.T) {
 		{"schedule without date", StatusSchedule, nil, nil, time.Time{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			at, ok := NextTransition(&Book{Status: tc.status, PublishedDate: tc.pub, ExpiresAt: tc.exp})
 			require.Equal(t, tc.wantFound, ok)
 			require.True(t, tc.want.Equal(at), "got %v want %v", at, tc.want)
@@ -458,6 +469,7 @@ func TestNextTransition(t *testing.T) {
 }
 
 func TestDueBooks(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	tn := Tenant{Workspace: 4, Mode: ModeLive}
 	tn2 := Tenant{Workspace: 5, Mode: ModeTest}
@@ -542,6 +554,7 @@ func TestDueBooks(t *testing.T) {
 }
 
 func TestBookCacheSeesCommittedUpdate(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	tn := Tenant{Workspace: 1, Mode: ModeLive}
 	v1 := mkBook(tn, 1, "v1", StatusDraft, t0, t0)
@@ -574,6 +587,7 @@ func TestBookCacheSeesCommittedUpdate(t *testing.T) {
 }
 
 func TestBookCacheConcurrentReadersNeverSeeStaleVersion(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	tn := Tenant{Workspace: 1, Mode: ModeLive}
 	// Several books share shards with the hot one, so other commits bump its shard's epoch too.

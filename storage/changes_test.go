@@ -43,6 +43,7 @@ func dump(t *testing.T, s *Store) map[string]string {
 // empty store gives the same state (batches with sets, deletes and range deletes, the id
 // sequences, webhook health, idempotency records, workspaces); a sink's error refuses the write.
 func TestChangeSinkSeesEveryWrite(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{}
 	s, err := Open(t.TempDir(), Options{CacheBytes: 8 << 20, Changes: rec})
 	require.NoError(t, err)
@@ -96,6 +97,7 @@ func TestChangeSinkSeesEveryWrite(t *testing.T) {
 // A partition's ids (cluster mode): k×n + p, increasing, never another partition's, and never
 // reused after a restart.
 func TestNextIDIn(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := Open(dir, Options{})
 	require.NoError(t, err)

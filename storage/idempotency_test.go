@@ -14,6 +14,7 @@ import (
 // A workspace's stored idempotent responses are bounded (MaxIdemBytes, MaxIdemEntries): the
 // oldest go first, other workspaces keep theirs, and the bound holds across a reopen.
 func TestIdempotencyBoundedPerTenant(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := Open(dir, Options{})
 	require.NoError(t, err)
@@ -79,6 +80,7 @@ func TestIdempotencyBoundedPerTenant(t *testing.T) {
 
 // The entry bound: small answers are capped by count.
 func TestIdempotencyEntryBound(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("writes 10,000 entries")
 	}
@@ -102,6 +104,7 @@ func TestIdempotencyEntryBound(t *testing.T) {
 // TestExpireIdemOfOwned: a cluster node sweeps the expired entries of the workspaces it owns
 // and leaves the others' (their owner's to delete; a write of them would be refused).
 func TestExpireIdemOfOwned(t *testing.T) {
+	t.Parallel()
 	s, err := Open(t.TempDir(), Options{})
 	require.NoError(t, err)
 	defer s.Close()

@@ -21,6 +21,7 @@ func sign(n int) int {
 }
 
 func TestEscapeOrderedKeepsByteOrder(t *testing.T) {
+	t.Parallel()
 	// Hand-picked pairs: embedded 0x00, prefixes of each other, 0x01 and 0xff bytes.
 	fixed := []string{
 		"", "\x00", "\x00\x00", "\x00\x01", "\x00\xff", "\x01", "\x01\x00", "\xff", "\xff\x00",
@@ -56,6 +57,7 @@ func TestEscapeOrderedKeepsByteOrder(t *testing.T) {
 }
 
 func TestEscapeOrderedIsPrefixFree(t *testing.T) {
+	t.Parallel()
 	// No encoding is a proper prefix of another: a key and its id suffix can be split.
 	all := []string{"", "a", "a\x00", "a\x00\x01", "a\x01", "ab", "\x00", "\x00\x01", "\x00\xff"}
 	for _, a := range all {
@@ -72,6 +74,7 @@ func TestEscapeOrderedIsPrefixFree(t *testing.T) {
 }
 
 func TestSortKeyNameIsCaseInsensitive(t *testing.T) {
+	t.Parallel()
 	names := []string{"banana", "Apple", "cherry", "apple pie", "APPLE", "Banana split", "ÄRGER", "zebra", ""}
 	books := make([]*Book, len(names))
 	for i, n := range names {
@@ -96,6 +99,7 @@ func TestSortKeyNameIsCaseInsensitive(t *testing.T) {
 }
 
 func TestSortKeyTimesAndStatus(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	early := &Book{ID: 9, CreatedAt: t0, UpdatedAt: t0.Add(time.Hour), Status: StatusPublish}
 	late := &Book{ID: 1, CreatedAt: t0.Add(time.Nanosecond), UpdatedAt: t0, Status: StatusDraft}
@@ -110,6 +114,7 @@ func TestSortKeyTimesAndStatus(t *testing.T) {
 }
 
 func TestPrefixEnd(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, []byte("ab"), prefixEnd([]byte("aa")))
 	require.Equal(t, []byte{'a', 1}, prefixEnd([]byte{'a', 0}))
 	require.Equal(t, []byte{'b'}, prefixEnd([]byte{'a', 0xff, 0xff}))
@@ -121,6 +126,7 @@ func TestPrefixEnd(t *testing.T) {
 }
 
 func TestTenantBytesRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, tn := range []Tenant{{1, ModeLive}, {1, ModeTest}, {1 << 40, ModeLive}, {0, ModeTest}} {
 		got, ok := tenantFromBytes(tn.bytes())
 		require.True(t, ok)
@@ -141,6 +147,7 @@ func TestTenantBytesRoundTrip(t *testing.T) {
 }
 
 func TestParseMode(t *testing.T) {
+	t.Parallel()
 	m, ok := ParseMode("live")
 	require.True(t, ok)
 	require.Equal(t, ModeLive, m)

@@ -11,6 +11,7 @@ import (
 // global keys carrying its tenant to its workspace, queue entries to their id, partition keys
 // to their partition, the rest global.
 func TestScopeOf(t *testing.T) {
+	t.Parallel()
 	tn := Tenant{Workspace: 77, Mode: ModeTest}
 	at := time.Unix(1_800_000_000, 0)
 	ws := Scope{Kind: ScopeWorkspace, Workspace: 77}

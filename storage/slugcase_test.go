@@ -9,6 +9,7 @@ import (
 // Slugs stored with capitals before slugs were case-insensitive are lowered once at open,
 // except one whose lower-case form another link holds: it keeps its key, reachable as written.
 func TestLowerSlugsAtOpen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := Open(dir, Options{})
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestSequencesUniqueIncreasingAcrossCleanRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := Open(dir, Options{})
 	require.NoError(t, err)
@@ -58,6 +59,7 @@ func TestSequencesUniqueIncreasingAcrossCleanRestart(t *testing.T) {
 }
 
 func TestSequencesConcurrentUnique(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	const workers, each = 8, 400
 	var mu sync.Mutex
@@ -135,6 +137,7 @@ func copyTree(tb testing.TB, src, dst string) {
 }
 
 func TestSequencesAfterCrashNeverReuseIDs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := openStore(t)
 	var last int64
@@ -155,6 +158,7 @@ func TestSequencesAfterCrashNeverReuseIDs(t *testing.T) {
 }
 
 func TestIdempotencyEntries(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	tn := Tenant{Workspace: 1, Mode: ModeLive}
 	other := Tenant{Workspace: 1, Mode: ModeTest}
@@ -224,6 +228,7 @@ func TestIdempotencyEntries(t *testing.T) {
 }
 
 func TestBlobs(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	bl := s.Blobs
 	data := []byte("\x89PNG fake page image")
@@ -294,6 +299,7 @@ func TestBlobs(t *testing.T) {
 }
 
 func TestWorkspacesAndSlugs(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	has, err := s.HasWorkspaces()
 	require.NoError(t, err)
@@ -339,6 +345,7 @@ func TestWorkspacesAndSlugs(t *testing.T) {
 }
 
 func TestAPIKeysRotateAndDelete(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	h1 := HashSecret("wsk_live_first")
 	require.Len(t, h1, 32)
@@ -376,6 +383,7 @@ func TestAPIKeysRotateAndDelete(t *testing.T) {
 }
 
 func TestMeta(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := Open(dir, Options{})
 	require.NoError(t, err)

@@ -59,8 +59,15 @@ func DomainCovers(entry, host string) bool {
 
 // CoveringDomains lists the domain entries that would cover host, from host itself up to its
 // registrable domain (mail.eu.acme.co.uk → mail.eu.acme.co.uk, eu.acme.co.uk, acme.co.uk); none
-// when host is not under a registrable domain. The email gate looks these up.
+// when host is not under a registrable domain. The email gate looks these up. An
+// internationalised host is listed in its ASCII form, the form domain entries are stored in
+// (ASCIIHost: ada@bücher.example is covered by the entry bücher.example, stored as
+// xn--bcher-kva.example; found by FuzzDomainRules).
 func CoveringDomains(host string) []string {
+	host, ok := ASCIIHost(host)
+	if !ok {
+		return nil
+	}
 	top, err := publicsuffix.EffectiveTLDPlusOne(host)
 	if err != nil || !RegistrableDomain(top) {
 		return nil

@@ -59,3 +59,14 @@ func TestTextRules(t *testing.T) {
 		require.NotEmpty(t, backgroundProblem(s), s)
 	}
 }
+
+// An internationalised address domain is covered by its domain entry, which is stored in
+// ASCII (found by FuzzDomainRules).
+func TestCoveringDomainsInternational(t *testing.T) {
+	t.Parallel()
+	stored, ok := ASCIIHost("Bücher.example")
+	require.True(t, ok)
+	require.Equal(t, "xn--bcher-kva.example", stored)
+	require.Equal(t, []string{"mail.xn--bcher-kva.example", "xn--bcher-kva.example"}, CoveringDomains("mail.bücher.example"))
+	require.Equal(t, []string{"xn--bcher-kva.example"}, CoveringDomains("xn--bcher-kva.example"))
+}

@@ -5,7 +5,7 @@ GO ?= go
 export GOFLAGS := -tags=pebblegozstd,duckdb_arrow -buildvcs=false
 BIN := bin/flipbook
 
-.PHONY: all build run test lint bench clean deps test-deps
+.PHONY: all build run test lint bench clean deps test-deps fuzz fuzz-short
 
 all: build
 
@@ -42,6 +42,34 @@ test: test-deps
 	@GO=$(GO) scripts/gobuild.sh fetch ./...
 	@echo "==> go test -race ./... (the first run compiles every package with the race detector: several minutes)"
 	$(GO) test -race -count=1 -timeout 30m ./...
+	@echo "==> fuzzing each decoder that faces the network for 3 s (make fuzz runs them longer)"
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=3s FUZZMINTIME=1s
+
+# Fuzz tests of the decoders that face the network (issue 27): each target in turn for FUZZTIME
+# (Go fuzzes one target per run). A failing input is written to <package>/testdata/fuzz/<target>/,
+# where `go test` runs it again until the bug is fixed. make fuzz FUZZTIME=10m; make fuzz-short.
+FUZZTIME ?= 60s
+# A new input is minimised for at most this long (Go's default, 60 s, would take most of a short
+# run on a loaded 2-core machine).
+FUZZMINTIME ?= 5s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzTextRules$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) ./api
+	$(GO) test -run '^$$' -fuzz '^FuzzDomainRules$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) ./api
+	$(GO) test -run '^$$' -fuzz '^FuzzRESTValidation$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) ./httpapi
+	$(GO) test -run '^$$' -fuzz '^FuzzCursorCodec$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) ./httpapi
+	$(GO) test -run '^$$' -fuzz '^FuzzCursorPayloads$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) ./httpapi
+	$(GO) test -run '^$$' -fuzz '^FuzzListCursor$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) ./httpapi
+	$(GO) test -run '^$$' -fuzz '^FuzzCollectFastPath$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) ./httpapi
+	$(GO) test -run '^$$' -fuzz '^FuzzCollector$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) ./httpapi
+	$(GO) test -run '^$$' -fuzz '^FuzzMultipartUpload$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) ./httpapi
+	$(GO) test -run '^$$' -fuzz '^FuzzBodyFraming$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) ./httpapi
+	$(GO) test -run '^$$' -fuzz '^FuzzMCPEndpoint$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) ./httpapi
+	$(GO) test -run '^$$' -fuzz '^FuzzWebhookSubscription$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) ./httpapi
+	$(GO) test -run '^$$' -fuzz '^FuzzOAuthEndpoints$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) ./httpapi
+
+# Every fuzz target for 5 s (a smoke run: most of it is the first build and the corpus).
+fuzz-short:
+	$(MAKE) fuzz FUZZTIME=5s FUZZMINTIME=2s
 
 # Benchmark scenarios (bench/): figures are ratios against a baseline measured in the same run.
 # The ingest scenario runs 10 minutes by default (-duration overrides it for every scenario).

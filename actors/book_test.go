@@ -92,6 +92,7 @@ func (e *env) dueCount() int {
 }
 
 func TestCreateBookStatusRules(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	tn := e.workspace("Books", PlanPro)
 
@@ -201,6 +202,7 @@ func TestCreateBookStatusRules(t *testing.T) {
 }
 
 func TestUpdateBookStatusRules(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	tn := e.workspace("Updates", PlanPro)
 
@@ -361,6 +363,7 @@ func TestUpdateBookStatusRules(t *testing.T) {
 }
 
 func TestDeleteBook(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	tn := e.workspace("Del", PlanPro)
 	rec := newBookRecord(storage.StatusSchedule, "Gone")
@@ -405,6 +408,7 @@ func TestTimedTransitions(t *testing.T) {
 	}
 
 	t.Run("scheduled book publishes", func(t *testing.T) {
+		t.Parallel()
 		e, tn := fresh(t)
 		rec := newBookRecord(storage.StatusSchedule, "Soon")
 		at := time.Now().Add(300 * time.Millisecond)
@@ -421,6 +425,7 @@ func TestTimedTransitions(t *testing.T) {
 	})
 
 	t.Run("published book expires", func(t *testing.T) {
+		t.Parallel()
 		e, tn := fresh(t)
 		b := createBook(t, e, tn, storage.StatusDraft, "Short lived")
 		at := time.Now().Add(300 * time.Millisecond)
@@ -433,6 +438,7 @@ func TestTimedTransitions(t *testing.T) {
 	})
 
 	t.Run("schedule then expiry", func(t *testing.T) {
+		t.Parallel()
 		e, tn := fresh(t)
 		rec := newBookRecord(storage.StatusSchedule, "Window")
 		pub, exp := time.Now().Add(200*time.Millisecond), time.Now().Add(600*time.Millisecond)
@@ -447,6 +453,7 @@ func TestTimedTransitions(t *testing.T) {
 	})
 
 	t.Run("an earlier schedule overtakes a later one", func(t *testing.T) {
+		t.Parallel()
 		e, tn := fresh(t)
 		// The clock is armed for a later time first; a new earlier one must still fire on time.
 		late := newBookRecord(storage.StatusSchedule, "Late")
@@ -504,6 +511,7 @@ func TestTimedTransitionsSurviveRestart(t *testing.T) {
 }
 
 func TestTimedTransitionDueWhileDown(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	tn := e.workspace("Down", PlanPro)
 	rec := newBookRecord(storage.StatusSchedule, "Missed")
@@ -524,6 +532,7 @@ func TestTimedTransitionDueWhileDown(t *testing.T) {
 }
 
 func TestPublishQuota(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	tn := e.workspace("Free", PlanFree)
 	limit := Plans[PlanFree].PublishedBooks
@@ -682,6 +691,7 @@ func writeDueBooks(tb testing.TB, e *env, tn storage.Tenant, n int) []string {
 }
 
 func TestClockHandlesMoreThanOneBatch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	tn := e.workspace("Backlog", PlanCompany)
 	rids := writeDueBooks(t, e, tn, dueBatch+150)

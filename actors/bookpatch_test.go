@@ -15,6 +15,7 @@ var now0 = time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)
 func tp(d time.Duration) *time.Time { v := now0.Add(d); return &v }
 
 func TestSetStatus(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		from       string
@@ -38,6 +39,7 @@ func TestSetStatus(t *testing.T) {
 		{name: "schedule past expiry", to: storage.StatusSchedule, pub: tp(time.Hour), exp: tp(-time.Hour), wantField: "expires_at"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			from := tc.from
 			if from == "" {
 				from = storage.StatusDraft
@@ -61,6 +63,7 @@ func TestSetStatus(t *testing.T) {
 }
 
 func TestBookPatchApply(t *testing.T) {
+	t.Parallel()
 	desc, bg := "old desc", "#000"
 	b := &storage.Book{Name: "Old", Status: storage.StatusDraft, Description: &desc}
 	b.Settings.Background = &bg
@@ -130,6 +133,7 @@ func TestBookPatchApply(t *testing.T) {
 }
 
 func TestHashPassword(t *testing.T) {
+	t.Parallel()
 	a := HashPassword([]byte("salt1"), "pw")
 	require.Len(t, a, 32)
 	require.Equal(t, a, HashPassword([]byte("salt1"), "pw"))
@@ -138,6 +142,7 @@ func TestHashPassword(t *testing.T) {
 }
 
 func TestTransition(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		status   string
@@ -155,6 +160,7 @@ func TestTransition(t *testing.T) {
 		{"draft never moves", storage.StatusDraft, tp(-time.Hour), tp(-time.Second), storage.StatusDraft, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			b := &storage.Book{Status: tc.status, PublishedDate: tc.pub, ExpiresAt: tc.exp}
 			require.Equal(t, tc.changed, transition(b, now0))
 			require.Equal(t, tc.want, b.Status)
@@ -163,6 +169,7 @@ func TestTransition(t *testing.T) {
 }
 
 func TestCloneBookIsIndependent(t *testing.T) {
+	t.Parallel()
 	b := &storage.Book{Name: "a", Pages: []storage.Page{{Number: 1}}, Memo: &storage.Memo{}}
 	c := cloneBook(b)
 	c.Name = "b"
@@ -174,6 +181,7 @@ func TestCloneBookIsIndependent(t *testing.T) {
 }
 
 func TestSlugify(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"Acme":                         "acme",
 		"Acme Corp, Inc.":              "acme-corp-inc",
@@ -195,6 +203,7 @@ func TestSlugify(t *testing.T) {
 }
 
 func TestRandomString(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	counts := map[rune]int{}
 	for i := 0; i < 2000; i++ {
@@ -217,6 +226,7 @@ func TestRandomString(t *testing.T) {
 }
 
 func TestPlans(t *testing.T) {
+	t.Parallel()
 	require.Len(t, PlanNames, len(Plans))
 	for i, name := range PlanNames {
 		require.Equal(t, name, Plans[name].Name)

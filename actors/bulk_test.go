@@ -30,6 +30,7 @@ func (e *env) waitBulk(tn storage.Tenant, id string) *storage.BulkBatch {
 // An item asked of its book actor several times (a runner asking again after a timeout, a
 // batch resumed after a restart) is applied once: the outcome is recorded with the book.
 func TestBulkItemAppliedOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	tn := storage.Tenant{Workspace: 1, Mode: storage.ModeLive}
 	bk := createBook(t, e, tn, storage.StatusDraft, "once")
@@ -67,6 +68,7 @@ func TestBulkItemAppliedOnce(t *testing.T) {
 
 // A batch whose cancel was recorded while it ran is finished as cancelled at the next start.
 func TestBulkCancelRecordedBeforeStop(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	tn := storage.Tenant{Workspace: 1, Mode: storage.ModeLive}
 	a, b := createBook(t, e, tn, storage.StatusDraft, "a"), createBook(t, e, tn, storage.StatusDraft, "b")
@@ -106,6 +108,7 @@ func mustCount(t *testing.T, e *env, tn storage.Tenant) int {
 
 // BulkPatch maps the bulk settings object like PUT and leaves the status and its rules alone.
 func TestBulkPatch(t *testing.T) {
+	t.Parallel()
 	now := time.Now().UTC()
 	past := now.Add(-time.Hour)
 	b := &storage.Book{Name: "old", Status: storage.StatusPublish, ExpiresAt: &past,

@@ -99,6 +99,7 @@ func (e *env) rawContains(needle []byte) bool {
 }
 
 func TestCreateWorkspaceUniqueSlugs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	var slugs []string
 	var ids []int64
@@ -150,6 +151,7 @@ func TestCreateWorkspaceUniqueSlugs(t *testing.T) {
 }
 
 func TestSetPlan(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	tn := e.workspace("Plan Co", PlanFree)
 	w, err := e.sys.SetPlan(tn.Workspace, PlanCompany)
@@ -166,6 +168,7 @@ func TestSetPlan(t *testing.T) {
 }
 
 func TestAPIKeysCreateRotateRevoke(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	tn := e.workspace("Keys", PlanPro)
 
@@ -296,6 +299,7 @@ func TestRecoverMiddlewareAnswersAndKeepsServing(t *testing.T) {
 }
 
 func TestRecoverMiddlewareOnBookActor(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	tn := e.workspace("Panic", PlanPro)
 	b := createBook(t, e, tn, storage.StatusDraft, "Before")
@@ -388,6 +392,7 @@ func TestPassivationAndRespawn(t *testing.T) {
 }
 
 func TestStopStopsBookActors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.BookIdle = time.Hour })
 	tn := e.workspace("Stop", PlanPro)
 	b := createBook(t, e, tn, storage.StatusDraft, "x")
@@ -400,6 +405,7 @@ func TestStopStopsBookActors(t *testing.T) {
 }
 
 func TestErrorsFormat(t *testing.T) {
+	t.Parallel()
 	err := &errs.InvalidError{Fields: map[string][]string{"title": {"a", "b"}, "expires_at": {"c"}}}
 	require.Equal(t, "invalid: expires_at: c, title: a; b", err.Error())
 	var ie *errs.InvalidError

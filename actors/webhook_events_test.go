@@ -15,6 +15,7 @@ import (
 )
 
 func TestWebhookTypeMapping(t *testing.T) {
+	t.Parallel()
 	want := map[string]string{
 		ingest.SessionStarted: WebhookFlipbookOpened, ingest.PageSegmentCompleted: WebhookPageDwelled,
 		ingest.LinkClicked: WebhookLinkClicked, ingest.DocumentDownloaded: WebhookDownloadRequested,
@@ -38,6 +39,7 @@ func TestWebhookTypeMapping(t *testing.T) {
 }
 
 func TestBuildPayload(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 25, 9, 14, 3, 0, time.UTC)
 	ev := &ingest.Event{Workspace: 3, Mode: 'l', BookID: "bk1", SessionID: "s1", Type: ingest.PageSegmentCompleted,
 		ViewerID: 17, ViewerEmail: "ana@example.com", TrackedLinkID: 4, SourceType: "tracked_link", PageNumber: 4,
@@ -61,6 +63,7 @@ func TestBuildPayload(t *testing.T) {
 }
 
 func TestWebhookMatches(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	until := now.Add(time.Minute)
 	sub := &storage.WebhookSubscription{EventTypes: []string{WebhookLinkClicked}, ActiveFrom: now, ActiveUntil: &until,
@@ -86,6 +89,7 @@ func TestWebhookMatches(t *testing.T) {
 }
 
 func TestSignWebhook(t *testing.T) {
+	t.Parallel()
 	body := []byte(`{"id":"evt_1"}`)
 	m := hmac.New(sha256.New, []byte("secret"))
 	m.Write([]byte("1700000000." + string(body)))

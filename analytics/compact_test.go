@@ -98,10 +98,14 @@ func waitCompacted(t testing.TB, db *DB, c *Consumer, rows int64, fanout int) {
 }
 
 func TestCompactionMovesRowsIntoSortedRuns(t *testing.T) {
+	t.Parallel()
 	// Whole moves in one sort, and moves sorted in ranges of books (a run of 1,000 rows and
 	// merges of 2,000+ in chunks of 150, so most moves take several ranges).
 	for _, chunk := range []int64{DefaultCompactChunk, 150} {
-		t.Run(fmt.Sprintf("chunk=%d", chunk), func(t *testing.T) { testCompactionMovesRows(t, chunk) })
+		t.Run(fmt.Sprintf("chunk=%d", chunk), func(t *testing.T) {
+			t.Parallel()
+			testCompactionMovesRows(t, chunk)
+		})
 	}
 }
 
@@ -164,6 +168,7 @@ func testCompactionMovesRows(t *testing.T, chunk int64) {
 // statement of the compacting transaction and not in the next (compactRecent); picked by log
 // offset, the moved rows are exactly the ones copied and deleted, and no compaction fails.
 func TestCompactionUnderWholeRowGroupAppends(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t, t.TempDir())
 	defer db.Close()
 	log := endsMemLog{newMemLog(4)}
@@ -204,6 +209,7 @@ func TestCompactionUnderWholeRowGroupAppends(t *testing.T) {
 // read in fifty of a fresh session's view event, racing that session's first compaction,
 // found no row at all under the race detector on two cores.
 func TestQueriesNeverMissMovingRows(t *testing.T) {
+	t.Parallel()
 	for i := 0; i < 60; i++ {
 		db := openTestDB(t, t.TempDir())
 		log := newMemLog(2)

@@ -21,6 +21,7 @@ import (
 )
 
 func TestSchemaMatchesArrowAndIsIdempotent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := openTestDB(t, dir)
 	db.Close()
@@ -80,6 +81,7 @@ func TestSchemaMatchesArrowAndIsIdempotent(t *testing.T) {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t, t.TempDir())
 	defer db.Close()
 	log := newMemLog(4)
@@ -212,6 +214,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestExactlyOnceAcrossCrashes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log := newMemLog(8)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -316,6 +319,7 @@ func TestExactlyOnceAcrossCrashes(t *testing.T) {
 }
 
 func TestReplayedRecordsNotStoredTwice(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := openTestDB(t, dir)
 	log := newMemLog(2)
@@ -404,6 +408,7 @@ func TestVisibleWithinTwoSeconds(t *testing.T) {
 }
 
 func TestReadErrorsAreRetried(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t, t.TempDir())
 	defer db.Close()
 	log := newMemLog(2)
@@ -430,6 +435,7 @@ func TestReadErrorsAreRetried(t *testing.T) {
 }
 
 func TestOneConsumerPerDatabase(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t, t.TempDir())
 	defer db.Close()
 	log := newMemLog(1)
@@ -447,6 +453,7 @@ func TestOneConsumerPerDatabase(t *testing.T) {
 }
 
 func TestRefusesTooManyPartitions(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t, t.TempDir())
 	defer db.Close()
 	if _, err := NewConsumer(context.Background(), db, newMemLog(ingest.MaxPartitions+1)); err == nil {
@@ -467,6 +474,7 @@ func (l endsMemLog) Next(p int) uint64 {
 // stores whole row groups when there is at least one, the rest in the next; the file's row
 // groups are RowGroupSize rows.
 func TestBatchesAreWholeRowGroups(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t, t.TempDir())
 	defer db.Close()
 	log := endsMemLog{newMemLog(4)}
@@ -517,6 +525,7 @@ func sum(xs []int) (s int) {
 // TestWaitStored: WaitStored returns once the consumer has stored that many events, at once
 // when it has, and with an error when the consumer stops first.
 func TestWaitStored(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t, t.TempDir())
 	defer db.Close()
 	log := newMemLog(4)
@@ -609,6 +618,7 @@ func TestBusyConsumerGathersWholeRowGroups(t *testing.T) {
 // default row groups (122,880 rows; how Open used to open it), its last row group partly
 // filled, takes appends of small and whole 32,768-row groups after Open attaches it.
 func TestAttachesFileWithDefaultRowGroups(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "analytics.duckdb")
 	conn, err := duckdb.NewConnector(path, nil)
@@ -667,6 +677,7 @@ func TestAttachesFileWithDefaultRowGroups(t *testing.T) {
 // TestSpillsBesideTheFile: the file is attached to an in-memory instance, whose own default
 // would spill to .tmp in the working directory; Open points DuckDB beside the file.
 func TestSpillsBesideTheFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := openTestDB(t, dir)
 	defer db.Close()

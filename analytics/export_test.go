@@ -45,6 +45,7 @@ func queryIDs(t *testing.T, db *DB, q string, args ...any) []int64 {
 // of one ordered query, in its order, with every filter, for every window size; equal
 // timestamps are ordered by id across window edges.
 func TestExportWindows(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t, t.TempDir())
 	defer db.Close()
 	start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -96,6 +97,7 @@ func TestExportWindows(t *testing.T) {
 // TestExportStopAndClose: an export that is closed early runs no further queries; Close of the
 // database stops a running export at its next batch and waits for it; the file then reopens.
 func TestExportStopAndClose(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := openTestDB(t, dir)
 	require.NoError(t, db.InsertSynthetic(Synthetic{Workspace: 1, BookID: "bkA", Events: 50000, Start: time.Now().Add(-time.Hour)}))

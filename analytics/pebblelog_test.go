@@ -21,6 +21,7 @@ import (
 // died at one of its steps, including between the DuckDB commit and the trim) and restarting
 // both from their files. Every appended event must be stored once, and the log trimmed.
 func TestExactlyOnceWithPebbleLog(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pebbleDir := filepath.Join(dir, "pebble")
 	openLog := func() (*pebble.DB, *ingest.PebbleLog) {

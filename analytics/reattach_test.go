@@ -21,6 +21,7 @@ import (
 // until open; close gives up (and lets statements in again) when one runs too long; a
 // statement waiting at a shut gate stops waiting when its context ends.
 func TestGate(t *testing.T) {
+	t.Parallel()
 	var g gate
 	ctx := context.Background()
 	require.NoError(t, g.enter(ctx))
@@ -83,6 +84,7 @@ func TestGate(t *testing.T) {
 // events keep coming and queries and exports keep reading, loses and duplicates no event, and
 // no query or export fails or sees a half-detached file.
 func TestReattachUnderLoad(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t, t.TempDir())
 	defer db.Close()
 	log := newMemLog(4)

@@ -89,6 +89,7 @@ func readerEvents(ws int64, email string, viewer int64, at time.Time) []ingest.E
 // another workspace and in test mode stay), the runs' bookkeeping stays exact so later merges
 // work, and the counts before and after are what the log says.
 func TestRedactReaderEverywhere(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t, t.TempDir())
 	defer db.Close()
 	log := newMemLog(4)
@@ -254,6 +255,7 @@ func TestRedactReaderEverywhere(t *testing.T) {
 // TestRedactWithoutCompaction: the compactor goroutine runs redactions even when compaction is
 // off; a redaction of an unknown reader changes nothing.
 func TestRedactWithoutCompaction(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t, t.TempDir())
 	defer db.Close()
 	log := newMemLog(2)

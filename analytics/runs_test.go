@@ -39,6 +39,7 @@ func writeOldDatabase(t *testing.T, dir, skip string, stmts func(defs string) []
 // level and row count; no row is lost or doubled, and new rows are compacted and merged with
 // the migrated level-0 run.
 func TestSchemaVersion2Migrates(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	row := func(id int64, book string, minute, run int) string {
 		return `INSERT INTO ` + legacySortedTable + ` (` + columnList + `, run) VALUES (` + itoa(id) + `, 1, 'l', '` + book +
@@ -97,6 +98,7 @@ func TestSchemaVersion2Migrates(t *testing.T) {
 // few at a time, and a run of half the budget or more is appended to the archive at once, never
 // rewritten by a merge.
 func TestMergesStayWithinBudget(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t, t.TempDir())
 	defer db.Close()
 	log := newMemLog(2)

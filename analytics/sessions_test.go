@@ -55,6 +55,7 @@ func readViewEvents(t *testing.T, db *DB) map[string]viewEvent {
 // against sessions computed by hand. The events of the first session arrive in two rounds with
 // a compaction between them, so the session spans both tables.
 func TestViewEventMeasures(t *testing.T) {
+	t.Parallel()
 	db := openTestDB(t, t.TempDir())
 	defer db.Close()
 	log := newMemLog(2)
@@ -156,6 +157,7 @@ func TestViewEventMeasures(t *testing.T) {
 // keeps its rows, gets the new column (after run in the sorted table), and takes new batches
 // and compactions with the columns in their new places.
 func TestSchemaVersion1Migrates(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeOldDatabase(t, dir, "book_pages", func(defs string) []string {
 		return []string{

@@ -32,6 +32,7 @@ func readCommitted(t *testing.T, brokers []string, topic string, p int) []string
 // A node that opens a partition's writer fences the writer the previous owner still holds: the
 // old owner's next write fails with ErrFenced and never becomes visible, the new owner's does.
 func TestChangelogWriterFencesThePreviousOwner(t *testing.T) {
+	t.Parallel()
 	brokers := newBrokers(t)
 	a := join(t, brokers, "a", 4)
 	defer a.Close()
@@ -63,6 +64,7 @@ func TestChangelogWriterFencesThePreviousOwner(t *testing.T) {
 // The SIGSTOP case: a node cut off past the session timeout and then back cannot
 // acknowledge a write for a partition it lost, though its writer was open all along.
 func TestChangelogStoppedNodeCannotAcknowledge(t *testing.T) {
+	t.Parallel()
 	brokers := newBrokers(t)
 	const parts = 4
 	ctx := context.Background()

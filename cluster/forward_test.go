@@ -29,6 +29,7 @@ func serve(t *testing.T, h fasthttp.RequestHandler) string {
 // body, marked as forwarded; the client gets the owner's status, headers and bytes. A
 // forwarded request is never forwarded again.
 func TestForwardOneHop(t *testing.T) {
+	t.Parallel()
 	var seen struct {
 		method, uri, reqID, by, xff, host string
 		body                              []byte

@@ -104,6 +104,7 @@ func counts(owner map[int]string) map[string]int {
 // partitions to the others and no other partition moves; a fourth joining takes some, and only
 // those move.
 func TestMembershipAssignsEveryPartitionOnce(t *testing.T) {
+	t.Parallel()
 	brokers := newBrokers(t)
 	const parts = 12
 	a := join(t, brokers, "a", parts)
@@ -163,6 +164,7 @@ func filter(owner map[int]string, name string) map[int]bool {
 // An existing changelog topic's partition count wins over the option (the count is fixed when
 // the cluster's topics are first created).
 func TestMembershipKeepsExistingPartitionCount(t *testing.T) {
+	t.Parallel()
 	brokers := newBrokers(t)
 	a := join(t, brokers, "a", 6)
 	defer a.Close()
@@ -213,6 +215,7 @@ func (c *cutter) cutOff() {
 // A node cut off the brokers past the session timeout loses its partitions to the others, and
 // stops claiming them itself (Owns false) by the time the others own them.
 func TestMembershipNodeCutOff(t *testing.T) {
+	t.Parallel()
 	brokers := newBrokers(t)
 	const parts = 6
 	a := join(t, brokers, "a", parts)

@@ -54,6 +54,7 @@ func tenantState(t *testing.T, st *storage.Store, ws int64) map[string]string {
 // A node taking a partition over restores its state from the changelog, fencing the previous
 // owner first; given the partition back later, a node only catches up from the offset it stored.
 func TestNodeTakeOverAndCatchUp(t *testing.T) {
+	t.Parallel()
 	brokers := newBrokers(t)
 	const parts = 2
 	a := startNode(t, brokers, "a", parts)
@@ -103,6 +104,7 @@ func TestNodeTakeOverAndCatchUp(t *testing.T) {
 // A standby node follows the partitions it does not own: when it takes one over, its restore
 // only catches up (here: nothing left to apply), and its copy equals the owner's.
 func TestNodeStandbyTakesOverWithoutReplay(t *testing.T) {
+	t.Parallel()
 	brokers := newBrokers(t)
 	const parts = 2
 	a := startNode(t, brokers, "a", parts)

@@ -13,6 +13,7 @@ import (
 // owner's writes are not in it, and restoring again from the stored offset reads only what came
 // since.
 func TestRestoreAppliesCommittedChanges(t *testing.T) {
+	t.Parallel()
 	brokers := newBrokers(t)
 	ctx := context.Background()
 	a := join(t, brokers, "a", 4)

@@ -29,6 +29,7 @@ func dumpStore(t *testing.T, s *storage.Store) map[string]string {
 // global table and every partition into an empty store gives the same state. A write to a
 // partition whose writer this node dropped is refused and not applied.
 func TestStateRestoresFromTheChangelog(t *testing.T) {
+	t.Parallel()
 	brokers := newBrokers(t)
 	ctx := context.Background()
 	const parts = 4
@@ -81,6 +82,7 @@ func TestStateRestoresFromTheChangelog(t *testing.T) {
 // Ids stay unique across nodes (issue 26 item 5): each node hands out ids of the partitions it
 // owns; a partition taken over continues after the ids its previous owner reserved.
 func TestStateIDsUniqueAcrossNodes(t *testing.T) {
+	t.Parallel()
 	brokers := newBrokers(t)
 	ctx := context.Background()
 	const parts = 4
@@ -143,6 +145,7 @@ func TestStateIDsUniqueAcrossNodes(t *testing.T) {
 // Every node follows the global table: a workspace created on one node (a global write) is in
 // every node's store, and a restarted follower continues from the offset it stored.
 func TestStateGlobalFollowed(t *testing.T) {
+	t.Parallel()
 	brokers := newBrokers(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -204,6 +207,7 @@ func TestStateGlobalFollowed(t *testing.T) {
 // Concurrent writes of the same key reach the changelog and the store in the same order: the
 // store rebuilt from the changelog equals the store written.
 func TestStateConcurrentWritesKeepOrder(t *testing.T) {
+	t.Parallel()
 	brokers := newBrokers(t)
 	ctx := context.Background()
 	const parts = 2

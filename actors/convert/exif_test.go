@@ -89,6 +89,7 @@ func pngInsert(data, chunk []byte, afterIHDR bool) []byte {
 }
 
 func TestOrientationJPEG(t *testing.T) {
+	t.Parallel()
 	base := testJPEG(t, 6, 4)
 	require.Equal(t, 1, Orientation(base), "no EXIF")
 	jfif := jpegSegment(0xE0, []byte("JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"))
@@ -111,6 +112,7 @@ func TestOrientationJPEG(t *testing.T) {
 }
 
 func TestOrientationPNG(t *testing.T) {
+	t.Parallel()
 	base := testPNG(t, 6, 4)
 	require.Equal(t, 1, Orientation(base), "no eXIf")
 	for o := 1; o <= 8; o++ {
@@ -129,6 +131,7 @@ func TestOrientationPNG(t *testing.T) {
 
 // Cut-short metadata never panics and reads as upright or as the full value.
 func TestOrientationTruncatedInput(t *testing.T) {
+	t.Parallel()
 	app1 := jpegSegment(0xE1, append([]byte("Exif\x00\x00"), orientationTIFF("MM", 6)...))
 	j := insertAfterSOI(testJPEG(t, 4, 4), app1)
 	p := pngInsert(testPNG(t, 4, 4), pngChunk("eXIf", orientationTIFF("II", 8)), true)
@@ -157,6 +160,7 @@ func grid3x2() (*image.RGBA, map[string]color.RGBA) {
 }
 
 func TestOrientAllEight(t *testing.T) {
+	t.Parallel()
 	// The upright image for each EXIF orientation of the stored grid, row by row.
 	want := map[int][]string{
 		1: {"abc", "def"},
@@ -187,6 +191,7 @@ func TestOrientAllEight(t *testing.T) {
 
 // Orient works on images whose bounds do not start at 0,0 (a sub-image).
 func TestOrientSubImage(t *testing.T) {
+	t.Parallel()
 	big := image.NewRGBA(image.Rect(0, 0, 10, 10))
 	img, px := grid3x2()
 	for y := 0; y < 2; y++ {
@@ -204,6 +209,7 @@ func TestOrientSubImage(t *testing.T) {
 
 // Photo applies the orientation and keeps an upright JPEG that fits byte for byte.
 func TestPhotoOrientationAndSize(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	src := image.NewRGBA(image.Rect(0, 0, 300, 200))
 	for y := 0; y < 200; y++ {

@@ -13,6 +13,7 @@ import (
 // ImageHeader reads the size from the header alone: a header claiming 49 megapixels with no
 // pixel data after it passes, CheckImage then refuses it; over MaxPixels is refused at once.
 func TestImageHeaderReadsNoPixels(t *testing.T) {
+	t.Parallel()
 	h, err := ImageHeader(pngHeader(7000, 7000))
 	require.NoError(t, err)
 	require.Equal(t, Header{Ext: "png", Width: 7000, Height: 7000}, h)
@@ -61,6 +62,7 @@ func granted(ch <-chan error, wait time.Duration) bool {
 }
 
 func TestPixelBudgetFirstComeFirstServed(t *testing.T) {
+	t.Parallel()
 	b := newPixelBudget(100)
 	ctx := context.Background()
 	// acquire starts an acquire and returns once it waits (or has its answer).

@@ -44,6 +44,7 @@ func encodeJPEG(tb testing.TB, img image.Image) []byte {
 func b64(data []byte) string { return base64.StdEncoding.EncodeToString(data) }
 
 func TestDecodeBase64ImageAccepts(t *testing.T) {
+	t.Parallel()
 	pngData := encodePNG(t, noisy(64, 32))
 	jpgData := encodeJPEG(t, noisy(48, 40))
 	var gifBuf bytes.Buffer
@@ -64,6 +65,7 @@ func TestDecodeBase64ImageAccepts(t *testing.T) {
 		{"surrounding whitespace", "\n  " + b64(jpgData) + "\r\n", "jpg", 48, 40, jpgData},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			img, err := DecodeBase64Image(tc.in)
 			require.NoError(t, err)
 			require.Equal(t, tc.ext, img.Ext)
@@ -101,6 +103,7 @@ func pngHeader(w, h uint32) []byte {
 }
 
 func TestDecodeBase64ImageRejects(t *testing.T) {
+	t.Parallel()
 	pngData := encodePNG(t, noisy(200, 200))
 	jpgData := encodeJPEG(t, noisy(200, 200))
 	for _, tc := range []struct {
@@ -121,6 +124,7 @@ func TestDecodeBase64ImageRejects(t *testing.T) {
 		{"zero width", b64(pngHeader(0, 10)), ErrNotImage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			img, err := DecodeBase64Image(tc.in)
 			require.ErrorIs(t, err, tc.want)
 			require.Nil(t, img)
@@ -138,6 +142,7 @@ func corrupt(data []byte) []byte {
 }
 
 func TestThumbnailScalesDown(t *testing.T) {
+	t.Parallel()
 	src := image.NewRGBA(image.Rect(0, 0, 1600, 1200))
 	for y := 0; y < 1200; y++ {
 		for x := 0; x < 1600; x++ {
@@ -169,6 +174,7 @@ func TestThumbnailScalesDown(t *testing.T) {
 }
 
 func TestThumbnailNeverUpscales(t *testing.T) {
+	t.Parallel()
 	for _, size := range []image.Point{{100, 50}, {ThumbWidth, 30}, {1, 1}, {37, 900}} {
 		data, err := Thumbnail(noisy(size.X, size.Y))
 		require.NoError(t, err)
@@ -181,6 +187,7 @@ func TestThumbnailNeverUpscales(t *testing.T) {
 }
 
 func TestThumbnailExtremeAspectAndOffsetBounds(t *testing.T) {
+	t.Parallel()
 	// A very wide strip keeps at least one row.
 	data, err := Thumbnail(noisy(4000, 2))
 	require.NoError(t, err)

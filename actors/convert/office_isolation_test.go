@@ -57,6 +57,7 @@ func redPNG(t *testing.T) []byte {
 // An uploaded Office document cannot make LibreOffice fetch anything, from the network or the
 // server's disk: a linked picture stays out of the PDF and no request reaches its address.
 func TestOfficeLinkedContentIsNotFetched(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"soffice", "pdfimages"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed; CI installs it", tool)

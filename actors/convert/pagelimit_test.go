@@ -23,6 +23,7 @@ func pagesPDF(t *testing.T, n int) string {
 }
 
 func TestPDFPagesMax(t *testing.T) {
+	t.Parallel()
 	needPoppler(t)
 	ctx := context.Background()
 	path := pagesPDF(t, 30)
@@ -54,6 +55,7 @@ func TestPDFPagesMax(t *testing.T) {
 
 // A document over Options.MaxPages fails before any renderer runs: no page folder, no progress.
 func TestConvertRefusesTooManyPagesBeforeRendering(t *testing.T) {
+	t.Parallel()
 	needPoppler(t)
 	path := pagesPDF(t, 12)
 	work := t.TempDir()

@@ -80,6 +80,7 @@ func rotatePages(t *testing.T, path string, deg int, pages ...string) string {
 func nearPt(a, b float64) bool { return math.Abs(a-b) < 0.01 }
 
 func TestPDFPagesSizes(t *testing.T) {
+	t.Parallel()
 	needPoppler(t)
 	ctx := context.Background()
 	boxes, err := PDFPages(ctx, mixedPDF(t))
@@ -111,6 +112,7 @@ func TestPDFPagesSizes(t *testing.T) {
 }
 
 func TestPDFPagesFailures(t *testing.T) {
+	t.Parallel()
 	needPoppler(t)
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -141,6 +143,7 @@ func TestPDFPagesFailures(t *testing.T) {
 }
 
 func TestCheckTrailer(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	check := func(data []byte) error {
 		p := filepath.Join(dir, "f.pdf")
@@ -168,6 +171,7 @@ func TestCheckTrailer(t *testing.T) {
 }
 
 func TestFromUserSpace(t *testing.T) {
+	t.Parallel()
 	// A 600×800 page; the rectangle spans x 60..180, y 700..760 in PDF user space (origin
 	// bottom-left): unrotated fractions x 0.1..0.3, y (from the top) 0.05..0.125.
 	box := PageBox{X0: 0, Y0: 0, X1: 600, Y1: 800}
@@ -220,6 +224,7 @@ func decodeJPEGFile(t *testing.T, path string) image.Image {
 }
 
 func TestConvertPDFRendersEveryPage(t *testing.T) {
+	t.Parallel()
 	needPoppler(t)
 	src := rotatePages(t, mixedPDF(t), 90, "2")
 	work := filepath.Join(t.TempDir(), "work")
@@ -305,6 +310,7 @@ func darkShare(img image.Image, l storage.Link) float64 {
 // Link areas sit on the text they belong to in the rendered page, on upright and on rotated
 // pages, for annotations and for URLs written as text; a URL that is both is one area.
 func TestPDFLinksOnRenderedPages(t *testing.T) {
+	t.Parallel()
 	needPoppler(t)
 	const annotated, written, both = "https://annot.example.com/a", "https://text.example.com/b", "https://both.example.com/c"
 	f := newTestPDF()
@@ -321,6 +327,7 @@ func TestPDFLinksOnRenderedPages(t *testing.T) {
 	require.NoError(t, f.Output(&doc))
 	for _, rot := range []int{0, 90, 180, 270} {
 		t.Run(fmt.Sprint("rotate ", rot), func(t *testing.T) {
+			t.Parallel()
 			src := writeTempPDF(t, doc.Bytes())
 			if rot != 0 {
 				src = rotatePages(t, src, rot, "2")
@@ -348,6 +355,7 @@ func TestPDFLinksOnRenderedPages(t *testing.T) {
 		})
 	}
 	t.Run("off", func(t *testing.T) {
+		t.Parallel()
 		res, err := Convert(context.Background(), writeTempPDF(t, doc.Bytes()), KindPDF, filepath.Join(t.TempDir(), "w"), Options{LongEdge: 400})
 		require.NoError(t, err)
 		for _, p := range res.Pages {
@@ -360,6 +368,7 @@ func TestPDFLinksOnRenderedPages(t *testing.T) {
 // is shown by PDF viewers as its crop box: the page image, its size and its link areas are of
 // the crop box, like PDFPages' box.
 func TestCropBoxIsThePage(t *testing.T) {
+	t.Parallel()
 	needPoppler(t)
 	const url = "https://crop.example.com/inside"
 	f := newTestPDF()

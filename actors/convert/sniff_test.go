@@ -57,6 +57,7 @@ func oleWith(stream string) []byte {
 }
 
 func TestSniffEveryKind(t *testing.T) {
+	t.Parallel()
 	jpegHead := []byte{0xFF, 0xD8, 0xFF, 0xE0, 0, 16, 'J', 'F', 'I', 'F', 0}
 	pngHead := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR")
 	cases := []struct {
@@ -88,6 +89,7 @@ func TestSniffEveryKind(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			kind, err := sniffFile(t, c.data, c.file)
 			require.NoError(t, err)
 			require.Equal(t, c.want, kind)
@@ -96,6 +98,7 @@ func TestSniffEveryKind(t *testing.T) {
 }
 
 func TestSniffUnsupported(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		data []byte
@@ -112,11 +115,13 @@ func TestSniffUnsupported(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := sniffFile(t, c.data, c.file)
 			require.ErrorIs(t, err, ErrUnsupported)
 		})
 	}
 	t.Run("missing file is not ErrUnsupported", func(t *testing.T) {
+		t.Parallel()
 		_, err := Sniff(filepath.Join(t.TempDir(), "nope"), "a.pdf")
 		require.Error(t, err)
 		require.NotErrorIs(t, err, ErrUnsupported)
@@ -124,6 +129,7 @@ func TestSniffUnsupported(t *testing.T) {
 }
 
 func TestIsOffice(t *testing.T) {
+	t.Parallel()
 	for _, k := range []string{KindDOC, KindDOCX, KindXLS, KindXLSX, KindPPT, KindPPTX} {
 		require.True(t, IsOffice(k), k)
 	}
@@ -135,6 +141,7 @@ func TestIsOffice(t *testing.T) {
 // A file that starts with another format's magic number is that format, even when the text
 // "%PDF-" occurs in its first kilobyte (a JPEG comment, PNG text metadata, a stored zip entry).
 func TestSniffMagicBeatsEmbeddedPDFMarker(t *testing.T) {
+	t.Parallel()
 	jpegWithComment := []byte{0xFF, 0xD8, 0xFF, 0xFE, 0, 26}
 	jpegWithComment = append(jpegWithComment, "scan of a %PDF-1.4 file\x00"...)
 	jpegWithComment = append(jpegWithComment, 0xFF, 0xD9)

@@ -18,6 +18,7 @@ import (
 )
 
 func TestTemplateList(t *testing.T) {
+	t.Parallel()
 	list := Templates()
 	require.GreaterOrEqual(t, len(list), 3)
 	ids := map[int64]bool{}
@@ -59,6 +60,7 @@ func TestTemplateList(t *testing.T) {
 }
 
 func TestTemplatePlainText(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ in, want string }{
 		{"", ""},
 		{"plain  text\twith   spaces", "plain text with spaces"},
@@ -82,6 +84,7 @@ func TestTemplatePlainText(t *testing.T) {
 }
 
 func TestTemplateWrapText(t *testing.T) {
+	t.Parallel()
 	require.NoError(t, loadFonts())
 	c := newCanvas()
 	defer c.close()
@@ -149,6 +152,7 @@ func requireMarginsWhite(t *testing.T, img *image.RGBA) {
 }
 
 func TestTemplateLongTextStaysOnPage(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("Lorem ipsum dolor sit amet, consectetur adipiscing elit. ", 90)[:5000]
 	huge := strings.Repeat("<p>"+strings.Repeat("verylongwordwithoutanyspaces", 40)+"</p>", 40)
 	product := Item{ID: "1", Title: strings.Repeat("Title ", 100), Description: long, ShortDescription: long,
@@ -197,6 +201,7 @@ func pngOf(w, h int, c color.RGBA) []byte {
 func center(r image.Rectangle) image.Point { return image.Pt((r.Min.X+r.Max.X)/2, (r.Min.Y+r.Max.Y)/2) }
 
 func TestTemplateImagesAndPlaceholders(t *testing.T) {
+	t.Parallel()
 	red := color.RGBA{220, 20, 20, 255}
 	var calls atomic.Int32
 	fetch := func(ctx context.Context, url string) ([]byte, error) {
@@ -231,6 +236,7 @@ func TestTemplateImagesAndPlaceholders(t *testing.T) {
 }
 
 func TestTemplateRenderDocument(t *testing.T) {
+	t.Parallel()
 	items := make([]Item, 7)
 	for i := range items {
 		items[i] = Item{ID: "x", Title: "Item", Price: "5", Image: "http://x/img"}
@@ -259,6 +265,7 @@ func TestTemplateRenderDocument(t *testing.T) {
 }
 
 func TestTemplatePrices(t *testing.T) {
+	t.Parallel()
 	meta := &Metadata{Currency: "EUR", CurrencySymbol: "&euro;"}
 	cur, was := itemPrices(&Item{Price: "10", RegularPrice: "12", SalePrice: "10"}, meta)
 	require.Equal(t, "€10", cur)
@@ -287,6 +294,7 @@ func hugePNG(w, h uint32) []byte {
 }
 
 func TestTemplateFitFetched(t *testing.T) {
+	t.Parallel()
 	img, err := fitFetched(pngOf(400, 100, color.RGBA{0, 255, 0, 255}), 200, 200)
 	require.NoError(t, err)
 	require.Equal(t, image.Rect(0, 0, 200, 50), img.Bounds())

@@ -9,6 +9,7 @@ import (
 )
 
 func TestSubscribers(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	rid := h.konva(t, key, "gated", "publish")
@@ -75,6 +76,7 @@ func TestSubscribers(t *testing.T) {
 }
 
 func TestSubscriberValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "v", "draft")
@@ -107,6 +109,7 @@ func TestSubscriberValidation(t *testing.T) {
 }
 
 func TestEmbedDomains(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "embeddable", "publish")
@@ -140,6 +143,7 @@ func TestEmbedDomains(t *testing.T) {
 }
 
 func TestTrackedLinks(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "linked", "publish")

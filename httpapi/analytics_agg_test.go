@@ -249,6 +249,7 @@ func fields(m map[string]any, names ...string) []any {
 // aggFixture: the key numbers computed by hand here (docs/ANALYTICS.md defines each), and the
 // whole responses against golden files.
 func TestAnalyticsAggregates(t *testing.T) {
+	t.Parallel()
 	fx := newAggFixture(t)
 	A, B := fx.bookA, fx.bookB
 	day := fx.base.Format(time.DateOnly)
@@ -531,6 +532,7 @@ func TestAnalyticsAggregates(t *testing.T) {
 // arrive that change the values the list is sorted by: a walk reads the snapshot of its first
 // page, so it still returns every reader of that snapshot exactly once.
 func TestAnalyticsReadersPagination(t *testing.T) {
+	t.Parallel()
 	fx := newAggFixture(t)
 	h := fx.h
 	// 12 more anonymous readers on book A with distinct engagement and recency, and 3 ties.

@@ -45,6 +45,7 @@ func (h *harness) walkFrom(t *testing.T, key, path string, limit int, cursor str
 // view events over a fixed event set posted through /collect and the email gate; pagination
 // walks that see every row once, also while events keep arriving; filters; gates.
 func TestAnalyticsRawLists(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	rid := h.konva(t, key, "Report", "publish")

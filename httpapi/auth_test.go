@@ -12,6 +12,7 @@ import (
 )
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 
@@ -73,6 +74,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestScopes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	full, ws := h.workspaceKey(t, "company", "live", "*")
 	rid := h.konva(t, full, "scoped", "draft")
@@ -97,6 +99,7 @@ func TestScopes(t *testing.T) {
 }
 
 func TestRevokedAndRotatedKeysStopAtOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	_, ws := h.workspaceKey(t, "pro", "live", "*")
 	k := h.adminDo(t, "POST", "/workspaces/"+itoa(ws)+"/keys", map[string]any{"scopes": []any{"books:read"}})
@@ -122,6 +125,7 @@ func TestRevokedAndRotatedKeysStopAtOnce(t *testing.T) {
 }
 
 func TestPlanChangeTakesEffectAtOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "free", "live", "*")
 	r := h.do(t, "GET", "/api/v1/me", key, nil)
@@ -134,6 +138,7 @@ func TestPlanChangeTakesEffectAtOnce(t *testing.T) {
 }
 
 func TestPlanGate(t *testing.T) {
+	t.Parallel()
 	// The table-level gate: an operation with a minimum plan refuses lower plans with 403.
 	op := &api.Operation{ID: "x", Plan: actors.PlanCompany}
 	for plan, want := range map[string]bool{"free": false, "pro": false, "company": true, "enterprise": true} {

@@ -91,6 +91,7 @@ func TestBodyUnauthenticatedRefusedBeforeRead(t *testing.T) {
 
 // A chunked body is cut at its route's cap (413), an authenticated upload included.
 func TestBodyChunkedOverCap(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.MaxBodyBytes = 2 << 20 })
 	key := h.workspace(t, "company", "live")
 	c, err := net.Dial("tcp", strings.TrimPrefix(h.base, "http://"))
@@ -152,6 +153,7 @@ func TestBodySlowSenderCut(t *testing.T) {
 // Bodies held in memory count against one budget: past it, 503 with Retry-After; a multipart
 // upload streams to disk and needs no more than the multipart reader's allowance.
 func TestBodyBudget(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.MaxBufferedBytes = 12 << 20 })
 	key := h.workspace(t, "company", "live")
 	// A 5 MB editor book would hold 15 MB: over the budget.
@@ -181,6 +183,7 @@ func TestBodyBudget(t *testing.T) {
 
 // Keep-alive survives bodies read in full: two requests with bodies on one connection.
 func TestBodyKeepAlive(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	c, err := net.Dial("tcp", strings.TrimPrefix(h.base, "http://"))
@@ -204,6 +207,7 @@ func TestBodyKeepAlive(t *testing.T) {
 // A client sending Expect: 100-continue (curl does above 1 MB) and refused reads its answer, not
 // a reset: without a key, and over the cap.
 func TestBodyExpectContinueRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.MaxBodyBytes = 4 << 20 })
 	key := h.workspace(t, "company", "live")
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{ExpectContinueTimeout: 5 * time.Second}}

@@ -37,6 +37,7 @@ func keys(m map[string]any) []string {
 }
 
 func TestBookShape(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.PublicURL = "https://books.example.com/" })
 	key := h.workspace(t, "company", "live")
 	r := h.do(t, "POST", "/api/v1/books/konva", key, konvaBody("Spring catalogue", "", 3))
@@ -72,6 +73,7 @@ func TestBookShape(t *testing.T) {
 }
 
 func TestUpdateBookSettings(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "orig", "draft")
@@ -170,6 +172,7 @@ func TestScheduleAndExpiry(t *testing.T) {
 }
 
 func TestListPaginationAndSorting(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	names := []string{"delta", "Alpha", "charlie", "bravo", "echo", "alpha two", "Foxtrot"}
@@ -256,6 +259,7 @@ func TestListPaginationAndSorting(t *testing.T) {
 }
 
 func TestDeleteBookRemovesFiles(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "bye", "publish")
@@ -282,6 +286,7 @@ func TestDeleteBookRemovesFiles(t *testing.T) {
 }
 
 func TestFilesAreCacheable(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	body := konvaBody("thumb", "", 1)

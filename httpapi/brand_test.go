@@ -140,6 +140,7 @@ func TestBrandLifecycleAndViewer(t *testing.T) {
 }
 
 func TestBrandValidationScopesAndTenancy(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	big := append(logoPNG(t, 10), make([]byte, api.MaxLogoBytes)...)

@@ -81,6 +81,7 @@ func (h *harness) revision(tb testing.TB, key, rid string) string {
 }
 
 func TestBulkSettingsBatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	ids := []string{h.konva(t, key, "one", "draft"), h.konva(t, key, "two", "publish"), h.konva(t, key, "three", "draft")}
@@ -247,6 +248,7 @@ func TestBulkSettingsBatch(t *testing.T) {
 }
 
 func TestBulkSettingsValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	ids := h.makeBooks(t, key, 2, "v")
@@ -406,6 +408,7 @@ func TestBulkSettingsQueuedCancelAndLimit(t *testing.T) {
 // TestBulkSettingsCancelRunning cancels a batch held mid-run: the items applied stay applied,
 // those not started are cancelled, and the answer comes once the runner stopped.
 func TestBulkSettingsCancelRunning(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	ids := h.makeBooks(t, key, 20, "c")
@@ -475,6 +478,7 @@ func TestBulkSettingsCancelRunning(t *testing.T) {
 }
 
 func TestBulkSettingsSummary(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	ids := []string{h.konva(t, key, "alpha", "draft"), h.konva(t, key, "beta", "draft"), h.konva(t, key, "gamma", "draft")}
@@ -552,6 +556,7 @@ func TestBulkSettingsSummary(t *testing.T) {
 // TestBulkSettingsThousandBooks runs a batch of the most books a batch may hold and reports
 // how long it takes; every book changes exactly once.
 func TestBulkSettingsThousandBooks(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	ids := h.makeBooks(t, key, 1000, "k")
@@ -615,6 +620,7 @@ func checkBulkResponses(t *testing.T) map[string]bool {
 }
 
 func TestBulkSettingsOpenAPI(t *testing.T) {
+	t.Parallel()
 	covered := checkBulkResponses(t)
 	for _, op := range []string{"bulk_settings_create", "bulk_settings_get", "bulk_settings_cancel", "bulk_settings_retry", "bulk_settings_summary"} {
 		require.True(t, covered[op], op)

@@ -12,6 +12,7 @@ import (
 
 // TestCatalogTools drives the 9 catalog tools through a real MCP client session.
 func TestCatalogTools(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "pro", "live")
 	cs := h.mcpSession(t, key, "2025-11-25")

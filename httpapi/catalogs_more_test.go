@@ -135,6 +135,7 @@ func allCatalogOps(catalog, item, job int64) []catRoute {
 }
 
 func TestCatalogXAuth(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "pro", "live", "*")
 	f := newCatalog(t, h, key, "Auth", catProduct("p1", "", "Mug"), catProduct("p2", "", "Cap"))
@@ -208,6 +209,7 @@ func TestCatalogXAuth(t *testing.T) {
 }
 
 func TestCatalogXValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "pro", "live")
 	f := newCatalog(t, h, key, "Valid", catProduct("p1", "", "Mug"))
@@ -380,6 +382,7 @@ func TestCatalogXValidation(t *testing.T) {
 }
 
 func TestCatalogXNotFound(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "pro", "live")
 	other := h.workspace(t, "pro", "live")
@@ -465,6 +468,7 @@ func TestCatalogXNotFound(t *testing.T) {
 }
 
 func TestCatalogXPagination(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "pro", "live")
 
@@ -590,6 +594,7 @@ func TestCatalogXPagination(t *testing.T) {
 }
 
 func TestCatalogXSyncRules(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "pro", "live")
 
@@ -814,6 +819,7 @@ func TestCatalogXSyncRules(t *testing.T) {
 }
 
 func TestCatalogXFields(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "pro", "live")
 

@@ -42,6 +42,7 @@ func waitJob(t *testing.T, h *harness, key string, catalog, job int64) map[strin
 func num(v any) int64 { f, _ := v.(float64); return int64(f) }
 
 func TestCatalogLifecycle(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "pro", "live")
 
@@ -189,6 +190,7 @@ func tenantOf(t *testing.T, h *harness, key string) storage.Tenant {
 // Render references are external item keys first: a numeric product id names that product even
 // when an item has the same id, and product ids may contain colons.
 func TestCatalogRenderReferences(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "pro", "live")
 	r := h.do(t, "POST", "/api/v1/catalogs", key, map[string]any{"name": "Refs", "items": []any{

@@ -73,6 +73,7 @@ func newMCPClientFixture(t *testing.T) *mcpClientFixture {
 // at least once with valid arguments through the TypeScript SDK, whose callTool checks the
 // structured content against the tool's outputSchema. The script names each failing tool.
 func TestMCPClientTypeScriptSDKCallsEveryTool(t *testing.T) {
+	t.Parallel()
 	fx := newMCPClientFixture(t)
 	start := time.Now()
 	stdout, _, _ := runNode(t, 4*time.Minute, []string{
@@ -92,6 +93,7 @@ func TestMCPClientTypeScriptSDKCallsEveryTool(t *testing.T) {
 // portability error (exit 6) and no warning (a type array, an untyped schema, a remote $ref)
 // in any tool's inputSchema or outputSchema.
 func TestMCPInspectorStrictToolsList(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	stdout, stderr, _ := runNode(t, 2*time.Minute, nil, false, "node_modules/.bin/mcp-inspector", "--cli", h.base+mcp.Path,

@@ -84,6 +84,7 @@ var collectSeeds = []string{
 // with the same values: the seeds (common shapes, edge values, shapes the fast path leaves to
 // the generic path) and many random mutations of them.
 func TestCollectFastPathAgrees(t *testing.T) {
+	t.Parallel()
 	long := `{"book_id":"b","session_id":"` + strings.Repeat("é", 255) + `","events":[{"type":"link_clicked","url":"` +
 		strings.Repeat("ü", 2048) + `"}]}`
 	tooLong := `{"book_id":"b","session_id":"` + strings.Repeat("é", 256) + `","events":[{"type":"session_started"}]}`
@@ -135,6 +136,7 @@ func FuzzCollectFastPath(f *testing.F) {
 // TestCollectorFastPathStoresTheSame: a batch through the fast path and the same batch with
 // a shape the fast path leaves to the generic path (an unknown key) store the same events.
 func TestCollectorFastPathStoresTheSame(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "read me", "publish")

@@ -22,6 +22,7 @@ import (
 // parameter the endpoint also accepts (spec §1); the harness listens on 127.0.0.1, which the
 // DNS-rebinding scenario needs.
 func TestMCPConformanceSuite(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	start := time.Now()

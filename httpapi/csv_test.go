@@ -13,6 +13,7 @@ import (
 // TestCSVFields: fields round-trip through encoding/csv; only fields with a comma, quote, CR or
 // LF are quoted.
 func TestCSVFields(t *testing.T) {
+	t.Parallel()
 	values := []string{"", "plain", "a,b", `say "hi"`, "two\nlines", "cr\rlf\r\n", `"`, `""`, ",", "ünïcödé ✓ 東京",
 		" spaced ", "=1+2", "tab\there"}
 	var row []byte
@@ -36,6 +37,7 @@ func TestCSVFields(t *testing.T) {
 // TestCSVTimestamps: the timestamp writers agree with TimeFormat, across second, day and year
 // boundaries and before 1970.
 func TestCSVTimestamps(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	var tc timeCache
 	base := time.Date(2026, 12, 31, 23, 59, 58, 0, time.UTC).UnixMicro()

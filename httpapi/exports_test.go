@@ -203,6 +203,7 @@ func newExportFixture(t *testing.T) *exportFixture {
 // the same filters, in the same order; headers are golden; values with commas, quotes,
 // newlines and UTF-8 survive; Content-Type and Content-Disposition; gates; parameters.
 func TestExports(t *testing.T) {
+	t.Parallel()
 	fx := newExportFixture(t)
 	h, key, rid := fx.h, fx.key, fx.rid
 	today := time.Now().UTC().Format(time.DateOnly)

@@ -18,6 +18,7 @@ import (
 )
 
 func TestPrivateAddrClassifier(t *testing.T) {
+	t.Parallel()
 	blocked := []string{
 		"127.0.0.1", "127.255.0.1", "::1", "10.0.0.1", "10.255.255.255", "172.16.0.1", "172.31.255.254",
 		"192.168.0.1", "192.168.255.255", "169.254.169.254", "169.254.0.1", "100.64.0.1", "100.127.255.254",
@@ -75,6 +76,7 @@ func countingServer(t *testing.T, body []byte) (*httptest.Server, *atomic.Int32)
 }
 
 func TestFetchRefusesPrivateTargets(t *testing.T) {
+	t.Parallel()
 	srv, hits := countingServer(t, []byte("hello"))
 	f := newFetcher(false)
 	defer f.close()

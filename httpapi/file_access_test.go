@@ -40,6 +40,7 @@ func viewerConfigOf(tb testing.TB, page []byte) map[string]any {
 // files only with a reader token the access list still covers, nothing but the thumbnail while
 // the book is not published; and a removed subscriber's token stops working everywhere.
 func TestBookFileAccess(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	batch, rid := h.uploadOK(t, key, "brochure.pdf", samplePDF(t))

@@ -13,6 +13,7 @@ import (
 // locate the reader (forged or unknown values are dropped); without it they are ignored. The
 // events carry the book's page count, and the session's view event is derived from them.
 func TestCollectorLocationAndSessions(t *testing.T) {
+	t.Parallel()
 	for _, trust := range []bool{true, false} {
 		h := newHarness(t, func(c *Config) { c.TrustGeoHeaders = trust })
 		key := h.workspace(t, "company", "live")

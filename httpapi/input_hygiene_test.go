@@ -19,6 +19,7 @@ import (
 // Control characters, bidi overrides and unpaired surrogates in lines (titles, slugs, names,
 // secrets); free text keeps tabs, line breaks and bidi controls; background holds to its syntax.
 func TestInputHygieneText(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "clean", "draft")
@@ -110,6 +111,7 @@ func TestInputHygieneText(t *testing.T) {
 // or address; addresses are at a registrable domain; one matching rule covers the email gate,
 // the embed check and frame-ancestors, and entries stored before it match nothing.
 func TestInputHygieneDomains(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	rid := h.konva(t, key, "gated", "publish")
@@ -212,6 +214,7 @@ func TestInputHygieneDomains(t *testing.T) {
 // and fast paths alike; one stored before the rule shows as "" in analytics, exports and
 // webhook payloads.
 func TestInputHygieneLinkURLs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	rid := h.konva(t, key, "links", "publish")
@@ -266,6 +269,7 @@ func TestInputHygieneLinkURLs(t *testing.T) {
 // Tracked-link slugs are case-insensitive and unique across workspaces: stored in lower case,
 // found in any case.
 func TestInputHygieneSlugCase(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	keyA := h.workspace(t, "company", "live")
 	keyB := h.workspace(t, "company", "live")

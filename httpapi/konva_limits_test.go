@@ -46,6 +46,7 @@ func repeatImage(s string, n int) []any {
 }
 
 func TestKonvaPixelLimits(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	post := func(imgs []any, thumb string) *resp {

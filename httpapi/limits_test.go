@@ -20,7 +20,9 @@ import (
 )
 
 func TestRateLimits(t *testing.T) {
+	t.Parallel()
 	t.Run("per endpoint", func(t *testing.T) {
+		t.Parallel()
 		h := newHarness(t, func(c *Config) { c.RateEndpoint, c.RateWorkspace = 3, 100 })
 		key := h.workspace(t, "company", "live")
 		for i := 0; i < 3; i++ {
@@ -41,6 +43,7 @@ func TestRateLimits(t *testing.T) {
 		require.Equal(t, 200, h.do(t, "GET", "/api/v1/books", h.workspace(t, "company", "live"), nil).Status)
 	})
 	t.Run("per workspace, shared by its keys and modes", func(t *testing.T) {
+		t.Parallel()
 		h := newHarness(t, func(c *Config) { c.RateWorkspace, c.RateEndpoint = 4, 100 })
 		key, ws := h.workspaceKey(t, "company", "live", "*")
 		test := h.key(t, ws, "test", "*")
@@ -53,6 +56,7 @@ func TestRateLimits(t *testing.T) {
 		require.NotEmpty(t, r.Header.Get("Retry-After"))
 	})
 	t.Run("unauthenticated per IP", func(t *testing.T) {
+		t.Parallel()
 		h := newHarness(t, func(c *Config) { c.RateUnauthenticated = 2 })
 		require.Equal(t, 401, h.do(t, "GET", "/api/v1/books", "", nil).Status)
 		require.Equal(t, 401, h.do(t, "GET", "/api/v1/books", "wsk_live_bad", nil).Status)
@@ -66,6 +70,7 @@ func TestRateLimits(t *testing.T) {
 		require.Equal(t, 200, h.do(t, "GET", "/api/v1/books", h.workspace(t, "free", "live"), nil).Status)
 	})
 	t.Run("zero turns limits off", func(t *testing.T) {
+		t.Parallel()
 		h := newHarness(t, nil) // all zero
 		key := h.workspace(t, "company", "live")
 		for i := 0; i < 150; i++ {
@@ -75,6 +80,7 @@ func TestRateLimits(t *testing.T) {
 }
 
 func TestIdempotency(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "idem", "draft")
@@ -119,6 +125,7 @@ func TestIdempotency(t *testing.T) {
 }
 
 func TestIdempotencyConflictWhileInFlight(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	body := konvaBody("slow", "", 0)
@@ -155,6 +162,7 @@ func TestIdempotencyConflictWhileInFlight(t *testing.T) {
 }
 
 func TestBodyLimitsAndRoutes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.MaxBodyBytes = 2 << 20 })
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "b", "draft")

@@ -23,6 +23,7 @@ func toolErr(out map[string]any) map[string]any {
 // batch_id, catalog_id, sync_job_id, subscription_id: spec §4.11) in details and message, not
 // the REST path names; REST keeps its names.
 func TestMCPErrorsNameToolArguments(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	cs := h.mcpSession(t, key, "2025-11-25")
@@ -78,6 +79,7 @@ func TestMCPErrorsNameToolArguments(t *testing.T) {
 // (spec §4.11 marks files required), and no tool's input schema has anyOf, oneOf or allOf at
 // the top level (the Anthropic Messages API refuses such a tool, and with it the whole list).
 func TestMCPUploadSchemaRequiresFiles(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	cs := h.mcpSession(t, key, "")
@@ -115,6 +117,7 @@ func TestMCPUploadSchemaRequiresFiles(t *testing.T) {
 // TestMCPIdempotencyHashesFileContent: with one idempotency_key, the same upload replays, and
 // a different file of the same size is refused (422), as REST does with a multipart body.
 func TestMCPIdempotencyHashesFileContent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	cs := h.mcpSession(t, key, "")

@@ -27,9 +27,13 @@ type rpcAnswer struct {
 // TestMCPMalformedJSONRPC: every malformed message is answered before the SDK with a JSON-RPC
 // error (application/json, the right HTTP status, code and id), never the SDK's plain text.
 func TestMCPMalformedJSONRPC(t *testing.T) {
+	t.Parallel()
 	for _, sdkOnly := range []bool{false, true} {
 		h := newHarness(t, func(c *Config) { c.MCPSDKOnly = sdkOnly })
-		t.Run(map[bool]string{false: "fast path on", true: "SDK only"}[sdkOnly], func(t *testing.T) { testMalformed(t, h) })
+		t.Run(map[bool]string{false: "fast path on", true: "SDK only"}[sdkOnly], func(t *testing.T) {
+			t.Parallel()
+			testMalformed(t, h)
+		})
 	}
 }
 

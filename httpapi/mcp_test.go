@@ -99,6 +99,7 @@ func toolErrType(out map[string]any) string {
 }
 
 func TestMCPToolsMatchSpec(t *testing.T) {
+	t.Parallel()
 	require.Len(t, specTools, 55)
 	h := newHarness(t, func(c *Config) { c.MCPPageSize = 7 })
 	key := h.workspace(t, "company", "live")
@@ -129,6 +130,7 @@ func TestMCPToolsMatchSpec(t *testing.T) {
 }
 
 func TestMCPToolSchemas(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	cs := h.mcpSession(t, key, "2025-11-25")
@@ -185,6 +187,7 @@ func TestMCPToolSchemas(t *testing.T) {
 // (its schemaLint: no boolean schema, no type array, no schema without a validation keyword,
 // no remote $ref), without Node: the Inspector itself runs in clients_mcp_test.go.
 func TestMCPToolSchemasPortable(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	cs := h.mcpSession(t, key, "2025-11-25")
@@ -251,6 +254,7 @@ func TestMCPToolSchemasPortable(t *testing.T) {
 // TestMCPCapabilities: tools without listChanged (the list never changes, and no stream could
 // carry the notification), logging (logging/setLevel is answered), nothing else.
 func TestMCPCapabilities(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	for _, version := range []string{"2025-11-25", ""} {
@@ -261,6 +265,7 @@ func TestMCPCapabilities(t *testing.T) {
 }
 
 func TestMCPCallsUnderBothRevisions(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	for _, version := range []string{"", "2025-11-25", "2025-06-18"} {
@@ -335,6 +340,7 @@ func TestMCPCallsUnderBothRevisions(t *testing.T) {
 }
 
 func TestMCPUploadAndIdempotency(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	cs := h.mcpSession(t, key, "")
@@ -388,6 +394,7 @@ func TestMCPUploadAndIdempotency(t *testing.T) {
 }
 
 func TestMCPExportToPath(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	cs := h.mcpSession(t, key, "")
@@ -430,6 +437,7 @@ func TestMCPExportToPath(t *testing.T) {
 }
 
 func TestMCPScopeAndPlanRefusals(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	readOnly, ws := h.workspaceKey(t, "company", "live", "books:read")
 	cs := h.mcpSession(t, readOnly, "")
@@ -467,6 +475,7 @@ func mustJSON(tb testing.TB, v any) string {
 // TestMCPLargeUpload: a file past what the tool call keeps in memory (8 MiB) goes through a
 // temp file and converts like a REST upload.
 func TestMCPLargeUpload(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	cs := h.mcpSession(t, key, "2025-11-25")

@@ -31,6 +31,7 @@ func rpcCode(tb testing.TB, r *resp) float64 {
 const newMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"%s","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
 
 func TestMCPRawJSONRPC(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 

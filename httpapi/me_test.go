@@ -13,6 +13,7 @@ import (
 // /me reports a feature exactly when its operations answer on the workspace's plan, and an
 // unlimited published-book limit as null.
 func TestMePlanFeaturesAnswer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	pathParam := regexp.MustCompile(`\{[^}]+\}`)
 	for _, plan := range actors.PlanNames {

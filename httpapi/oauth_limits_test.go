@@ -52,6 +52,7 @@ func TestOAuthRegistrationRateLimit(t *testing.T) {
 }
 
 func TestOAuthRegistrationRedirectBounds(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	many := make([]string, 11)
 	for i := range many {

@@ -391,6 +391,7 @@ func TestOAuthXRevokedRefreshToken(t *testing.T) {
 }
 
 func TestOAuthXRegistrationValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	for _, c := range []struct {
 		name string
@@ -436,6 +437,7 @@ func TestOAuthXRegistrationValidation(t *testing.T) {
 }
 
 func TestOAuthXMetadata(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	as := h.do(t, "GET", "/.well-known/oauth-authorization-server", "", nil)
 	require.Equal(t, 200, as.Status)

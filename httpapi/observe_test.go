@@ -134,6 +134,7 @@ next:
 }
 
 func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { jsonLogs(c) })
 	url := h.base + "/metrics"
 	key, ws := h.workspaceKey(t, "company", "live", "*")
@@ -255,6 +256,7 @@ func markedPNG(tb testing.TB) []byte {
 // With the admin surface off (no admin token) /metrics and pprof are not there at all, while
 // the metrics listener serves without a token.
 func TestMetricsAdminDisabledAndListener(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.AdminToken = ""; c.PProf = true })
 	for _, p := range []string{"/metrics", "/debug/pprof/", "/debug/pprof/heap"} {
 		r := h.do(t, "GET", p, "anything", nil)
@@ -286,6 +288,7 @@ func TestMetricsAdminDisabledAndListener(t *testing.T) {
 }
 
 func TestPprof(t *testing.T) {
+	t.Parallel()
 	off := newHarness(t, nil)
 	for _, p := range []string{"/debug/pprof/", "/debug/pprof/heap"} {
 		require.Equal(t, 404, off.do(t, "GET", p, off.admin, nil).Status, "pprof is off by default: %s", p)
@@ -427,6 +430,7 @@ func TestRequestLogsHoldNoSecrets(t *testing.T) {
 
 // With the log at warn, requests write nothing (their lines are info) but are still counted.
 func TestRequestLogLevel(t *testing.T) {
+	t.Parallel()
 	sink := &logSink{}
 	h := newHarness(t, func(c *Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -439,6 +443,7 @@ func TestRequestLogLevel(t *testing.T) {
 
 // fasthttp's own errors quote the request's bytes; the log keeps none of them.
 func TestScrubTransport(t *testing.T) {
+	t.Parallel()
 	msg := `error when serving connection "127.0.0.1:8080"<->"127.0.0.1:51234": error when reading request headers: ` +
 		`invalid header value "Bearer fb_live_secret": buffer size=120, contents: "GET /x?api_key=fb_live_secret HTTP/1.1\r\n"`
 	got := scrubTransport(msg)
@@ -449,6 +454,7 @@ func TestScrubTransport(t *testing.T) {
 
 // A tools/call the SDK answers (the fast path off) is counted under its tool too.
 func TestMetricsMCPThroughSDK(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.MCPSDKOnly = true })
 	key := h.workspace(t, "company", "live")
 	cs := h.mcpSession(t, key, "")
@@ -461,6 +467,7 @@ func TestMetricsMCPThroughSDK(t *testing.T) {
 // Requests fasthttp refuses before routing (a body over the limit, malformed headers) get a
 // line too, and fasthttp's own debug messages do not carry the request's bytes.
 func TestTransportErrorsLogged(t *testing.T) {
+	t.Parallel()
 	sink := &logSink{}
 	h := newHarness(t, func(c *Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -504,6 +511,7 @@ func TestTransportErrorsLogged(t *testing.T) {
 // The hand-encoded request line is what slog's JSON and text handlers write for the same
 // fields (but the time), whatever the strings hold.
 func TestRequestLogEncoding(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ id, op, pattern string }{
 		{"abc-1", "books.get", "/api/v1/books/{book}"},
 		{"q\"uote\\back", "tool name", "/x=y\n\t\x01é"},

@@ -265,6 +265,7 @@ func (r *recordTB) failures() []string {
 // from the document are refused by the same checker, and a drift in a real answer fails the
 // test that sent the request.
 func TestContractCatchesDrift(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	c, err := contractFor(h.base)
 	require.NoError(t, err)

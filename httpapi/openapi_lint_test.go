@@ -17,6 +17,7 @@ import (
 // no redocly CLI here: this is the same list, checked in Go. struct and no-unresolved-refs are
 // kin-openapi's load and Validate (newContract).
 func TestOpenAPIRecommendedRules(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	raw := h.do(t, "GET", "/api/v1/openapi.json", "", nil).Body
 	_, err := newContract(raw)
@@ -28,6 +29,7 @@ func TestOpenAPIRecommendedRules(t *testing.T) {
 
 // TestOpenAPILintCatches shows that the rules find what they are for.
 func TestOpenAPILintCatches(t *testing.T) {
+	t.Parallel()
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal([]byte(`{
 	  "info": {"title": "t", "version": "1"},

@@ -152,6 +152,7 @@ func admits(ref *openapi3.SchemaRef, v any) bool {
 }
 
 func TestUndeclaredProperties(t *testing.T) {
+	t.Parallel()
 	load := func(schema string) *openapi3.SchemaRef {
 		var s openapi3.Schema
 		require.NoError(t, json.Unmarshal([]byte(schema), &s))
@@ -176,6 +177,7 @@ func TestUndeclaredProperties(t *testing.T) {
 // TestOpenAPIDocumentMatchesResponses checks a real success response of every public
 // operation, and the common error responses, against the served document.
 func TestOpenAPIDocumentMatchesResponses(t *testing.T) {
+	t.Parallel()
 	fx := newExportFixture(t)
 	h, key, rid := fx.h, fx.key, fx.rid
 	c := newOpenAPIChecker(t, h)
@@ -302,6 +304,7 @@ func TestOpenAPIDocumentMatchesResponses(t *testing.T) {
 }
 
 func TestOpenAPIDocumentShape(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	c := newOpenAPIChecker(t, h)
 	doc := c.doc

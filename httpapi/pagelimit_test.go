@@ -11,6 +11,7 @@ import (
 // limit, before any page is rendered; one within the limit converts. Office documents are
 // counted after LibreOffice, as the PDF it made.
 func TestUploadTooManyPagesFails(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.MaxPages = 3; c.PageLongEdge = 400 })
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 

@@ -12,6 +12,7 @@ import (
 // long) is 404 NotFound in the error envelope, as an unknown id is (spec §7: "404 on every
 // operation with a path id"), over REST and MCP alike, and the OpenAPI document declares it.
 func TestPathIDNotFound(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	c := newOpenAPIChecker(t, h)
 	key := h.workspace(t, "company", "live")

@@ -52,6 +52,7 @@ func collectBody(rid string, events ...map[string]any) map[string]any {
 }
 
 func TestCollector(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "read me", "publish")
@@ -112,6 +113,7 @@ func TestCollector(t *testing.T) {
 }
 
 func TestEmailGateAndReaderTokens(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "gated", "publish")
@@ -182,6 +184,7 @@ func (h *harness) getPage(tb testing.TB, path string) *resp {
 }
 
 func TestViewerPage(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	rid := h.konva(t, key, "Spring <catalogue>", "publish")
@@ -259,6 +262,7 @@ func TestViewerPage(t *testing.T) {
 }
 
 func TestCollectorRateLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.RateCollect = 2 })
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "busy", "publish")
@@ -304,6 +308,7 @@ func TestEventsReachDuckDB(t *testing.T) {
 // what DuckDB holds; once the consumer caught up, every acknowledged event is stored and the lag
 // is 0.
 func TestAdminIngestStatus(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	require.Equal(t, 401, h.do(t, "GET", "/admin/v1/ingest", "", nil).Status)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
@@ -398,6 +403,7 @@ func TestCollectorPacing(t *testing.T) {
 // TestAdminMemory: GET /admin/v1/memory answers the admin token only, with the process's
 // memory by owner.
 func TestAdminMemory(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	require.Equal(t, 401, h.do(t, "GET", "/admin/v1/memory", "", nil).Status)
 	key, _ := h.workspaceKey(t, "company", "live", "*")

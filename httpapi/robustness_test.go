@@ -27,6 +27,7 @@ func deep(n int) any {
 // Free-form values nested past api.MaxNesting are a 422 naming the field, over REST and MCP
 // (they were stored until the encoder gave up at ~2,000 levels: a 500 after the fact).
 func TestDeepJSONIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "Deep", "publish")
@@ -90,6 +91,7 @@ func rawRequest(t *testing.T, h *harness, req string) (string, string) {
 // key was echoed back in the 400's message), and a path of invalid UTF-8 is quoted as valid
 // JSON.
 func TestTransportErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	long := strings.Repeat("a", 10<<10)
@@ -114,6 +116,7 @@ func TestTransportErrors(t *testing.T) {
 }
 
 func TestPublicHost(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"https://books.example.com": "books.example.com", "http://127.0.0.1:8080": "127.0.0.1:8080",
 		"https://books.example.com/base": "books.example.com", "http://:8080": "", "http://0.0.0.0:8080": "",

@@ -50,6 +50,7 @@ func counts(r *resp) map[string]int {
 }
 
 func TestShopifyWebhookStatuses(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "free", "live", "catalogs:write") // any plan
 	shop := "acme.myshopify.com"
@@ -156,6 +157,7 @@ func tenantValues(t *testing.T, h *harness, ws int64, mode byte) [][]byte {
 // customer afterwards, other readers stay, events logged just before the request are deleted
 // too, and another workspace's data of the same address is untouched.
 func TestShopifyCustomerData(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastWebhooks)
 	keyA, wsA := h.workspaceKey(t, "company", "live", "*")
 	keyB, wsB := h.workspaceKey(t, "company", "live", "*")
@@ -353,6 +355,7 @@ func TestShopifyCustomerData(t *testing.T) {
 // TestShopifyShopRedact: shop/redact deletes the shop's catalogs (source shopify, by external
 // id or source URL host) and the shop's stored Shopify records, nothing of other shops.
 func TestShopifyShopRedact(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	tn := storage.Tenant{Workspace: ws, Mode: storage.ModeLive}
@@ -404,6 +407,7 @@ func TestShopifyShopRedact(t *testing.T) {
 }
 
 func TestShopifyWorkspaceName(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	const path = "/api/v1/integrations/shopify/workspace-name"
 	key, ws, created := h.shopifyWorkspace(t, "acme-store.myshopify.com", "workspace:write", "books:read")
@@ -527,6 +531,7 @@ func checkShopifyResponses(t *testing.T) map[string]bool {
 }
 
 func TestShopifyOpenAPI(t *testing.T) {
+	t.Parallel()
 	covered := checkShopifyResponses(t)
 	require.True(t, covered["integrations_shopify_webhooks"])
 	require.True(t, covered["integrations_shopify_workspace_name"])
@@ -541,6 +546,7 @@ func TestShopifyOpenAPI(t *testing.T) {
 
 // The address matcher of delivery payloads.
 func TestShopifyPayloadNames(t *testing.T) {
+	t.Parallel()
 	const e = "ann@example.com"
 	for payload, want := range map[string]bool{
 		`{"data":{"reader":{"email":"ann@example.com"}}}`:      true,

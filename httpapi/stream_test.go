@@ -40,6 +40,7 @@ func (f *failingStream) Close() error { f.closed++; return nil }
 // without the final chunk, so the client sees an incomplete transfer rather than a short
 // file that looks complete; the stream is closed once.
 func TestStreamErrorCutsTransfer(t *testing.T) {
+	t.Parallel()
 	s := &Service{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	st := &failingStream{n: 200 << 10}
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {

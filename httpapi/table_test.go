@@ -12,6 +12,7 @@ import (
 // TestOperationTable checks the table every reader depends on: unique ids, routes and tools,
 // a handler for each entry, every {path value} declared, and tool arguments without clashes.
 func TestOperationTable(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	ids, routes, tools := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	pathVar := regexp.MustCompile(`\{([^}]+)\}`)

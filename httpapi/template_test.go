@@ -174,6 +174,7 @@ func createTemplate(t *testing.T, h *harness, key string, body any) map[string]a
 }
 
 func TestTemplateCreateProducts(t *testing.T) {
+	t.Parallel()
 	srv := newImageServer(t)
 	h := newHarness(t, allowPrivate)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
@@ -218,6 +219,7 @@ func TestTemplateCreateProducts(t *testing.T) {
 }
 
 func TestTemplateCreatePosts(t *testing.T) {
+	t.Parallel()
 	srv := newImageServer(t)
 	h := newHarness(t, allowPrivate)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
@@ -249,6 +251,7 @@ func TestTemplateCreatePosts(t *testing.T) {
 }
 
 func TestTemplateRules(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	with := func(body map[string]any, k string, v any) map[string]any { body[k] = v; return body }
@@ -277,6 +280,7 @@ func TestTemplateRules(t *testing.T) {
 }
 
 func TestTemplateValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil) // private targets refused: image URLs below are never fetched
 	key := h.workspace(t, "company", "live")
 	p := templatePath
@@ -440,6 +444,7 @@ func TestTemplateFetchFailures(t *testing.T) {
 // TestTemplatePrivateTargetRefused: with AllowPrivateTargets off, a loopback image URL is never
 // even connected to.
 func TestTemplatePrivateTargetRefused(t *testing.T) {
+	t.Parallel()
 	srv := newImageServer(t)
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "*")

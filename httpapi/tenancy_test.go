@@ -17,6 +17,7 @@ var validBodies = map[string]any{
 }
 
 func TestOtherWorkspacesBooksAreNotFound(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	keyA := h.workspace(t, "company", "live")
 	keyB := h.workspace(t, "enterprise", "live")
@@ -57,6 +58,7 @@ func TestOtherWorkspacesBooksAreNotFound(t *testing.T) {
 }
 
 func TestLiveKeyNeverSeesTestBooks(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	live, ws := h.workspaceKey(t, "company", "live", "*")
 	test := h.key(t, ws, "test", "*")

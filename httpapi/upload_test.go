@@ -248,6 +248,7 @@ func requirePlausible(tb testing.TB, l storage.Link) {
 }
 
 func TestUploadPDFBecomesBook(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	pdf := samplePDF(t)
@@ -346,6 +347,7 @@ func TestUploadPDFBecomesBook(t *testing.T) {
 }
 
 func TestUploadPageLongEdgeAndSizes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.PageLongEdge = 800 })
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	batch, rid := h.uploadOK(t, key, "mixed.pdf", mixedSizePDF(t))
@@ -359,6 +361,7 @@ func TestUploadPageLongEdgeAndSizes(t *testing.T) {
 }
 
 func TestUploadValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.MaxUploadBytes = 1 << 20; c.MaxBodyBytes = 4 << 20 })
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	pdf := samplePDF(t)
@@ -421,6 +424,7 @@ func TestUploadValidation(t *testing.T) {
 }
 
 func TestUploadBadFilesFail(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	good := samplePDF(t)
@@ -492,6 +496,7 @@ func colorClose(a, b color.RGBA) bool {
 }
 
 func TestUploadImagesWithEXIFOrientation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	R, B, G := markRed, markBlue, markBase
@@ -577,6 +582,7 @@ func officeFiles(t *testing.T) map[string][]byte {
 }
 
 func TestUploadOfficeDocuments(t *testing.T) {
+	t.Parallel()
 	files := officeFiles(t)
 	h := newHarness(t, func(c *Config) { c.PageLongEdge = 800 })
 	key, ws := h.workspaceKey(t, "company", "live", "*")
@@ -785,6 +791,7 @@ func TestCancelBatch(t *testing.T) {
 }
 
 func TestTwentyUploadsAtOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.PageLongEdge = 800 })
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	files := []struct {
@@ -898,6 +905,7 @@ func TestConversionResumesAfterRestart(t *testing.T) {
 // A book deleted while its batch converts: the batch finishes, the book stays deleted and
 // leaves no files.
 func TestDeleteBookDuringConversion(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.ConversionWorkers = 1; c.PageLongEdge = 800 })
 	key := h.workspace(t, "company", "live")
 	batch, rid := h.uploadOK(t, key, "big.pdf", manyPagesPDF(t, 150))
@@ -931,6 +939,7 @@ func TestGracefulRestartsDoNotUseUpAttempts(t *testing.T) {
 }
 
 func TestUploadEdgeCases(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.MaxUploadBytes = 1 << 20 })
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 
@@ -983,6 +992,7 @@ func TestUploadEdgeCases(t *testing.T) {
 // multipart boundary each time). Same file, same fields, same Idempotency-Key: the same
 // request, answered by a replay, not a 422.
 func TestUploadIdempotentRetryWithNewBoundary(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	png0 := pngWithOrientation(t, markedImage(30, 20), 0)
@@ -1018,6 +1028,7 @@ func paddedPNG(tb testing.TB, size int) []byte {
 
 // Editing a book while its pages render: the edit stays, the pages arrive.
 func TestEditBookDuringConversion(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.ConversionWorkers = 1; c.PageLongEdge = 800 })
 	key := h.workspace(t, "company", "live")
 	batch, rid := h.uploadOK(t, key, "big.pdf", manyPagesPDF(t, 150))

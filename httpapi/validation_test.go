@@ -38,6 +38,7 @@ func runValidation(t *testing.T, h *harness, key, rid string, cases []vcase) {
 func long(n int) string { return strings.Repeat("x", n) }
 
 func TestValidationListBooks(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	q := func(s string) string { return "/api/v1/books?" + s }
@@ -63,6 +64,7 @@ func TestValidationListBooks(t *testing.T) {
 }
 
 func TestValidationUpdateBook(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "v", "draft")
@@ -122,6 +124,7 @@ func TestValidationUpdateBook(t *testing.T) {
 }
 
 func TestValidationKonva(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	p := "/api/v1/books/konva"
@@ -181,6 +184,7 @@ func TestValidationKonva(t *testing.T) {
 }
 
 func TestValidationAdmin(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cases := []vcase{
 		{"name required", "POST", "/workspaces", map[string]any{"plan": "pro"}, 422, "name"},

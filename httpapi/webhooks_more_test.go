@@ -320,6 +320,7 @@ func TestWebhookHangingReceiver(t *testing.T) {
 
 // 4. Filters: books, tracked links, recipient emails (ANDed), and event types.
 func TestWebhookFilters(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastWebhooks)
 	key := h.workspace(t, "company", "live")
 	bookA := h.konva(t, key, "Book A", "publish")
@@ -408,6 +409,7 @@ func api9() []string {
 
 // 5. Validation and the SSRF guard (the service without --allow-private-targets).
 func TestWebhookValidation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	require.False(t, h.cfg.AllowPrivateTargets)
 	key := h.workspace(t, "company", "live")
@@ -494,6 +496,7 @@ func TestWebhookValidation(t *testing.T) {
 
 // 6. PUT changes only what is given; filters replaces the set; secret removal; pause/resume.
 func TestWebhookUpdate(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastWebhooks)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "Updated", "publish")
@@ -587,6 +590,7 @@ func TestWebhookUpdate(t *testing.T) {
 
 // An empty signing_secret is refused (null removes the secret), as the parameter says.
 func TestWebhookUpdateEmptySecret(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastWebhooks)
 	key := h.workspace(t, "company", "live")
 	rc := newReceiver(t, whSecret)
@@ -601,6 +605,7 @@ func TestWebhookUpdateEmptySecret(t *testing.T) {
 
 // 7. Delete: gone from every route, history kept, unfinished deliveries failed.
 func TestWebhookDelete(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, whOpts([]time.Duration{0, time.Hour}, nil))
 	key := h.workspace(t, "company", "live")
 	tenant := h.principal(t, key).Tenant
@@ -696,6 +701,7 @@ func countStored(ds []*storage.WebhookDelivery, status string) int {
 
 // 8. Test deliveries: queued (202), signed, marked test, also for an inactive subscription.
 func TestWebhookTestDelivery(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastWebhooks)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "Tested", "draft")
@@ -749,6 +755,7 @@ func TestWebhookTestDelivery(t *testing.T) {
 
 // 9. POST /webhooks: a sample sent now; 502 when the receiver fails or is unreachable.
 func TestWebhookDispatchSample(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastWebhooks)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "Sampled", "draft")
@@ -800,6 +807,7 @@ func TestWebhookDispatchSample(t *testing.T) {
 
 // 10. Options: the books and tracked links of the workspace only, the event types, the providers.
 func TestWebhookOptions(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastWebhooks)
 	key := h.workspace(t, "company", "live")
 	a1 := h.konva(t, key, "A one", "publish")
@@ -837,6 +845,7 @@ func TestWebhookOptions(t *testing.T) {
 // 10b. Sample events: real payloads from DuckDB, the same a delivery carries; examples for
 // types without events.
 func TestWebhookSampleEvents(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastWebhooks)
 	key := h.workspace(t, "company", "live")
 	a1 := h.konva(t, key, "A one", "publish")
@@ -914,6 +923,7 @@ func TestWebhookSampleEvents(t *testing.T) {
 
 // 11. Isolation between workspaces on every route and in deliveries.
 func TestWebhookIsolation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastWebhooks)
 	keyA := h.workspace(t, "company", "live")
 	keyB := h.workspace(t, "company", "live")
@@ -973,6 +983,7 @@ func TestWebhookIsolation(t *testing.T) {
 
 // 12. Plan (Company) and scopes.
 func TestWebhookPlanAndScope(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastWebhooks)
 	rc := newReceiver(t, whSecret)
 	routes := func(id int64) []struct {
@@ -1210,6 +1221,7 @@ func TestWebhookRestart(t *testing.T) {
 
 // 15. The webhook tools over MCP.
 func TestWebhookMCP(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastWebhooks)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "Tooled", "publish")
@@ -1362,6 +1374,7 @@ func TestWebhookCircuitBreaker(t *testing.T) {
 
 // Delivery lists: newest first, cursor pages, status filter, limits.
 func TestWebhookDeliveriesPaging(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastWebhooks)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "Paged", "publish")

@@ -149,6 +149,7 @@ func fastWebhooks(c *Config) {
 }
 
 func TestWebhookDeliveriesSignedAndRecorded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastWebhooks)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "Spring catalogue", "publish")

@@ -57,6 +57,7 @@ func requireSixDecimals(t *testing.T, r *resp, what string) map[string]string {
 // TestTimestampsHaveSixDecimals: catalogs, catalog items, sync jobs, webhook subscriptions and
 // deliveries (with their attempts) write their times as every other object does.
 func TestTimestampsHaveSixDecimals(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastWebhooks)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "hooked", "publish")
@@ -130,6 +131,7 @@ func TestTimestampsHaveSixDecimals(t *testing.T) {
 // TestUploadStatusCarriesBooks: every form of a batch carries the books it produced
 // (docs/DECISIONS.md, Uploads), so polling the status ends with the book.
 func TestUploadStatusCarriesBooks(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "pro", "live")
 	body, ctype := multipartBody([]filePart{{"files", "cover.png", solidPNG(200, 300, color.RGBA{20, 60, 200, 255})}}, nil)
@@ -167,6 +169,7 @@ var documentedDefault = regexp.MustCompile(`\(default (\d+)\)`)
 // parameter's description, hence the OpenAPI document and the tool schema) is the one it uses,
 // and every cursor-paginated list reports it in meta.limit.
 func TestListDefaultLimits(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fastWebhooks)
 	key := h.workspace(t, "company", "live")
 	rid := h.konva(t, key, "listed", "publish")

@@ -48,10 +48,11 @@ type Client struct {
 }
 
 // fositeClient is the client as fosite sees it.
-func (c *Client) fositeClient(resources []string) fosite.Client {
+// all is every scope the server knows (Store.scopes), given to a client registered for all.
+func (c *Client) fositeClient(resources, all []string) fosite.Client {
 	scopes := c.Scopes
 	if len(scopes) == 0 || slices.Contains(scopes, "*") {
-		scopes = allScopes()
+		scopes = all
 	}
 	return &fosite.DefaultClient{ID: c.ID, Secret: c.SecretHash, RedirectURIs: c.RedirectURIs,
 		GrantTypes: c.GrantTypes, ResponseTypes: c.ResponseTypes, Scopes: scopes,
@@ -148,7 +149,7 @@ func (s *Store) GetClient(ctx context.Context, id string) (fosite.Client, error)
 		cc.RedirectURIs = append(slices.Clone(c.RedirectURIs), asked)
 		c = &cc
 	}
-	return c.fositeClient(s.clients.resources), nil
+	return c.fositeClient(s.clients.resources, s.scopes), nil
 }
 
 type redirectKey struct{}

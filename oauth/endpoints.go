@@ -362,7 +362,7 @@ func (s *Server) grantTargets(ctx context.Context, r *http.Request) error {
 		granted := req.GetGrantedScopes()
 		var outside []string
 		for _, sc := range strings.Fields(f.Get("scope")) {
-			if !slices.Contains(granted, sc) && !(slices.Contains(granted, "*") && slices.Contains(allScopes(), sc)) {
+			if !slices.Contains(granted, sc) && !(slices.Contains(granted, "*") && slices.Contains(s.store.scopes, sc)) {
 				outside = append(outside, sc)
 			}
 		}

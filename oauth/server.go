@@ -67,10 +67,6 @@ type Server struct {
 	lim      *limiter
 }
 
-var scopeList []string
-
-func allScopes() []string { return scopeList }
-
 // New starts the authorization server on st.
 func New(st *storage.Store, o Options) (*Server, error) {
 	if o.AccessTTL == 0 {
@@ -85,7 +81,6 @@ func New(st *storage.Store, o Options) (*Server, error) {
 	if o.UnusedClientTTL == 0 {
 		o.UnusedClientTTL = DefaultUnusedClientTTL
 	}
-	scopeList = append(slices.Clone(o.Scopes), "*")
 	secret, err := st.Secret("oauth_hmac_secret")
 	if err != nil {
 		return nil, err
@@ -110,7 +105,8 @@ func New(st *storage.Store, o Options) (*Server, error) {
 		SendDebugMessagesToClients:     true,
 	}
 	lim := newLimiter(o.RateLimit)
-	store := &Store{st: st, clients: newClients(st, o.AllowPrivate, o.DocumentRoots, o.Resources, lim), onRevoke: o.OnRevoke}
+	store := &Store{st: st, clients: newClients(st, o.AllowPrivate, o.DocumentRoots, o.Resources, lim),
+		scopes: append(slices.Clone(o.Scopes), "*"), onRevoke: o.OnRevoke}
 	strategy := compose.NewOAuth2HMACStrategy(cfg)
 	provider := compose.Compose(cfg, store, &compose.CommonStrategy{CoreStrategy: strategy},
 		compose.OAuth2AuthorizeExplicitFactory,

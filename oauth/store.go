@@ -123,6 +123,9 @@ func toStored(r fosite.Requester) *storedRequest {
 type Store struct {
 	st      *storage.Store
 	clients *clients
+	// scopes is every scope of the server (Options.Scopes and "*"): what a client registered
+	// for all of them is given.
+	scopes []string
 	// onRevoke is called after tokens were revoked or deleted (the API's credential cache
 	// forgets them).
 	onRevoke func()
@@ -141,7 +144,7 @@ func (s *Store) fromStored(_ context.Context, sr *storedRequest) (*fosite.Reques
 	if err != nil {
 		return nil, err
 	}
-	c := cl.fositeClient(s.clients.resources)
+	c := cl.fositeClient(s.clients.resources, s.scopes)
 	sess := sr.Session
 	if sess == nil {
 		sess = newSession()

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,12 +55,6 @@ func newHarness(tb testing.TB, mod func(*Config)) *harness {
 	return h
 }
 
-// serviceStarts makes the services of parallel tests start one at a time: New starts the OAuth
-// server, and oauth.New sets a package variable (its scope list, read by every OAuth client
-// lookup), so two services starting at once race on it. Tests that run OAuth flows stay serial
-// for the same reason (a lookup in one service would race with another service starting).
-var serviceStarts sync.Mutex
-
 func (h *harness) start(tb testing.TB) {
 	tb.Helper()
 	addr := "127.0.0.1:0"
@@ -72,9 +65,7 @@ func (h *harness) start(tb testing.TB) {
 	require.NoError(tb, err)
 	cfg := h.cfg
 	cfg.Addr = ln.Addr().String()
-	serviceStarts.Lock()
 	svc, err := New(cfg)
-	serviceStarts.Unlock()
 	require.NoError(tb, err)
 	h.svc, h.base = svc, "http://"+cfg.Addr
 	go svc.Serve(ln)

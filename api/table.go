@@ -96,16 +96,7 @@ type Backend interface {
 	ExportReaderPages(*Request) (*Result, error)
 	ExportReaders(*Request) (*Result, error)
 
-	ListWebhooks(*Request) (*Result, error)
-	CreateWebhook(*Request) (*Result, error)
-	WebhookOptions(*Request) (*Result, error)
-	WebhookSampleEvents(*Request) (*Result, error)
-	UpdateWebhook(*Request) (*Result, error)
-	DeleteWebhook(*Request) (*Result, error)
-	ListWebhookDeliveries(*Request) (*Result, error)
-	TestWebhook(*Request) (*Result, error)
-	DispatchSample(*Request) (*Result, error)
-
+	WebhookBackend      // table_webhooks.go
 	CatalogBackend      // table_catalogs.go
 	BulkSettingsBackend // table_bulk.go
 	ShopifyBackend      // table_shopify.go

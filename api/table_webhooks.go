@@ -19,6 +19,19 @@ const (
 	MaxSamplesLimit        = 50
 )
 
+// WebhookBackend runs the webhook operations (spec §4.7).
+type WebhookBackend interface {
+	ListWebhooks(*Request) (*Result, error)
+	CreateWebhook(*Request) (*Result, error)
+	WebhookOptions(*Request) (*Result, error)
+	WebhookSampleEvents(*Request) (*Result, error)
+	UpdateWebhook(*Request) (*Result, error)
+	DeleteWebhook(*Request) (*Result, error)
+	ListWebhookDeliveries(*Request) (*Result, error)
+	TestWebhook(*Request) (*Result, error)
+	DispatchSample(*Request) (*Result, error)
+}
+
 // WebhookProviders are the providers of spec §4.7.
 var WebhookProviders = []string{"generic", "zapier"}
 
@@ -136,7 +149,7 @@ func pSubscription() Param {
 }
 
 // webhookOperations are the operations of spec §4.7 (Company plan).
-func webhookOperations(b Backend) []*Operation {
+func webhookOperations(b WebhookBackend) []*Operation {
 	company := actors.PlanCompany
 	return []*Operation{
 		{ID: "webhooks.list", Method: "GET", Path: "/webhook-subscriptions", Tool: "webhooks_list_subscriptions",

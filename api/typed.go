@@ -2,7 +2,9 @@ package api
 
 import (
 	"fmt"
+	"mime/multipart"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,15 +28,35 @@ import (
 //	param:"name,in[,required][,nullable][,lines]"  in: path, query or body
 //	max:"N" (string length, or number maximum), min:"N" (number minimum), minlen:"N"
 //	enum:"a|b|c", format:"email|uri|background|domain", desc:"...", arg:"tool argument name"
+//	minitems:"N", maxitems:"N" (arrays and files); itemmax, itemmin, itemenum, itemformat
+//	(the same for an array's items); refuse:"a|b" with refusemsg:"..." (an object's
+//	forbidden properties)
 //
-// Field types: string, int64, float64, bool, time.Time and map[string]any (object), each also
-// as a pointer, which is nil when the parameter is absent or null (with nullable). A field
-// without a param tag is not a parameter.
+// Field types: string, int64, float64, bool, time.Time, map[string]any (a free-form object),
+// any (any JSON value), []*multipart.FileHeader (a multipart file part), a struct (an object
+// whose properties are its own tagged fields, "in" written body), a slice of any of these (an
+// array; []any for a free-form one), and actors.Opt[T] of a scalar (absent, null or a value:
+// what an update distinguishes). A pointer is nil when the parameter is absent or null (with
+// nullable). An embedded struct without a param tag lends its parameters (a shared filter).
+// A field without a param tag is not a parameter.
 
 // ParamsOf is the parameter list of In's tagged fields, in field order. It panics on a tag it
-// cannot read (a declaration error, met when the table is built).
+// cannot read (a declaration error, met when the table is built). The slice is the caller's
+// to change.
 func ParamsOf[In any]() []Param {
-	return typedOf(reflect.TypeFor[In]()).params
+	return slices.Clone(typedOf(reflect.TypeFor[In]()).params)
+}
+
+// Adjust returns ps with f applied to the parameter called name (a schema a tag cannot say:
+// Param.Schema). It panics when there is none.
+func Adjust(ps []Param, name string, f func(*Param)) []Param {
+	for i := range ps {
+		if ps[i].Name == name {
+			f(&ps[i])
+			return ps
+		}
+	}
+	panic("api: Adjust: no parameter " + name)
 }
 
 // Bind turns a typed handler into the table's Handler: each call gets a new In holding the
@@ -48,10 +70,17 @@ func Bind[In any](h func(*Request, *In) (*Result, error)) Handler {
 	}
 }
 
+// BindInto fills in (a pointer to an input struct) from validated parameters: what Bind does,
+// for a handler that is not itself typed (a fast path, a tool with its own arguments).
+func BindInto(in any, params map[string]any) {
+	v := reflect.ValueOf(in).Elem()
+	typedOf(v.Type()).bind(v, params)
+}
+
 // typedStruct is what one input struct declares: its parameters and the field of each.
 type typedStruct struct {
 	params []Param
-	fields []int // params[i] is read into field fields[i]
+	fields [][]int // params[i] is read into the field at index path fields[i]
 }
 
 var typedCache sync.Map // reflect.Type → *typedStruct
@@ -64,10 +93,22 @@ func typedOf(t reflect.Type) *typedStruct {
 		panic(fmt.Sprintf("api: typed parameters of %s: not a struct", t))
 	}
 	ts := &typedStruct{}
+	ts.collect(t, nil)
+	v, _ := typedCache.LoadOrStore(t, ts)
+	return v.(*typedStruct)
+}
+
+// collect adds t's tagged fields, and those of its embedded untagged structs, at index path
+// prefix.
+func (ts *typedStruct) collect(t reflect.Type, prefix []int) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
+		index := append(slices.Clone(prefix), i)
 		tag, ok := f.Tag.Lookup("param")
 		if !ok {
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				ts.collect(f.Type, index)
+			}
 			continue
 		}
 		p, err := paramOf(f, tag)
@@ -75,16 +116,21 @@ func typedOf(t reflect.Type) *typedStruct {
 			panic(fmt.Sprintf("api: %s.%s: %v", t.Name(), f.Name, err))
 		}
 		ts.params = append(ts.params, p)
-		ts.fields = append(ts.fields, i)
+		ts.fields = append(ts.fields, index)
 	}
-	v, _ := typedCache.LoadOrStore(t, ts)
-	return v.(*typedStruct)
 }
 
 var (
 	timeType = reflect.TypeFor[time.Time]()
 	mapType  = reflect.TypeFor[map[string]any]()
+	anyType  = reflect.TypeFor[any]()
+	fileType = reflect.TypeFor[[]*multipart.FileHeader]()
 )
+
+// isOpt reports whether t is actors.Opt[T] (Set, Null, V): absent, null or a value.
+func isOpt(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct && t.PkgPath() == "flipbook/actors" && strings.HasPrefix(t.Name(), "Opt[")
+}
 
 // paramOf reads one field's tags.
 func paramOf(f reflect.StructField, tag string) (Param, error) {
@@ -116,16 +162,43 @@ func paramOf(f reflect.StructField, tag string) (Param, error) {
 		}
 	}
 	ft := f.Type
-	if ft.Kind() == reflect.Pointer {
+	switch {
+	case ft.Kind() == reflect.Pointer:
 		ft = ft.Elem()
-	} else if p.Nullable && ft != mapType {
-		return p, fmt.Errorf("a nullable parameter needs a pointer (or map) field: nil for null")
+	case isOpt(ft):
+		ft = ft.Field(2).Type
+	case p.Nullable && ft != mapType && ft != anyType && ft.Kind() != reflect.Slice:
+		return p, fmt.Errorf("a nullable parameter needs a pointer, map, slice or Opt field: nil for null")
 	}
+	if err := kindOf(&p, ft); err != nil {
+		return p, fmt.Errorf("type %s: %v", f.Type, err)
+	}
+	if err := limitsOf(&p, f.Tag, ""); err != nil {
+		return p, err
+	}
+	if p.Kind == KArray && p.Items != nil {
+		if err := limitsOf(p.Items, f.Tag, "item"); err != nil {
+			return p, err
+		}
+	}
+	if v, ok := f.Tag.Lookup("refuse"); ok {
+		p.Refuse, p.RefuseMsg = strings.Split(v, "|"), f.Tag.Get("refusemsg")
+	}
+	p.Desc, p.Arg = f.Tag.Get("desc"), f.Tag.Get("arg")
+	return p, nil
+}
+
+// kindOf sets p's Kind (and Items or Props) from the field's type.
+func kindOf(p *Param, ft reflect.Type) error {
 	switch {
 	case ft == timeType:
 		p.Kind = KDateTime
 	case ft == mapType:
 		p.Kind = KObject
+	case ft == anyType:
+		p.Kind = KAny
+	case ft == fileType:
+		p.Kind = KFile
 	case ft.Kind() == reflect.String:
 		p.Kind = KString
 	case ft.Kind() == reflect.Int64:
@@ -134,60 +207,130 @@ func paramOf(f reflect.StructField, tag string) (Param, error) {
 		p.Kind = KNumber
 	case ft.Kind() == reflect.Bool:
 		p.Kind = KBool
+	case ft.Kind() == reflect.Struct && !isOpt(ft):
+		p.Kind = KObject
+		p.Props = slices.Clone(typedOf(ft).params)
+	case ft.Kind() == reflect.Slice:
+		p.Kind = KArray
+		et := ft.Elem()
+		if et == anyType {
+			return nil // a free-form array
+		}
+		if et.Kind() == reflect.Pointer && et.Elem().Kind() == reflect.Struct {
+			et = et.Elem()
+		}
+		item := &Param{}
+		if err := kindOf(item, et); err != nil {
+			return err
+		}
+		if item.Kind == KArray || item.Kind == KFile {
+			return fmt.Errorf("arrays of arrays are not parameters")
+		}
+		p.Items = item
 	default:
-		return p, fmt.Errorf("type %s is not a parameter type", f.Type)
+		return fmt.Errorf("not a parameter type")
 	}
+	return nil
+}
+
+// limitsOf reads the limit tags (max, min, minlen, enum, format, minitems, maxitems), each
+// name after prefix ("item" for an array's items), into p.
+func limitsOf(p *Param, tag reflect.StructTag, prefix string) error {
 	num := func(name string) (float64, bool, error) {
-		v, ok := f.Tag.Lookup(name)
+		v, ok := tag.Lookup(prefix + name)
 		if !ok {
 			return 0, false, nil
 		}
 		n, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return 0, false, fmt.Errorf("%s:%q: %v", name, v, err)
+			return 0, false, fmt.Errorf("%s:%q: %v", prefix+name, v, err)
 		}
 		return n, true, nil
 	}
 	if n, ok, err := num("max"); err != nil {
-		return p, err
+		return err
 	} else if ok && p.Kind == KString {
 		p.MaxLen = int(n)
 	} else if ok {
 		p.Max = F64(n)
 	}
 	if n, ok, err := num("min"); err != nil {
-		return p, err
+		return err
 	} else if ok {
 		p.Min = F64(n)
 	}
 	if n, ok, err := num("minlen"); err != nil {
-		return p, err
+		return err
 	} else if ok {
 		p.MinLen = int(n)
 	}
-	if v, ok := f.Tag.Lookup("enum"); ok {
+	if prefix == "" {
+		if n, ok, err := num("minitems"); err != nil {
+			return err
+		} else if ok {
+			p.MinItems = int(n)
+		}
+		if n, ok, err := num("maxitems"); err != nil {
+			return err
+		} else if ok {
+			p.MaxItems = int(n)
+		}
+	}
+	if v, ok := tag.Lookup(prefix + "enum"); ok {
 		p.Enum = strings.Split(v, "|")
 	}
-	p.Format, p.Desc, p.Arg = f.Tag.Get("format"), f.Tag.Get("desc"), f.Tag.Get("arg")
-	return p, nil
+	p.Format = tag.Get(prefix + "format")
+	return nil
 }
 
 // bind copies the validated values into the struct v (values of the kinds validation leaves:
-// string, int64, float64, bool, time.Time, map[string]any; nil for null).
+// string, int64, float64, bool, time.Time, map[string]any, []any, file headers; nil for null).
 func (ts *typedStruct) bind(v reflect.Value, params map[string]any) {
 	for i, p := range ts.params {
 		x, ok := params[p.Name]
-		if !ok || x == nil {
-			continue // absent or null: the zero value (nil for a pointer)
+		if !ok {
+			continue // absent: the zero value
 		}
-		f := v.Field(ts.fields[i])
-		val := reflect.ValueOf(x)
-		if f.Kind() == reflect.Pointer {
-			ptr := reflect.New(f.Type().Elem())
-			ptr.Elem().Set(val.Convert(f.Type().Elem()))
-			f.Set(ptr)
-			continue
+		assign(v.FieldByIndex(ts.fields[i]), x)
+	}
+}
+
+// assign stores the validated value x in dst: nil (null) leaves a pointer nil and marks an
+// Opt null; an object fills a struct, an array a slice.
+func assign(dst reflect.Value, x any) {
+	t := dst.Type()
+	switch {
+	case isOpt(t):
+		dst.Field(0).SetBool(true)
+		if x == nil {
+			dst.Field(1).SetBool(true)
+			return
 		}
-		f.Set(val.Convert(f.Type()))
+		assign(dst.Field(2), x)
+		return
+	case x == nil:
+		return
+	case reflect.TypeOf(x).AssignableTo(t):
+		dst.Set(reflect.ValueOf(x))
+	case t.Kind() == reflect.Pointer:
+		ptr := reflect.New(t.Elem())
+		assign(ptr.Elem(), x)
+		dst.Set(ptr)
+	case t.Kind() == reflect.Struct:
+		if m, ok := x.(map[string]any); ok {
+			typedOf(t).bind(dst, m)
+		}
+	case t.Kind() == reflect.Slice:
+		a, ok := x.([]any)
+		if !ok {
+			return
+		}
+		s := reflect.MakeSlice(t, len(a), len(a))
+		for i, e := range a {
+			assign(s.Index(i), e)
+		}
+		dst.Set(s)
+	default:
+		dst.Set(reflect.ValueOf(x).Convert(t))
 	}
 }

@@ -1,10 +1,13 @@
 package api
 
 import (
+	"mime/multipart"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/actors"
 )
 
 // The tags declare the same parameters the table's constructors did (so validation, MCP and
@@ -89,8 +92,94 @@ func TestTypedParams(t *testing.T) {
 	}, "nullable needs a pointer")
 	require.Panics(t, func() {
 		type badIn struct {
-			X []string `param:"x,body"`
+			X [][]string `param:"x,body"`
+		}
+		ParamsOf[badIn]()
+	}, "arrays of arrays")
+	require.Panics(t, func() {
+		type badIn struct {
+			X chan int `param:"x,body"`
 		}
 		ParamsOf[badIn]()
 	}, "unsupported type")
+}
+
+// Embedded filters, nested objects, arrays and Opt fields: the declarations and the values
+// handed to the handler.
+func TestTypedComposite(t *testing.T) {
+	t.Parallel()
+	type filter struct {
+		Date string `param:"date,query" max:"22"`
+	}
+	type item struct {
+		ID    string   `param:"id,body,required" max:"64"`
+		Tags  []string `param:"tags,body" maxitems:"3" itemmax:"9"`
+		Price *float64 `param:"price,body,nullable" min:"0"`
+	}
+	type in struct {
+		filter
+		Book   string                  `param:"book,path,required" max:"64"`
+		Items  []item                  `param:"items,body,required" minitems:"1" maxitems:"5"`
+		One    *item                   `param:"one,body,nullable" refuse:"x|y" refusemsg:"no"`
+		IDs    []int64                 `param:"ids,body" itemmin:"1" itemenum:"1|2"`
+		Free   []any                   `param:"free,body,nullable"`
+		Any    any                     `param:"any,body"`
+		Files  []*multipart.FileHeader `param:"files,body" maxitems:"1"`
+		Title  actors.Opt[string]      `param:"title,body,nullable" max:"255"`
+		Flag   actors.Opt[bool]        `param:"flag,body"`
+		Unused actors.Opt[time.Time]   `param:"unused,body,nullable"`
+	}
+	itemProps := []Param{
+		Str("id", InBody, 64).Req(),
+		{Name: "tags", In: InBody, Kind: KArray, MaxItems: 3, Items: &Param{Kind: KString, MaxLen: 9}},
+		{Name: "price", In: InBody, Kind: KNumber, Nullable: true, Min: F64(0)},
+	}
+	require.Equal(t, []Param{
+		Str("date", InQuery, 22),
+		Str("book", InPath, 64).Req(),
+		{Name: "items", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: 5, Items: &Param{Kind: KObject, Props: itemProps}},
+		{Name: "one", In: InBody, Kind: KObject, Nullable: true, Props: itemProps, Refuse: []string{"x", "y"}, RefuseMsg: "no"},
+		{Name: "ids", In: InBody, Kind: KArray, Items: &Param{Kind: KInt, Min: F64(1), Enum: []string{"1", "2"}}},
+		{Name: "free", In: InBody, Kind: KArray, Nullable: true},
+		{Name: "any", In: InBody, Kind: KAny},
+		{Name: "files", In: InBody, Kind: KFile, MaxItems: 1},
+		Str("title", InBody, 255).Null(),
+		Bool("flag", InBody),
+		Time("unused", InBody).Null(),
+	}, ParamsOf[in]())
+
+	// ParamsOf's slice is the caller's: changing it leaves the next caller's alone.
+	ps := Adjust(ParamsOf[in](), "book", func(p *Param) { p.Desc = "changed" })
+	require.Equal(t, "changed", ps[1].Desc)
+	require.Empty(t, ParamsOf[in]()[1].Desc)
+	require.Panics(t, func() { Adjust(ParamsOf[in](), "nope", func(*Param) {}) })
+
+	fh := []*multipart.FileHeader{{Filename: "a.pdf"}}
+	var got *in
+	h := Bind(func(_ *Request, x *in) (*Result, error) { got = x; return &Result{}, nil })
+	_, err := h(&Request{Params: map[string]any{
+		"date": "2026-11-28", "book": "b1",
+		"items": []any{map[string]any{"id": "i1", "tags": []any{"a", "b"}, "price": 2.5}, map[string]any{"id": "i2", "price": nil}},
+		"one":   map[string]any{"id": "o"},
+		"ids":   []any{int64(1), int64(2)}, "free": []any{"x", 1.0}, "any": map[string]any{"k": true},
+		"files": fh, "title": nil, "flag": true,
+	}})
+	require.NoError(t, err)
+	require.Equal(t, "2026-11-28", got.Date)
+	require.Equal(t, "b1", got.Book)
+	price := 2.5
+	require.Equal(t, []item{{ID: "i1", Tags: []string{"a", "b"}, Price: &price}, {ID: "i2"}}, got.Items)
+	require.Equal(t, &item{ID: "o"}, got.One)
+	require.Equal(t, []int64{1, 2}, got.IDs)
+	require.Equal(t, []any{"x", 1.0}, got.Free)
+	require.Equal(t, map[string]any{"k": true}, got.Any)
+	require.Equal(t, fh, got.Files)
+	require.Equal(t, actors.Opt[string]{Set: true, Null: true}, got.Title)
+	require.Equal(t, actors.Val(true), got.Flag)
+	require.Equal(t, actors.Opt[time.Time]{}, got.Unused)
+
+	var direct in
+	BindInto(&direct, map[string]any{"book": "b2", "title": "T"})
+	require.Equal(t, "b2", direct.Book)
+	require.Equal(t, actors.Val("T"), direct.Title)
 }

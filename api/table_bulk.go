@@ -99,7 +99,7 @@ var (
 
 // bulkSettingsOperations are the bulk settings operations of spec §4.1 (no MCP tools: the spec's
 // tool list has none).
-func bulkSettingsOperations(b Backend) []*Operation {
+func bulkSettingsOperations(b BulkSettingsBackend) []*Operation {
 	batch := func() Param { return Str("batch", InPath, 64).Req() }
 	return []*Operation{
 		{ID: "bulk_settings.create", Method: "POST", Path: "/books/bulk-settings/batches", Scope: "books:write", Write: true,

@@ -123,7 +123,7 @@ func limitParam() Param {
 }
 
 // catalogOperations are the catalog and template operations of spec §4.8.
-func catalogOperations(b Backend) []*Operation {
+func catalogOperations(b CatalogBackend) []*Operation {
 	products := &Param{Kind: KObject, Props: productParams(), Refuse: ForbiddenProductFields,
 		RefuseMsg: "template and styling fields are not accepted: items carry product data only (the template is chosen when rendering)"}
 	return []*Operation{

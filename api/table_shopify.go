@@ -36,7 +36,7 @@ var (
 )
 
 // shopifyOperations are the Shopify integration operations of spec §4.10 (no MCP tools).
-func shopifyOperations(b Backend) []*Operation {
+func shopifyOperations(b ShopifyBackend) []*Operation {
 	id := func(name string) Param { return Param{Name: name, In: InBody, Kind: KInt} }
 	return []*Operation{
 		{ID: "integrations.shopify_webhooks", Method: "POST", Path: "/integrations/shopify/webhooks",

@@ -49,40 +49,30 @@ func parseDate(s string) (time.Time, time.Time, error) {
 
 // analyticsFilter builds the filter of a request: the caller's tenant, the book (404 when it is
 // not the tenant's) and every filter parameter the operation declares.
-func (s *Service) analyticsFilter(r *api.Request, needBook bool) (analytics.Filter, *storage.Book, error) {
+func (s *Service) analyticsFilter(r *api.Request, q *api.AnalyticsQuery, needBook bool) (analytics.Filter, *storage.Book, error) {
 	t := r.Auth.Tenant
 	f := analytics.Filter{Workspace: t.Workspace, Mode: string(byte(t.Mode))}
 	var b *storage.Book
 	if needBook {
 		var err error
-		b, err = s.Store.GetBook(t, r.Str("book_id"))
+		b, err = s.Store.GetBook(t, q.BookRef())
 		if err != nil {
 			return f, nil, notFoundAs(err, "book")
 		}
 		f.BookID = b.RandomID
 	}
 	var err error
-	if f.From, f.To, err = parseDate(r.Str("date")); err != nil {
+	if f.From, f.To, err = parseDate(q.Date); err != nil {
 		return f, nil, err
 	}
-	f.ViewerID, _ = r.Int("viewer_id")
-	f.TrackedLinkID, _ = r.Int("tracked_link_id")
-	if n, ok := r.Int("page_number"); ok {
-		f.PageNumber = int32(n)
-	}
-	f.SessionID = r.Str("session_id")
-	f.SourceHost = strings.ToLower(r.Str("source_host"))
-	if et := r.Str("event_type"); et != "" {
-		f.EventTypes = []string{et}
+	f.ViewerID, f.TrackedLinkID = q.ViewerID, q.TrackedLinkID
+	f.PageNumber = int32(q.PageNumber)
+	f.SessionID = q.SessionID
+	f.SourceHost = strings.ToLower(q.SourceHost)
+	if q.EventType != "" {
+		f.EventTypes = []string{q.EventType}
 	}
 	return f, b, nil
-}
-
-func analyticsLimit(r *api.Request) int {
-	if n, ok := r.Int("limit"); ok {
-		return int(n)
-	}
-	return api.DefaultAnalyticsLimit
 }
 
 // keyset is a position in a list ordered by (time, id): the cursor's payload.
@@ -113,12 +103,12 @@ func filterBinding(op string, f analytics.Filter) string {
 // pageQuery runs a keyset-paginated query: rows ordered by (timeCol, id) in dir ("ASC" or
 // "DESC"), or by id alone when byID, limit+1 fetched to know whether another page follows.
 // The date filter applies to timeCol. scan reads one row and returns its keyset position.
-func (s *Service) pageQuery(r *api.Request, op, from, cols, timeCol string, byID bool, dir string, f analytics.Filter,
+func (s *Service) pageQuery(q *api.AnalyticsQuery, op, from, cols, timeCol string, byID bool, dir string, f analytics.Filter,
 	scan func(*sql.Rows) (keyset, error)) (*listMeta, error) {
 	where, args := f.Where(timeCol)
 	binding := filterBinding(op, f)
-	if c := r.Str("cursor"); c != "" {
-		payload, err := s.cursors.decode(binding, c)
+	if q.Cursor != "" {
+		payload, err := s.cursors.decode(binding, q.Cursor)
 		k, ok := keysetFrom(payload)
 		if err != nil || !ok {
 			return nil, api.FieldError("cursor", "is not a cursor issued for this query; use meta.next_cursor of the previous page with the same filters")
@@ -135,15 +125,15 @@ func (s *Service) pageQuery(r *api.Request, op, from, cols, timeCol string, byID
 			args = append(args, k.at, k.at, k.id)
 		}
 	}
-	limit := analyticsLimit(r)
+	limit := q.RowLimit()
 	order := fmt.Sprintf("%s %s, id %s", timeCol, dir, dir)
 	if byID {
 		order = "id " + dir
 	}
-	q := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT %d", cols, from, where, order, limit+1)
+	sqlText := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT %d", cols, from, where, order, limit+1)
 	ctx, cancel := context.WithTimeout(context.Background(), analyticsTimeout)
 	defer cancel()
-	rows, err := s.Analytics.Query().QueryContext(ctx, q, args...)
+	rows, err := s.Analytics.Query().QueryContext(ctx, sqlText, args...)
 	if err != nil {
 		return nil, fmt.Errorf("analytics %s: %w", op, err)
 	}
@@ -275,13 +265,13 @@ func scanInteraction(rows *sql.Rows) (interactionEventJSON, keyset, error) {
 
 // listInteractionEvents is GET /analytics/interaction-events: newest first (occurred_at, then
 // id, descending).
-func (s *Service) ListInteractionEvents(r *api.Request) (*api.Result, error) {
-	f, _, err := s.analyticsFilter(r, true)
+func (s *Service) ListInteractionEvents(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	f, _, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
 	data := []interactionEventJSON{}
-	meta, err := s.pageQuery(r, "interaction-events", analytics.InteractionView, interactionCols, "occurred_at", false, "DESC", f,
+	meta, err := s.pageQuery(q, "interaction-events", analytics.InteractionView, interactionCols, "occurred_at", false, "DESC", f,
 		func(rows *sql.Rows) (keyset, error) {
 			e, k, err := scanInteraction(rows)
 			data = append(data, e)
@@ -336,13 +326,13 @@ func scanAudit(rows *sql.Rows) (auditEventJSON, keyset, error) {
 }
 
 // listAuditLog is GET /analytics/audit-log: chronological (occurred_at, then id, ascending).
-func (s *Service) ListAuditLog(r *api.Request) (*api.Result, error) {
-	f, _, err := s.analyticsFilter(r, true)
+func (s *Service) ListAuditLog(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	f, _, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
 	data := []auditEventJSON{}
-	meta, err := s.pageQuery(r, "audit-log", analytics.AuditView, auditCols, "occurred_at", false, "ASC", f,
+	meta, err := s.pageQuery(q, "audit-log", analytics.AuditView, auditCols, "occurred_at", false, "ASC", f,
 		func(rows *sql.Rows) (keyset, error) {
 			e, k, err := scanAudit(rows)
 			data = append(data, e)
@@ -415,15 +405,15 @@ func (s *Service) linkRefs(b *storage.Book) func(sql.NullInt64) *trackedLinkRef 
 
 // listViewEvents is GET /analytics/book-view-events: one record per reading session, newest
 // session first (by id: a session's id is its first event's, so the order never changes).
-func (s *Service) ListViewEvents(r *api.Request) (*api.Result, error) {
-	f, b, err := s.analyticsFilter(r, true)
+func (s *Service) ListViewEvents(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
 	link := s.linkRefs(b)
 	data := []viewEventJSON{}
 	// The date applies to the session's start.
-	meta, err := s.pageQuery(r, "book-view-events", analytics.SessionView, viewEventCols, "started_at", true, "DESC", f,
+	meta, err := s.pageQuery(q, "book-view-events", analytics.SessionView, viewEventCols, "started_at", true, "DESC", f,
 		func(rows *sql.Rows) (keyset, error) {
 			var e viewEventJSON
 			var viewer, linkID sql.NullInt64

@@ -22,8 +22,8 @@ func analyticsCtx() (context.Context, context.CancelFunc) {
 }
 
 // pagePerformance is GET /analytics/page-performance: one page summary per page of the book.
-func (s *Service) PagePerformance(r *api.Request) (*api.Result, error) {
-	f, b, err := s.analyticsFilter(r, true)
+func (s *Service) PagePerformance(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
@@ -41,8 +41,8 @@ func (s *Service) PagePerformance(r *api.Request) (*api.Result, error) {
 }
 
 // bookFlow is GET /analytics/book-flow.
-func (s *Service) BookFlow(r *api.Request) (*api.Result, error) {
-	f, b, err := s.analyticsFilter(r, true)
+func (s *Service) BookFlow(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
@@ -57,12 +57,12 @@ func (s *Service) BookFlow(r *api.Request) (*api.Result, error) {
 
 // readerPages is GET /analytics/reader-pages: per reader and page, identified readers only
 // unless include_anonymous is set or session_id names a session.
-func (s *Service) ReaderPages(r *api.Request) (*api.Result, error) {
-	f, _, err := s.analyticsFilter(r, true)
+func (s *Service) ReaderPages(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	f, _, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
-	anon, _ := r.Params["include_anonymous"].(bool)
+	anon := q.Anonymous
 	ctx, cancel := analyticsCtx()
 	defer cancel()
 	data := []analytics.ReaderPage{}
@@ -94,19 +94,18 @@ func readersCursorFrom(b []byte) (int64, analytics.ReaderPosition, bool) {
 
 // listReaders is GET /analytics/readers: one summary per reader, cursor paginated. A walk reads
 // one snapshot of the events (the cursor carries it), so it returns every reader once.
-func (s *Service) ListReaders(r *api.Request) (*api.Result, error) {
-	f, _, err := s.analyticsFilter(r, true)
+func (s *Service) ListReaders(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	f, _, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
-	o := analytics.ReadersQuery{Sort: analytics.SortRecent, Limit: analyticsLimit(r) + 1}
-	if v := r.Str("sort"); v != "" {
-		o.Sort = v
+	o := analytics.ReadersQuery{Sort: analytics.SortRecent, Limit: q.RowLimit() + 1, IncludeAnonymous: q.Anonymous}
+	if q.Sort != "" {
+		o.Sort = q.Sort
 	}
-	o.IncludeAnonymous, _ = r.Params["include_anonymous"].(bool)
 	binding := filterBinding("readers|"+o.Sort+"|"+strconv.FormatBool(o.IncludeAnonymous), f)
-	if c := r.Str("cursor"); c != "" {
-		payload, err := s.cursors.decode(binding, c)
+	if q.Cursor != "" {
+		payload, err := s.cursors.decode(binding, q.Cursor)
 		snap, pos, ok := readersCursorFrom(payload)
 		if err != nil || !ok {
 			return nil, api.FieldError("cursor", "is not a cursor issued for this query; use meta.next_cursor of the previous page with the same filters and sort")
@@ -135,12 +134,12 @@ func (s *Service) ListReaders(r *api.Request) (*api.Result, error) {
 
 // readingSessionPages is GET /analytics/reading-session-pages: the pages of one reading
 // session (data) and its view event (meta).
-func (s *Service) ReadingSessionPages(r *api.Request) (*api.Result, error) {
-	f, b, err := s.analyticsFilter(r, true)
+func (s *Service) ReadingSessionPages(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
-	id, _ := r.Int("view_event_id")
+	id := q.ViewEventID
 	ctx, cancel := analyticsCtx()
 	defer cancel()
 	v, err := analytics.GetViewEvent(ctx, s.Analytics.Query(), f, id)
@@ -218,22 +217,21 @@ func durationSeconds(ms int64) string { return itoa64((ms + 500) / 1000) }
 
 // readerJourney is GET /analytics/reader-journey: one identified reader (viewer_id) or one
 // anonymous session (session_id) across every book of the workspace.
-func (s *Service) ReaderJourney(r *api.Request) (*api.Result, error) {
-	_, hasViewer := r.Int("viewer_id")
-	if hasViewer == (r.Str("session_id") != "") {
+func (s *Service) ReaderJourney(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	if (q.ViewerID != 0) == (q.SessionID != "") {
 		v := api.Validation{}
 		v.Add("viewer_id", "give exactly one of viewer_id and session_id")
 		v.Add("session_id", "give exactly one of viewer_id and session_id")
 		return nil, v.Err()
 	}
-	f, _, err := s.analyticsFilter(r, false)
+	f, _, err := s.analyticsFilter(r, q, false)
 	if err != nil {
 		return nil, err
 	}
 	// A viewer is one of the workspace's: an unknown id (or another workspace's) is a 404, a
 	// known one with no visits in range is itself with empty lists.
 	var viewer journeyViewerJSON
-	if id, ok := r.Int("viewer_id"); ok {
+	if id := q.ViewerID; id != 0 {
 		email, err := s.Store.ViewerEmail(r.Auth.Tenant, id)
 		if errors.Is(err, errs.ErrNotFound) {
 			return nil, api.ErrNotFound("viewer")

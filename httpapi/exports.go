@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flipbook/api"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
@@ -32,14 +31,6 @@ type exportDef struct {
 	desc    bool
 	byID    bool
 	cols    []csvColumn
-}
-
-// exportFilter is analyticsFilter for the path's book.
-func (s *Service) exportFilter(r *api.Request) (analytics.Filter, *storage.Book, error) {
-	q := *r
-	q.Params = maps.Clone(r.Params)
-	q.Params["book_id"] = r.Str("book")
-	return s.analyticsFilter(&q, true)
 }
 
 // runExport starts an export and returns it as a streamed result. The first batch is read here,
@@ -196,8 +187,8 @@ func jsonText(v any) string {
 	return string(b)
 }
 
-func (s *Service) ExportInteractionEvents(r *api.Request) (*api.Result, error) {
-	f, b, err := s.exportFilter(r)
+func (s *Service) ExportInteractionEvents(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
@@ -205,8 +196,8 @@ func (s *Service) ExportInteractionEvents(r *api.Request) (*api.Result, error) {
 		timeCol: "occurred_at", desc: true, cols: interactionColumns()})
 }
 
-func (s *Service) ExportAuditLog(r *api.Request) (*api.Result, error) {
-	f, b, err := s.exportFilter(r)
+func (s *Service) ExportAuditLog(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
@@ -214,8 +205,8 @@ func (s *Service) ExportAuditLog(r *api.Request) (*api.Result, error) {
 		timeCol: "occurred_at", cols: auditColumns()})
 }
 
-func (s *Service) ExportAccessAudit(r *api.Request) (*api.Result, error) {
-	f, b, err := s.exportFilter(r)
+func (s *Service) ExportAccessAudit(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
@@ -226,8 +217,8 @@ func (s *Service) ExportAccessAudit(r *api.Request) (*api.Result, error) {
 		timeCol: "occurred_at", cols: auditColumns()})
 }
 
-func (s *Service) ExportLeads(r *api.Request) (*api.Result, error) {
-	f, b, err := s.exportFilter(r)
+func (s *Service) ExportLeads(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
@@ -236,12 +227,12 @@ func (s *Service) ExportLeads(r *api.Request) (*api.Result, error) {
 		timeCol: "occurred_at", cols: leadColumns()})
 }
 
-func (s *Service) ExportAnalytics(r *api.Request) (*api.Result, error) {
-	f, b, err := s.exportFilter(r)
+func (s *Service) ExportAnalytics(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
-	if r.Str("source") == "interaction_events" {
+	if q.Source == "interaction_events" {
 		return s.runExport(r, b, f, exportDef{name: "analytics-interaction-events", from: analytics.InteractionView,
 			timeCol: "occurred_at", desc: true, cols: interactionColumns()})
 	}

@@ -239,8 +239,8 @@ func aggregateExport[T any](s *Service, r *api.Request, b *storage.Book, name st
 		Filename: b.RandomID + "-" + name + "-" + r.Now.UTC().Format(time.DateOnly) + ".csv"}, nil
 }
 
-func (s *Service) ExportPagePerformance(r *api.Request) (*api.Result, error) {
-	f, b, err := s.exportFilter(r)
+func (s *Service) ExportPagePerformance(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
@@ -249,12 +249,12 @@ func (s *Service) ExportPagePerformance(r *api.Request) (*api.Result, error) {
 	})
 }
 
-func (s *Service) ExportReaderPages(r *api.Request) (*api.Result, error) {
-	f, b, err := s.exportFilter(r)
+func (s *Service) ExportReaderPages(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
-	anon, _ := r.Params["include_anonymous"].(bool)
+	anon := q.Anonymous
 	return aggregateExport(s, r, b, "reader-pages", func(ctx context.Context, emit func(analytics.ReaderPage) error) error {
 		// Keyset batches, so the export's memory does not grow with the book's readers.
 		batch := int(s.readersBatch.Load())
@@ -276,16 +276,15 @@ func (s *Service) ExportReaderPages(r *api.Request) (*api.Result, error) {
 	})
 }
 
-func (s *Service) ExportReaders(r *api.Request) (*api.Result, error) {
-	f, b, err := s.exportFilter(r)
+func (s *Service) ExportReaders(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
-	o := analytics.ReadersQuery{Sort: analytics.SortRecent, Limit: int(s.readersBatch.Load())}
-	if v := r.Str("sort"); v != "" {
-		o.Sort = v
+	o := analytics.ReadersQuery{Sort: analytics.SortRecent, Limit: int(s.readersBatch.Load()), IncludeAnonymous: q.Anonymous}
+	if q.Sort != "" {
+		o.Sort = q.Sort
 	}
-	o.IncludeAnonymous, _ = r.Params["include_anonymous"].(bool)
 	return aggregateExport(s, r, b, "readers", func(ctx context.Context, emit func(analytics.ReaderSummary) error) error {
 		// Keyset batches over one snapshot, as the JSON list's pages.
 		for {

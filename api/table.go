@@ -1,8 +1,6 @@
 package api
 
 import (
-	"strconv"
-
 	"flipbook/actors"
 	"flipbook/analytics"
 	"flipbook/ingest"
@@ -47,17 +45,17 @@ var (
 // Backend is what runs the operations: one method per operation of the table (package httpapi
 // implements it over the actors, Pebble and DuckDB).
 type Backend interface {
-	ListBooks(*Request) (*Result, error)
-	UploadBook(*Request) (*Result, error)
+	ListBooks(*Request, *BookList) (*Result, error)
+	UploadBook(*Request, *BookUpload) (*Result, error)
 	ActiveUploads(*Request) (*Result, error)
 	UploadStatus(*Request, *BatchPath) (*Result, error)
 	GetBatch(*Request, *BatchPath) (*Result, error)
 	CancelBatch(*Request, *BatchPath) (*Result, error)
 	GetBook(*Request, *BookPath) (*Result, error)
-	UpdateBook(*Request) (*Result, error)
+	UpdateBook(*Request, *BookUpdate) (*Result, error)
 	DeleteBook(*Request, *BookPath) (*Result, error)
-	CreateKonva(*Request) (*Result, error)
-	CreateFromTemplate(*Request) (*Result, error)
+	CreateKonva(*Request, *KonvaCreate) (*Result, error)
+	CreateFromTemplate(*Request, *TemplateCreate) (*Result, error)
 
 	ListSubscribers(*Request, *SubscriberList) (*Result, error)
 	CreateSubscriber(*Request, *SubscriberCreate) (*Result, error)
@@ -67,8 +65,8 @@ type Backend interface {
 	DeleteEmbedDomain(*Request, *EmbedDomainDelete) (*Result, error)
 
 	GetBrand(*Request) (*Result, error)
-	CreateBrand(*Request) (*Result, error)
-	UpdateBrand(*Request) (*Result, error)
+	CreateBrand(*Request, *BrandCreate) (*Result, error)
+	UpdateBrand(*Request, *BrandUpdate) (*Result, error)
 	ToggleTakeOverBranding(*Request) (*Result, error)
 
 	ListTrackedLinks(*Request, *BookPath) (*Result, error)
@@ -143,25 +141,14 @@ func Table(b Backend, o TableOptions) []*Operation {
 func bookOperations(b Backend, o TableOptions) []*Operation {
 	return []*Operation{
 		{ID: "books.list", Method: "GET", Path: "/books", Tool: "books_list", Scope: "books:read", ReadOnly: true,
-			Summary: "List flipbooks, newest first, with cursor pagination.",
-			Params: []Param{
-				Enum("filter[status]", InQuery, "publish", "draft", "schedule"),
-				Str("filter[name]", InQuery, 255).Describe("case-insensitive substring of the name"),
-				Enum("sort", InQuery, BookSorts...),
-				Str("cursor", InQuery, 1024).Describe("meta.next_cursor of the previous page"),
-				Int("limit", InQuery, 1, 200).Describe("books per page (default " + strconv.Itoa(DefaultBookLimit) + ")"),
-			},
+			Summary:  "List flipbooks, newest first, with cursor pagination.",
+			Params:   ParamsOf[BookList](),
 			Response: arrayOf(bookSchema), ResponseMeta: cursorMetaSchema,
-			Handler: b.ListBooks},
+			Handler: Bind(b.ListBooks)},
 		{ID: "books.upload", Method: "POST", Path: "/books", Tool: "books_upload_pdfs", Scope: "books:write", Write: true, Multipart: true,
 			Status:  202,
 			Summary: "Upload one PDF, Word, Excel, PowerPoint, JPG or PNG file; it is converted in the background.",
-			Params: []Param{
-				{Name: "files", In: InBody, Kind: KFile, Required: true, Desc: "one file part (files or files[])"},
-				Str("original_filename", InBody, 255),
-				Enum("status", InBody, "draft", "publish"),
-				Bool("auto_links_enabled", InBody),
-			},
+			Params:  ParamsOf[BookUpload](),
 			ToolParams: []Param{
 				{Name: "files", In: InTool, Kind: KArray, MaxItems: 1, Items: &Param{Kind: KString},
 					Desc: "the document as base64 (one file per call; a data: URL is accepted)"},
@@ -169,7 +156,7 @@ func bookOperations(b Backend, o TableOptions) []*Operation {
 					Desc: "alias of files"},
 			},
 			Response: uploadSchema,
-			MaxBody:  o.MaxUploadBody, Handler: b.UploadBook},
+			MaxBody:  o.MaxUploadBody, Handler: Bind(b.UploadBook)},
 		{ID: "books.active_upload_status", Method: "GET", Path: "/books/uploads/status/active", Tool: "books_get_active_upload_status",
 			Scope: "books:read", ReadOnly: true, Response: activeUploadsSchema,
 			Summary: "Upload batches still queued or converting (state idle when none).", Handler: b.ActiveUploads},
@@ -188,8 +175,8 @@ func bookOperations(b Backend, o TableOptions) []*Operation {
 			Handler: Bind(b.GetBook)},
 		{ID: "books.update", Method: "PUT", Path: "/books/{book}", Tool: "books_update_settings", Scope: "books:write", Write: true,
 			Summary: "Update a flipbook's name, status, dates and settings.",
-			Params:  append([]Param{Str("book", InPath, 64).Req()}, updateBookParams()...), Response: bookSchema,
-			Handler: b.UpdateBook},
+			Params:  ParamsOf[BookUpdate](), Response: bookSchema,
+			Handler: Bind(b.UpdateBook)},
 		{ID: "books.delete", Method: "DELETE", Path: "/books/{book}", Scope: "books:write", Write: true, Destructive: true,
 			Summary: "Delete a flipbook and its files.",
 			Params:  ParamsOf[BookPath](), Response: messageSchema,
@@ -198,14 +185,14 @@ func bookOperations(b Backend, o TableOptions) []*Operation {
 		{ID: "books.create_konva", Method: "POST", Path: "/books/konva", Tool: "books_create_konva", Scope: "books:write", Write: true,
 			Status:  201,
 			Summary: "Create a flipbook from editor canvas content with page images.",
-			Params:  konvaParams(), MaxBody: o.MaxUploadBody, Response: bookSchema,
-			Handler: b.CreateKonva},
+			Params:  ParamsOf[KonvaCreate](), MaxBody: o.MaxUploadBody, Response: bookSchema,
+			Handler: Bind(b.CreateKonva)},
 		{ID: "books.create_from_template", Method: "POST", Path: "/books/create-from-template", Tool: "books_create_from_template",
 			Scope: "books:write", Write: true, Status: 201, OpenWorld: true,
 			Summary: "Create a draft flipbook from blog posts, pages or shop products laid out with a template.",
-			Params:  templateParams(), MaxBody: 32 << 20, // 50 items × 2 × 50,000 characters, escaped
+			Params:  ParamsOf[TemplateCreate](), MaxBody: 32 << 20, // 50 items × 2 × 50,000 characters, escaped
 			Response: object(prop("book", bookSchema)),
-			Handler:  b.CreateFromTemplate},
+			Handler:  Bind(b.CreateFromTemplate)},
 	}
 }
 
@@ -256,17 +243,17 @@ func brandOperations(b Backend) []*Operation {
 		{ID: "brand.create", Method: "POST", Path: "/brand", Tool: "brand_create", Scope: "brand:write", Write: true,
 			Multipart: true, MaxBody: MaxLogoBytes + 1<<20, Status: 201,
 			Summary: "Create the workspace's brand: company name, contact, colours, social accounts and a logo (multipart file part `file`).",
-			Params:  brandParams(false), Response: object(prop("brand", brandSchema)),
+			Params:  ParamsOf[BrandCreate](), Response: object(prop("brand", brandSchema)),
 			ToolParams: []Param{{Name: "logo_base64", In: InTool, Kind: KString, MaxLen: MaxLogoBytes*4/3 + 64,
 				Desc: "the logo (PNG, JPEG, GIF or WebP) as base64; the REST form sends it as the file part `file`"}},
-			Handler: b.CreateBrand},
+			Handler: Bind(b.CreateBrand)},
 		{ID: "brand.update", Method: "PUT", Path: "/brand", Tool: "brand_update", Scope: "brand:write", Write: true,
 			Multipart: true, MaxBody: MaxLogoBytes + 1<<20,
 			Summary: "Update the brand: fields sent are set (an empty value clears one), others are kept.",
-			Params:  brandParams(true), Response: object(prop("brand", brandSchema)), ResponseMeta: brandMetaSchema,
+			Params:  ParamsOf[BrandUpdate](), Response: object(prop("brand", brandSchema)), ResponseMeta: brandMetaSchema,
 			ToolParams: []Param{{Name: "logo_base64", In: InTool, Kind: KString, MaxLen: MaxLogoBytes*4/3 + 64,
 				Desc: "a new logo as base64; the REST form sends it as the file part `file`"}},
-			Handler: b.UpdateBrand},
+			Handler: Bind(b.UpdateBrand)},
 		{ID: "brand.toggle_take_over", Method: "POST", Path: "/toggle-take-over-branding", Tool: "brand_toggle_take_over_branding",
 			Scope: "brand:write", Write: true,
 			Summary:  "Flip take-over branding: public flipbook pages show the brand instead of the service's.",
@@ -295,139 +282,6 @@ func generalOperations(b Backend) []*Operation {
 		{ID: "me", Method: "GET", Path: "/me", Tool: "identity_get", ReadOnly: true,
 			Summary: "The authenticated workspace, its plan features and the key's scopes.", Response: meSchema, Handler: b.Me},
 	}
-}
-
-func updateBookParams() []Param {
-	return []Param{
-		Enum("status", InBody, "draft", "schedule", "publish").Req(),
-		Str("title", InBody, 255).MinLength(1),
-		Str("description", InBody, 50000).Null().Lines(),
-		Str("slug", InBody, 255).Null(),
-		Time("published_date", InBody).Null().Describe("a schedule book is published when it passes"),
-		Time("expires_at", InBody).Null().Describe("the book is unpublished when it passes"),
-		Bool("accessibility_enabled", InBody),
-		Bool("allow_fullscreen", InBody),
-		Bool("auto_links_enabled", InBody),
-		Bool("copyright_enabled", InBody),
-		Bool("downloadable_pdf", InBody),
-		Bool("flip_sound", InBody),
-		Bool("made_with_badge_enabled", InBody),
-		Bool("open_fullscreen_by_default", InBody),
-		Bool("share_social_media", InBody),
-		Enum("animation_type", InBody, animationTypes...),
-		Enum("mobile_animation_type", InBody, animationTypes...).Null(),
-		Str("background", InBody, 2048).Null().WithFormat("background"),
-		Enum("image_display", InBody, imageDisplays...).Null(),
-		Str("magic_link_error_message", InBody, 1000).Null().Lines(),
-		Str("magic_link_message", InBody, 1000).Null().Lines(),
-		Str("pdf_password", InBody, 255).Null(),
-		Str("pdf_privacy_status", InBody, 50).Null(),
-		Str("watermark", InBody, 2048).Null(),
-		{Name: "domain_lists", In: InBody, Kind: KArray, Nullable: true, Desc: "accepted and ignored: embed domains change through their own operations"},
-		{Name: "eod_lists", In: InBody, Kind: KArray, Nullable: true, Desc: "accepted and ignored: access lists change through the subscribers operations"},
-	}
-}
-
-func konvaParams() []Param {
-	return []Param{
-		Str("title", InBody, 255).Req(),
-		{Name: "canvas", In: InBody, Kind: KObject, Required: true, Props: []Param{
-			Int("width", InBody, 1, 10000).Req(),
-			Int("height", InBody, 1, 10000).Req(),
-			Enum("orientation", InBody, "portrait", "landscape").Req(),
-			{Name: "objects", Kind: KArray, Required: true, MinItems: 1, MaxItems: 250},
-		}},
-		{Name: "page_images", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: 250,
-			Items: &Param{Kind: KString, MaxLen: MaxPageImageChars}, Desc: "base64 page images (PNG, JPEG, GIF or WebP), optionally as data URLs"},
-		Str("thumbnail", InBody, MaxPageImageChars).Null(),
-		Enum("status", InBody, "draft", "publish"),
-		{Name: "settings", In: InBody, Kind: KObject, Props: konvaSettingsParams()},
-	}
-}
-
-// konvaSettingsParams are the settings of editor books (spec §4.1.3), also taken by catalog
-// renders.
-func konvaSettingsParams() []Param {
-	return []Param{
-		Bool("allow_fullscreen", InBody), Bool("auto_links_enabled", InBody),
-		Bool("domains_enabled", InBody), Bool("eod_enabled", InBody), Bool("flip_sound", InBody),
-		Bool("open_fullscreen_by_default", InBody), Bool("share_social_media", InBody),
-		Str("animation_type", InBody, 255), Str("mobile_animation_type", InBody, 255).Null(),
-		Str("image_display", InBody, 255).Null(), Str("background", InBody, 2048).Null().WithFormat("background"),
-		Str("pdf_password", InBody, 255).Null(), Str("pdf_privacy_status", InBody, 50).Null(),
-	}
-}
-
-func templateParams() []Param {
-	// Optional item fields accept null as "absent": WordPress and WooCommerce exports send null
-	// for missing authors, images and prices.
-	str := func(name string, maxLen int) Param { return Str(name, InBody, maxLen).Null() }
-	uri := func(name string) Param { return Str(name, InBody, 2048).WithFormat("uri").Null() }
-	item := Param{Kind: KObject, Props: []Param{
-		Str("id", InBody, 0).Req().Describe("the item's id on the source site"),
-		Str("title", InBody, 500).Req(),
-		str("author", 255),
-		{Name: "categories", In: InBody, Kind: KArray, MaxItems: 20, Nullable: true,
-			Items: &Param{Kind: KString, MaxLen: 255}},
-		str("content", 50000).Lines().Describe("HTML allowed; tags are stripped"),
-		str("currency", 10),
-		str("date", 100),
-		str("description", 50000).Lines().Describe("HTML allowed; tags are stripped"),
-		str("excerpt", 5000).Lines(),
-		{Name: "gallery", In: InBody, Kind: KArray, MaxItems: 20, Nullable: true,
-			Items: &Param{Kind: KString, MaxLen: 2048, Format: "uri"}},
-		uri("image"),
-		str("price", 0), str("regular_price", 0), str("sale_price", 0),
-		str("short_description", 5000).Lines(),
-		str("sku", 255),
-		str("stock_status", 100),
-		str("type", 50),
-		uri("url"),
-	}}
-	return []Param{
-		Enum("source", InBody, "wordpress", "woocommerce").Req(),
-		Enum("source_type", InBody, "posts", "pages", "products").Req().
-			Describe("wordpress uses posts or pages; woocommerce uses products"),
-		Int("template_id", InBody, 1, 0).Null().
-			Describe("a template of GET /templates; null or absent: the default template for source_type"),
-		{Name: "content", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: MaxTemplateItems,
-			Items: &item, Desc: "the posts, pages or products, in page order"},
-		{Name: "metadata", In: InBody, Kind: KObject, Nullable: true, Desc: "the site the content comes from",
-			Props: []Param{
-				str("currency", 10),
-				str("currency_symbol", 20),
-				str("site_name", 255),
-				uri("site_url"),
-			}},
-	}
-}
-
-func brandParams(update bool) []Param {
-	company := Str("company_name", InBody, 255).MinLength(1)
-	if !update {
-		company = company.Req()
-	}
-	ps := []Param{
-		company,
-		Str("about_brand", InBody, 5000).Lines(),
-		Str("contact_number", InBody, 64),
-		Str("facebook", InBody, 255),
-		Str("google_analytics", InBody, 64).Describe("Google Analytics measurement id, e.g. G-XXXXXXX"),
-		Str("instagram", InBody, 255),
-		Str("linkedin", InBody, 255),
-		Str("pinterest", InBody, 255),
-		Str("primary_color", InBody, 7).Describe("CSS hex colour, #rgb or #rrggbb"),
-		Str("secondary_color", InBody, 7).Describe("CSS hex colour, #rgb or #rrggbb"),
-		Str("tertiary_color", InBody, 7).Describe("CSS hex colour, #rgb or #rrggbb"),
-		Str("twitter", InBody, 255),
-		Str("youtube", InBody, 255),
-		Str("website_url", InBody, 2048).WithFormat("uri"),
-		{Name: "file", In: InBody, Kind: KFile, MaxItems: 1, Desc: "logo: PNG, JPEG, GIF or WebP, at most 2048 KB"},
-	}
-	if update {
-		ps = append([]Param{{Name: "id", In: InBody, Kind: KInt, Required: true, Min: F64(1)}}, ps...)
-	}
-	return ps
 }
 
 // analyticsOperations are the operations of spec §4.4.

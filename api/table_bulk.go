@@ -21,11 +21,11 @@ var (
 
 // BulkSettingsBackend runs the bulk settings operations (spec §3.4, §4.1, §4.1.1).
 type BulkSettingsBackend interface {
-	CreateBulkSettings(*Request) (*Result, error)
-	GetBulkSettings(*Request) (*Result, error)
-	CancelBulkSettings(*Request) (*Result, error)
-	RetryBulkSettings(*Request) (*Result, error)
-	BulkSettingsSummary(*Request) (*Result, error)
+	CreateBulkSettings(*Request, *BulkSettingsCreate) (*Result, error)
+	GetBulkSettings(*Request, *BulkBatchPath) (*Result, error)
+	CancelBulkSettings(*Request, *BulkBatchPath) (*Result, error)
+	RetryBulkSettings(*Request, *BulkBatchPath) (*Result, error)
+	BulkSettingsSummary(*Request, *BulkSettingsSummary) (*Result, error)
 }
 
 // BulkSettingsParams are the keys of the bulk settings object (spec §4.1.1), all optional. Keys
@@ -100,42 +100,31 @@ var (
 // bulkSettingsOperations are the bulk settings operations of spec §4.1 (no MCP tools: the spec's
 // tool list has none).
 func bulkSettingsOperations(b BulkSettingsBackend) []*Operation {
-	batch := func() Param { return Str("batch", InPath, 64).Req() }
 	return []*Operation{
 		{ID: "bulk_settings.create", Method: "POST", Path: "/books/bulk-settings/batches", Scope: "books:write", Write: true,
 			Status: 202,
 			Summary: "Apply settings to up to 1,000 books in the background; each book changes only if it still has the settings_revision the client read " +
 				"(409 when the workspace already has 10 unfinished batches).",
-			Params: []Param{
-				{Name: "books", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: MaxBulkBooks,
-					Desc: "the books to change, each with the settings_revision it had when the client read it (GET /books, the summary)",
-					Items: &Param{Kind: KObject, Props: []Param{
-						Str("id", InBody, 64).Req().Describe("a book's random_id"),
-						Str("settings_revision", InBody, MaxSettingsRevision).Req(),
-					}}},
-				{Name: "settings", In: InBody, Kind: KObject, Required: true, Props: BulkSettingsParams(),
-					Desc: "the settings to apply (spec §4.1.1); at least one key"},
-			},
+			Params: Adjust(ParamsOf[BulkSettingsCreate](), "settings", func(p *Param) { p.Props = BulkSettingsParams() }),
 			// 1,000 books of 64-character ids and revisions, escaped, plus a 50,000-character
 			// description: more than the default 1 MiB in the worst case.
 			MaxBody:  2 << 20,
-			Response: bulkBatchSchema, ResponseMeta: anyObject, Handler: b.CreateBulkSettings},
+			Response: bulkBatchSchema, ResponseMeta: anyObject, Handler: Bind(b.CreateBulkSettings)},
 		{ID: "bulk_settings.get", Method: "GET", Path: "/books/bulk-settings/batches/{batch}", Scope: "books:read", ReadOnly: true,
 			Summary: "A bulk settings batch with the outcome of every book.",
-			Params:  []Param{batch()}, Response: bulkBatchSchema, Handler: b.GetBulkSettings},
+			Params:  ParamsOf[BulkBatchPath](), Response: bulkBatchSchema, Handler: Bind(b.GetBulkSettings)},
 		{ID: "bulk_settings.cancel", Method: "DELETE", Path: "/books/bulk-settings/batches/{batch}", Scope: "books:write", Write: true,
 			Destructive: true,
 			Summary:     "Cancel a queued or running bulk settings batch: books not started are left alone, settings already applied stay (409 when it has finished).",
-			Params:      []Param{batch()}, Response: bulkBatchSchema, Handler: b.CancelBulkSettings},
+			Params:      ParamsOf[BulkBatchPath](), Response: bulkBatchSchema, Handler: Bind(b.CancelBulkSettings)},
 		{ID: "bulk_settings.retry", Method: "POST", Path: "/books/bulk-settings/batches/{batch}/retry", Scope: "books:write", Write: true,
 			Status:  202,
 			Summary: "Retry the failed books of a finished bulk settings batch in a new batch (retry_of_batch_id); a conflicting book is retried over the revision it had then (409 when the batch has not finished or nothing failed).",
-			Params:  []Param{batch()}, Response: bulkBatchSchema, ResponseMeta: anyObject, Handler: b.RetryBulkSettings},
+			Params:  ParamsOf[BulkBatchPath](), Response: bulkBatchSchema, ResponseMeta: anyObject, Handler: Bind(b.RetryBulkSettings)},
 		{ID: "bulk_settings.summary", Method: "POST", Path: "/books/bulk-settings/summary", Scope: "books:read", ReadOnly: true,
-			Summary: "The settings of up to 1,000 books side by side: each book's settings and settings_revision, the settings they share and those that differ.",
-			Params: []Param{{Name: "book_ids", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: MaxBulkBooks,
-				Items: &Param{Kind: KString, MaxLen: 64}, Desc: "book random_ids"}},
+			Summary:     "The settings of up to 1,000 books side by side: each book's settings and settings_revision, the settings they share and those that differ.",
+			Params:      ParamsOf[BulkSettingsSummary](),
 			ExtraErrors: []int{404},
-			Response:    bulkSummarySchema, ResponseMeta: object(prop("count", integer)), Handler: b.BulkSettingsSummary},
+			Response:    bulkSummarySchema, ResponseMeta: object(prop("count", integer)), Handler: Bind(b.BulkSettingsSummary)},
 	}
 }

@@ -1,7 +1,5 @@
 package api
 
-import "strconv"
-
 // Catalog limits (spec §4.8, §8; docs/CATALOGS.md).
 const (
 	DefaultCatalogLimit   = 25
@@ -114,117 +112,90 @@ func availabilityParams() []Param {
 	}
 }
 
-func pCatalog() Param {
-	return Param{Name: "catalog", In: InPath, Kind: KInt, Required: true, Min: F64(1)}
-}
-
-func limitParam() Param {
-	return Int("limit", InQuery, 1, MaxCatalogLimit).Describe("per page (default " + strconv.Itoa(DefaultCatalogLimit) + ")")
-}
-
 // catalogOperations are the catalog and template operations of spec §4.8.
 func catalogOperations(b CatalogBackend) []*Operation {
 	products := &Param{Kind: KObject, Props: productParams(), Refuse: ForbiddenProductFields,
 		RefuseMsg: "template and styling fields are not accepted: items carry product data only (the template is chosen when rendering)"}
+	productItems := func(p *Param) { p.Items = products }
 	return []*Operation{
 		{ID: "catalogs.list", Method: "GET", Path: "/catalogs", Tool: "catalogs_list", Scope: "catalogs:read", ReadOnly: true,
 			Summary:  "The workspace's product catalogs, newest first (deleted ones excluded).",
-			Params:   []Param{limitParam(), Str("cursor", InQuery, 256).Describe("meta.next_cursor of the previous page")},
-			Response: arrayOf(catalogSchema), ResponseMeta: cursorMetaSchema, Handler: b.ListCatalogs},
+			Params:   ParamsOf[CatalogList](),
+			Response: arrayOf(catalogSchema), ResponseMeta: cursorMetaSchema, Handler: Bind(b.ListCatalogs)},
 		{ID: "catalogs.create", Method: "POST", Path: "/catalogs", Tool: "catalogs_create", Scope: "catalogs:write", Write: true,
 			Status:  202,
 			Summary: "Create a product catalog (or update the one with the same source and external_id) and queue the import of its initial items.",
-			Params: []Param{
-				Str("name", InBody, 255).Req().MinLength(1),
-				Str("external_id", InBody, 255).Null().Describe("the catalog's id in the source; with source, names the catalog to update"),
-				Enum("source", InBody, CatalogSources...).Describe("default custom"),
-				Str("source_url", InBody, 2048).WithFormat("uri").Null(),
-				{Name: "metadata", In: InBody, Kind: KArray, MaxItems: MaxCatalogMetadata, Nullable: true,
-					Items: &Param{Kind: KObject, Refuse: ForbiddenProductFields,
-						RefuseMsg: "template and styling fields are not accepted: metadata carries product data only"},
-					Desc: "free-form catalog data (objects; product data only: template and styling fields are refused)"},
-				Str("template_key", InBody, 64).Null().Describe("the template renders use by default: a template key or id (GET /templates)"),
-				{Name: "items", In: InBody, Kind: KArray, MaxItems: MaxCatalogCreateItems, Items: products,
-					Desc: "initial products (as bulk upsert entries), imported by the catalog's first sync job"},
-			},
+			Params: Adjust(Adjust(Adjust(ParamsOf[CatalogCreate](),
+				"source", func(p *Param) { p.Enum = CatalogSources }),
+				"metadata", func(p *Param) {
+					p.Items = &Param{Kind: KObject, Refuse: ForbiddenProductFields,
+						RefuseMsg: "template and styling fields are not accepted: metadata carries product data only"}
+				}),
+				"items", productItems),
 			MaxBody:      8 << 20,
 			Response:     object(prop("catalog", catalogSchema), prop("sync_job", syncJobSchema)),
 			ResponseMeta: object(prop("updated", boolean).describe("an existing catalog (same source and external_id) was updated")),
-			Handler:      b.CreateCatalog},
+			Handler:      Bind(b.CreateCatalog)},
 		{ID: "catalogs.get", Method: "GET", Path: "/catalogs/{catalog}", Tool: "catalogs_get", Scope: "catalogs:read", ReadOnly: true,
-			Summary: "One catalog with its last sync.", Params: []Param{pCatalog()},
-			Response: object(prop("catalog", catalogSchema)), Handler: b.GetCatalog},
+			Summary: "One catalog with its last sync.", Params: ParamsOf[CatalogPath](),
+			Response: object(prop("catalog", catalogSchema)), Handler: Bind(b.GetCatalog)},
 		{ID: "catalogs.delete", Method: "DELETE", Path: "/catalogs/{catalog}", Scope: "catalogs:write", Write: true, Destructive: true,
 			Summary: "Delete a catalog: it is archived at once (gone from the API), its items are removed in the background and its unfinished sync jobs are cancelled. Books rendered from it stay.",
-			Params:  []Param{pCatalog()}, Response: object(prop("catalog", catalogSchema)), Handler: b.DeleteCatalog},
+			Params:  ParamsOf[CatalogPath](), Response: object(prop("catalog", catalogSchema)), Handler: Bind(b.DeleteCatalog)},
 		{ID: "catalogs.items", Method: "GET", Path: "/catalogs/{catalog}/items", Tool: "catalogs_list_items", Scope: "catalogs:read", ReadOnly: true,
 			Summary:  "A catalog's items, newest first.",
-			Params:   []Param{pCatalog(), limitParam(), Str("cursor", InQuery, 256).Describe("meta.next_cursor of the previous page")},
-			Response: arrayOf(catalogItemSchema), ResponseMeta: catalogItemsMetaSchema, Handler: b.ListCatalogItems},
+			Params:   ParamsOf[CatalogItemList](),
+			Response: arrayOf(catalogItemSchema), ResponseMeta: catalogItemsMetaSchema, Handler: Bind(b.ListCatalogItems)},
 		{ID: "catalogs.availability", Method: "PATCH", Path: "/catalogs/{catalog}/items/availability",
 			Tool: "catalogs_update_item_availability", Scope: "catalogs:write", Write: true, Status: 202,
 			Summary: "Update the availability of up to 1,000 items (matched on external_product_id and external_variant_id); items not in the catalog are reported as errors of the sync job.",
-			Params: []Param{pCatalog(),
-				{Name: "items", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: MaxAvailabilityItems,
-					Items: &Param{Kind: KObject, Props: availabilityParams()}},
-				Time("snapshot_at", InBody).Describe("when the availability was read; an item with newer availability is not overwritten"),
-			},
+			Params: Adjust(ParamsOf[CatalogAvailability](), "items", func(p *Param) {
+				p.Items = &Param{Kind: KObject, Props: availabilityParams()}
+			}),
 			MaxBody:  4 << 20,
 			Response: object(prop("summary", syncSummarySchema), prop("sync_job", syncJobSchema)), ResponseMeta: catalogIDMetaSchema,
-			Handler: b.UpdateItemAvailability},
+			Handler: Bind(b.UpdateItemAvailability)},
 		{ID: "catalogs.delete_item", Method: "DELETE", Path: "/catalogs/{catalog}/items/{item}", Scope: "catalogs:write", Write: true,
 			Destructive: true, Summary: "Remove one item of a catalog.",
-			Params:   []Param{pCatalog(), {Name: "item", In: InPath, Kind: KInt, Required: true, Min: F64(1)}},
-			Response: messageSchema, ResponseMeta: with(catalogIDMetaSchema, prop("item_id", integer)), Handler: b.DeleteCatalogItem},
+			Params:   ParamsOf[CatalogItemDelete](),
+			Response: messageSchema, ResponseMeta: with(catalogIDMetaSchema, prop("item_id", integer)), Handler: Bind(b.DeleteCatalogItem)},
 		{ID: "catalogs.bulk_upsert", Method: "POST", Path: "/catalogs/{catalog}/items:bulk-upsert", Tool: "catalogs_bulk_upsert_items",
 			Scope: "catalogs:write", Write: true, Status: 202,
-			Summary: "Create or update 1-500 items (matched on external_product_id and external_variant_id; product data only) with a sync job.",
-			Params: []Param{pCatalog(),
-				{Name: "items", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: MaxUpsertItems, Items: products}},
+			Summary:  "Create or update 1-500 items (matched on external_product_id and external_variant_id; product data only) with a sync job.",
+			Params:   Adjust(ParamsOf[CatalogBulkUpsert](), "items", productItems),
 			MaxBody:  8 << 20,
 			Response: object(prop("summary", syncSummarySchema), prop("sync_job", syncJobSchema)), ResponseMeta: catalogIDMetaSchema,
-			Handler: b.BulkUpsertItems},
+			Handler: Bind(b.BulkUpsertItems)},
 		{ID: "catalogs.render", Method: "POST", Path: "/catalogs/{catalog}/render", Tool: "catalogs_render",
 			Scope: "catalogs:read", AlsoScope: "books:write", Write: true, Status: 202, OpenWorld: true,
-			Summary: "Render chosen products of a catalog into a flipbook with a product template (the book is converted in the background: poll the batch).",
-			Params: []Param{pCatalog(),
-				{Name: "items", In: InBody, Kind: KArray, Required: true, MinItems: 1, MaxItems: MaxRenderItems,
-					Items: &Param{Kind: KString, MaxLen: 255, MinLen: 1},
-					Desc:  "the products, in page order: item ids, or external item keys (product id, or product id:variant id)"},
-				{Name: "cover", In: InBody, Kind: KObject, Nullable: true, Props: []Param{
-					Str("title", InBody, 255).Null(), Str("description", InBody, 5000).Null().Lines(),
-					Str("website", InBody, 2048).Null().WithFormat("uri")}},
-				{Name: "settings", In: InBody, Kind: KObject, Nullable: true, Props: konvaSettingsParams()},
-				Enum("status", InBody, "draft", "publish").Describe("default draft"),
-				Int("template_id", InBody, 1, 0).Describe("a product template (GET /templates); default: the catalog's template_key, else the default product template"),
-				Str("title", InBody, 255).Null().Describe("the book's name (default: the cover title, else the catalog's name)"),
-			},
-			Response: renderSchema, ResponseMeta: with(catalogIDMetaSchema, prop("items", integer)), Handler: b.RenderCatalog},
+			Summary:  "Render chosen products of a catalog into a flipbook with a product template (the book is converted in the background: poll the batch).",
+			Params:   ParamsOf[CatalogRender](),
+			Response: renderSchema, ResponseMeta: with(catalogIDMetaSchema, prop("items", integer)), Handler: Bind(b.RenderCatalog)},
 		{ID: "catalogs.sync_job", Method: "GET", Path: "/catalogs/{catalog}/sync-jobs/{syncJob}", Tool: "catalogs_get_sync_job",
 			Scope: "catalogs:read", ReadOnly: true, Summary: "A sync job with its progress and per-item errors.",
-			Params:   []Param{pCatalog(), {Name: "syncJob", In: InPath, Kind: KInt, Required: true, Min: F64(1)}},
-			Response: object(prop("sync_job", syncJobSchema)), Handler: b.GetSyncJob},
+			Params:   ParamsOf[SyncJobPath](),
+			Response: object(prop("sync_job", syncJobSchema)), Handler: Bind(b.GetSyncJob)},
 		{ID: "templates.list", Method: "GET", Path: "/templates", Tool: "catalogs_list_templates", Scope: "catalogs:read", ReadOnly: true,
 			Summary:  "The page templates books and catalog renders are drawn with.",
-			Params:   []Param{Str("type", InQuery, 64).Describe("product or post")},
+			Params:   ParamsOf[TemplateList](),
 			Response: arrayOf(templateSchema),
 			ResponseMeta: object(prop("default_template_id", str), prop("default_template_source", str),
 				prop("count", integer), prop("type", str).describe("the type asked for (empty: every type)")),
-			Handler: b.ListTemplates},
+			Handler: Bind(b.ListTemplates)},
 	}
 }
 
 // CatalogBackend runs the catalog and template operations (spec §2.5, §3.5, §4.8).
 type CatalogBackend interface {
-	ListCatalogs(*Request) (*Result, error)
-	CreateCatalog(*Request) (*Result, error)
-	GetCatalog(*Request) (*Result, error)
-	DeleteCatalog(*Request) (*Result, error)
-	ListCatalogItems(*Request) (*Result, error)
-	UpdateItemAvailability(*Request) (*Result, error)
-	DeleteCatalogItem(*Request) (*Result, error)
-	BulkUpsertItems(*Request) (*Result, error)
-	RenderCatalog(*Request) (*Result, error)
-	GetSyncJob(*Request) (*Result, error)
-	ListTemplates(*Request) (*Result, error)
+	ListCatalogs(*Request, *CatalogList) (*Result, error)
+	CreateCatalog(*Request, *CatalogCreate) (*Result, error)
+	GetCatalog(*Request, *CatalogPath) (*Result, error)
+	DeleteCatalog(*Request, *CatalogPath) (*Result, error)
+	ListCatalogItems(*Request, *CatalogItemList) (*Result, error)
+	UpdateItemAvailability(*Request, *CatalogAvailability) (*Result, error)
+	DeleteCatalogItem(*Request, *CatalogItemDelete) (*Result, error)
+	BulkUpsertItems(*Request, *CatalogBulkUpsert) (*Result, error)
+	RenderCatalog(*Request, *CatalogRender) (*Result, error)
+	GetSyncJob(*Request, *SyncJobPath) (*Result, error)
+	ListTemplates(*Request, *TemplateList) (*Result, error)
 }

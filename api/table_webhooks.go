@@ -1,8 +1,6 @@
 package api
 
 import (
-	"strconv"
-
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"flipbook/actors"
@@ -22,14 +20,14 @@ const (
 // WebhookBackend runs the webhook operations (spec §4.7).
 type WebhookBackend interface {
 	ListWebhooks(*Request) (*Result, error)
-	CreateWebhook(*Request) (*Result, error)
+	CreateWebhook(*Request, *WebhookCreate) (*Result, error)
 	WebhookOptions(*Request) (*Result, error)
-	WebhookSampleEvents(*Request) (*Result, error)
-	UpdateWebhook(*Request) (*Result, error)
-	DeleteWebhook(*Request) (*Result, error)
-	ListWebhookDeliveries(*Request) (*Result, error)
-	TestWebhook(*Request) (*Result, error)
-	DispatchSample(*Request) (*Result, error)
+	WebhookSampleEvents(*Request, *WebhookSampleEvents) (*Result, error)
+	UpdateWebhook(*Request, *WebhookUpdate) (*Result, error)
+	DeleteWebhook(*Request, *WebhookDelete) (*Result, error)
+	ListWebhookDeliveries(*Request, *WebhookDeliveries) (*Result, error)
+	TestWebhook(*Request, *WebhookTest) (*Result, error)
+	DispatchSample(*Request, *WebhookDispatchSample) (*Result, error)
 }
 
 // WebhookProviders are the providers of spec §4.7.
@@ -91,38 +89,6 @@ var (
 		prop("response_body", str).describe("the receiver's answer, when it sent one"))
 )
 
-func webhookParams(create bool) []Param {
-	req := func(p Param) Param {
-		if create {
-			return p.Req()
-		}
-		return p
-	}
-	return []Param{
-		req(Str("name", InBody, 255).MinLength(1)),
-		req(Enum("provider", InBody, WebhookProviders...)).
-			Describe("generic, or zapier (a Zapier REST hook: a 410 Gone answer deactivates the subscription)"),
-		req(Str("target_url", InBody, 2048).WithFormat("uri")).
-			Describe("https URL receiving the deliveries; private, loopback and link-local addresses are refused"),
-		req(Param{Name: "event_types", In: InBody, Kind: KArray, MinItems: 1, MaxItems: len(actors.WebhookEventTypes),
-			Items: &Param{Kind: KAny, Schema: eventTypeSchema()},
-			Desc:  "event types: strings of " + joinValues() + ", or {value} objects as returned"}),
-		Str("signing_secret", InBody, MaxSigningSecret).MinLength(MinSigningSecret).Null().
-			Describe("the HMAC key of X-Webhook-Signature (never returned); null on update removes it"),
-		{Name: "filters", In: InBody, Kind: KObject, Nullable: true,
-			Desc: "narrow deliveries; every list given replaces the filter set (an empty or missing list does not narrow)",
-			Props: []Param{
-				{Name: "book_ids", In: InBody, Kind: KArray, MaxItems: MaxWebhookFilterValues, Nullable: true,
-					Items: &Param{Kind: KString, MaxLen: 64}},
-				{Name: "tracked_link_ids", In: InBody, Kind: KArray, MaxItems: MaxWebhookFilterValues, Nullable: true,
-					Items: &Param{Kind: KInt, Min: F64(1)}},
-				{Name: "recipient_emails", In: InBody, Kind: KArray, MaxItems: MaxWebhookFilterValues, Nullable: true,
-					Items: &Param{Kind: KString, MaxLen: 255, Format: "email"}},
-			}},
-		Bool("is_active", InBody).Describe("default true; setting it true again clears a deactivation"),
-	}
-}
-
 // eventTypeSchema is an item of event_types as the handler reads it: an event type, or a
 // {value} object as subscriptions and options return them.
 func eventTypeSchema() *jsonschema.Schema {
@@ -144,8 +110,19 @@ func joinValues() string {
 	return s
 }
 
-func pSubscription() Param {
-	return Param{Name: "subscription", In: InPath, Kind: KInt, Required: true, Min: F64(1)}
+// eventTypes declares the event_types of a create or update from the event type list (what a
+// tag cannot say: the items' schema, and limits following actors.WebhookEventTypes).
+func eventTypes(ps []Param) []Param {
+	return Adjust(ps, "event_types", func(p *Param) {
+		p.MaxItems = len(actors.WebhookEventTypes)
+		p.Items = &Param{Kind: KAny, Schema: eventTypeSchema()}
+		p.Desc = "event types: strings of " + joinValues() + ", or {value} objects as returned"
+	})
+}
+
+// eventTypeEnum declares the event_type of a test delivery: one of the event types.
+func eventTypeEnum(ps []Param) []Param {
+	return Adjust(ps, "event_type", func(p *Param) { p.Enum = WebhookEventValues() })
 }
 
 // webhookOperations are the operations of spec §4.7 (Company plan).
@@ -159,7 +136,7 @@ func webhookOperations(b WebhookBackend) []*Operation {
 		{ID: "webhooks.create", Method: "POST", Path: "/webhook-subscriptions", Tool: "webhooks_create_subscription",
 			Scope: "webhooks:write", Plan: company, Write: true, Status: 201, OpenWorld: true,
 			Summary: "Subscribe a URL to reader events (signed with the signing secret, retried with backoff).",
-			Params:  webhookParams(true), Response: webhookSubscriptionSchema, Handler: b.CreateWebhook},
+			Params:  eventTypes(ParamsOf[WebhookCreate]()), Response: webhookSubscriptionSchema, Handler: Bind(b.CreateWebhook)},
 		{ID: "webhooks.options", Method: "GET", Path: "/webhook-subscriptions/options", Tool: "webhooks_get_subscription_options",
 			Scope: "webhooks:read", Plan: company, ReadOnly: true,
 			Summary:  "What a subscription can be configured with: the workspace's books and tracked links, the event types and the providers.",
@@ -167,46 +144,33 @@ func webhookOperations(b WebhookBackend) []*Operation {
 			Handler: b.WebhookOptions},
 		{ID: "webhooks.sample_events", Method: "GET", Path: "/webhook-subscriptions/sample-events", Tool: "webhooks_list_sample_events",
 			Scope: "webhooks:read", Plan: company, ReadOnly: true,
-			Summary: "Recent payloads of the workspace's reader events, as deliveries carry them (to configure a receiver before subscribing).",
-			Params: []Param{
-				Str("event_types", InQuery, 512).Describe("comma-separated event types (default: all nine)"),
-				Int("limit", InQuery, 1, MaxSamplesLimit).Describe("payloads per event type (default " + strconv.Itoa(DefaultSamplesLimit) + ")"),
-			},
-			Response: arrayOf(sampleEventSchema), ResponseMeta: sampleEventsMetaSchema, Handler: b.WebhookSampleEvents},
+			Summary:  "Recent payloads of the workspace's reader events, as deliveries carry them (to configure a receiver before subscribing).",
+			Params:   ParamsOf[WebhookSampleEvents](),
+			Response: arrayOf(sampleEventSchema), ResponseMeta: sampleEventsMetaSchema, Handler: Bind(b.WebhookSampleEvents)},
 		{ID: "webhooks.update", Method: "PUT", Path: "/webhook-subscriptions/{subscription}", Tool: "webhooks_update_subscription",
 			Scope: "webhooks:write", Plan: company, Write: true, OpenWorld: true,
 			Summary:  "Change a subscription: only the fields given change; filters replaces the whole filter set.",
-			Params:   append([]Param{pSubscription()}, webhookParams(false)...),
-			Response: webhookSubscriptionSchema, Handler: b.UpdateWebhook},
+			Params:   eventTypes(ParamsOf[WebhookUpdate]()),
+			Response: webhookSubscriptionSchema, Handler: Bind(b.UpdateWebhook)},
 		{ID: "webhooks.delete", Method: "DELETE", Path: "/webhook-subscriptions/{subscription}",
 			Scope: "webhooks:write", Plan: company, Write: true, Destructive: true,
 			Summary: "Remove a subscription; its delivery history is kept and unfinished deliveries fail.",
-			Params:  []Param{pSubscription()}, Response: messageSchema, ResponseMeta: object(prop("id", integer)),
-			Handler: b.DeleteWebhook},
+			Params:  ParamsOf[WebhookDelete](), Response: messageSchema, ResponseMeta: object(prop("id", integer)),
+			Handler: Bind(b.DeleteWebhook)},
 		{ID: "webhooks.deliveries", Method: "GET", Path: "/webhook-subscriptions/{subscription}/deliveries",
 			Tool: "webhooks_list_subscription_deliveries", Scope: "webhooks:read", Plan: company, ReadOnly: true,
-			Summary: "A subscription's deliveries, newest first, with every attempt.",
-			Params: []Param{pSubscription(),
-				Int("limit", InQuery, 1, MaxDeliveriesLimit).Describe("per page (default " + strconv.Itoa(DefaultDeliveriesLimit) + ")"),
-				Str("cursor", InQuery, 256).Describe("meta.next_cursor of the previous page"),
-				Enum("status", InQuery, "pending", "retrying", "succeeded", "failed"),
-			},
-			Response: arrayOf(webhookDeliverySchema), ResponseMeta: cursorMetaSchema, Handler: b.ListWebhookDeliveries},
+			Summary:  "A subscription's deliveries, newest first, with every attempt.",
+			Params:   ParamsOf[WebhookDeliveries](),
+			Response: arrayOf(webhookDeliverySchema), ResponseMeta: cursorMetaSchema, Handler: Bind(b.ListWebhookDeliveries)},
 		{ID: "webhooks.test", Method: "POST", Path: "/webhook-subscriptions/{subscription}/test", Tool: "webhooks_test_subscription",
 			Scope: "webhooks:write", Plan: company, Write: true, Status: 202, OpenWorld: true,
-			Summary: "Queue a test delivery (a recent real payload, or an example, marked test) to the subscription, active or not.",
-			Params: []Param{pSubscription(),
-				Enum("event_type", InBody, WebhookEventValues()...).Describe("default: the subscription's first event type")},
-			Response: webhookDeliverySchema, Handler: b.TestWebhook},
+			Summary:  "Queue a test delivery (a recent real payload, or an example, marked test) to the subscription, active or not.",
+			Params:   eventTypeEnum(ParamsOf[WebhookTest]()),
+			Response: webhookDeliverySchema, Handler: Bind(b.TestWebhook)},
 		{ID: "webhooks.dispatch_sample", Method: "POST", Path: "/webhooks", Tool: "webhooks_dispatch_sample",
 			Scope: "webhooks:write", Plan: company, Write: true, Status: 202, OpenWorld: true, ExtraErrors: []int{502},
-			Summary: "Send a sample flipbook.created, flipbook.updated or subscriber.added event to a URL now (502 when the send fails).",
-			Params: []Param{
-				Enum("event", InBody, SampleEvents...).Req(),
-				{Name: "payload", In: InBody, Kind: KArray, MaxItems: 100, Nullable: true,
-					Desc: "the records sent as data (default: the workspace's newest book or subscriber)"},
-				Str("url", InBody, 2048).Req().WithFormat("uri"),
-			},
-			Response: dispatchSampleSchema, ResponseMeta: dispatchSampleMetaSchema, Handler: b.DispatchSample},
+			Summary:  "Send a sample flipbook.created, flipbook.updated or subscriber.added event to a URL now (502 when the send fails).",
+			Params:   ParamsOf[WebhookDispatchSample](),
+			Response: dispatchSampleSchema, ResponseMeta: dispatchSampleMetaSchema, Handler: Bind(b.DispatchSample)},
 	}
 }

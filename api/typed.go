@@ -35,9 +35,9 @@ import (
 // Field types: string, int64, float64, bool, time.Time, map[string]any (a free-form object),
 // any (any JSON value), []*multipart.FileHeader (a multipart file part), a struct (an object
 // whose properties are its own tagged fields, "in" written body), a slice of any of these (an
-// array; []any for a free-form one), and actors.Opt[T] of a scalar (absent, null or a value:
+// array; []any for a free-form one), and actors.Opt[T] of any of these (absent, null or a value:
 // what an update distinguishes). A pointer is nil when the parameter is absent or null (with
-// nullable). An embedded struct without a param tag lends its parameters (a shared filter).
+// nullable); a field of another type holds its zero value for both. An embedded struct without a param tag lends its parameters (a shared filter).
 // A field without a param tag is not a parameter.
 
 // ParamsOf is the parameter list of In's tagged fields, in field order. It panics on a tag it
@@ -167,8 +167,6 @@ func paramOf(f reflect.StructField, tag string) (Param, error) {
 		ft = ft.Elem()
 	case isOpt(ft):
 		ft = ft.Field(2).Type
-	case p.Nullable && ft != mapType && ft != anyType && ft.Kind() != reflect.Slice:
-		return p, fmt.Errorf("a nullable parameter needs a pointer, map, slice or Opt field: nil for null")
 	}
 	if err := kindOf(&p, ft); err != nil {
 		return p, fmt.Errorf("type %s: %v", f.Type, err)

@@ -52,53 +52,75 @@ func newKeyJSON(k *actors.NewKey) keyJSON {
 		Scopes: k.Key.Scopes, Mode: k.Key.Mode.String()}
 }
 
+// Inputs of the admin operations (typed declarations, api/typed.go). Enums whose values are
+// the service's own lists (plans, scopes) are set by adminOperations.
+type (
+	adminID struct {
+		ID int64 `param:"id,path,required" min:"1"`
+	}
+	adminWorkspaceCreate struct {
+		Name         string `param:"name,body,required" max:"255"`
+		Plan         string `param:"plan,body,required"`
+		SignupSource string `param:"signup_source,body" desc:"the connector that generated the workspace at sign-up; only such a workspace can be renamed (once, POST /integrations/shopify/workspace-name)"`
+	}
+	adminWorkspaceUpdate struct {
+		adminID
+		Plan string `param:"plan,body,required"`
+	}
+	adminKeyCreate struct {
+		adminID
+		Name   string   `param:"name,body" max:"255"`
+		Scopes []string `param:"scopes,body,required" minitems:"1" maxitems:"32"`
+		Mode   string   `param:"mode,body" enum:"live|test"`
+	}
+	adminOAuthClientRef struct {
+		adminID
+		Client string `param:"client,path,required" max:"4096" desc:"the client id, percent-encoded (a metadata-document client's id is a URL: https%3A%2F%2F…)"`
+	}
+	adminOAuthGrantRef struct {
+		adminID
+		Grant string `param:"grant,path,required" max:"128"`
+	}
+)
+
 func (s *Service) adminOperations() []*api.Operation {
-	scopeItem := &api.Param{Kind: api.KString, Enum: append([]string{"*"}, api.Scopes...)}
-	idParam := api.Param{Name: "id", In: api.InPath, Kind: api.KInt, Required: true, Min: api.F64(1)}
+	plans := func(p *api.Param) { p.Enum = actors.PlanNames }
+	scopes := func(p *api.Param) { p.Items.Enum = append([]string{"*"}, api.Scopes...) }
+	idParam := api.ParamsOf[adminID]()
 	ops := []*api.Operation{
 		{ID: "admin.create_workspace", Method: "POST", Path: "/workspaces", Auth: api.AuthAdmin, Write: true,
 			Summary: "Create a workspace.",
-			Params: []api.Param{
-				api.Str("name", api.InBody, 255).Req(),
-				api.Enum("plan", api.InBody, actors.PlanNames...).Req(),
-				api.Enum("signup_source", api.InBody, actors.SignupShopify).
-					Describe("the connector that generated the workspace at sign-up; only such a workspace can be renamed (once, POST /integrations/shopify/workspace-name)"),
-			},
-			Handler: s.adminCreateWorkspace},
+			Params: api.Adjust(api.Adjust(api.ParamsOf[adminWorkspaceCreate](), "plan", plans),
+				"signup_source", func(p *api.Param) { p.Enum = []string{actors.SignupShopify} }),
+			Handler: api.Bind(s.adminCreateWorkspace)},
 		{ID: "admin.update_workspace", Method: "PUT", Path: "/workspaces/{id}", Auth: api.AuthAdmin, Write: true,
 			Summary: "Change a workspace's plan.",
-			Params:  []api.Param{idParam, api.Enum("plan", api.InBody, actors.PlanNames...).Req()},
-			Handler: s.adminUpdateWorkspace},
+			Params:  api.Adjust(api.ParamsOf[adminWorkspaceUpdate](), "plan", plans),
+			Handler: api.Bind(s.adminUpdateWorkspace)},
 		{ID: "admin.create_key", Method: "POST", Path: "/workspaces/{id}/keys", Auth: api.AuthAdmin, Write: true,
 			Summary: "Create an API key; the key is shown only in this response.",
-			Params: []api.Param{
-				idParam,
-				api.Str("name", api.InBody, 255),
-				{Name: "scopes", In: api.InBody, Kind: api.KArray, Required: true, MinItems: 1, MaxItems: 32, Items: scopeItem},
-				api.Enum("mode", api.InBody, "live", "test"),
-			},
-			Handler: s.adminCreateKey},
+			Params:  api.Adjust(api.ParamsOf[adminKeyCreate](), "scopes", scopes),
+			Handler: api.Bind(s.adminCreateKey)},
 		{ID: "admin.rotate_key", Method: "POST", Path: "/keys/{id}/rotate", Auth: api.AuthAdmin, Write: true,
 			Summary: "Replace a key's secret; the old one stops working at once.",
-			Params:  []api.Param{idParam}, Handler: s.adminRotateKey},
+			Params:  idParam, Handler: api.Bind(s.adminRotateKey)},
 		{ID: "admin.revoke_key", Method: "DELETE", Path: "/keys/{id}", Auth: api.AuthAdmin, Write: true,
 			Summary: "Revoke a key.",
-			Params:  []api.Param{idParam}, Handler: s.adminRevokeKey},
+			Params:  idParam, Handler: api.Bind(s.adminRevokeKey)},
 		{ID: "admin.list_oauth_clients", Method: "GET", Path: "/workspaces/{id}/oauth/clients", Auth: api.AuthAdmin,
 			Summary: "The OAuth clients holding grants in the workspace, and the client-credentials clients registered with its keys.",
-			Params:  []api.Param{idParam}, Handler: s.adminOAuthClients},
+			Params:  idParam, Handler: api.Bind(s.adminOAuthClients)},
 		{ID: "admin.list_oauth_grants", Method: "GET", Path: "/workspaces/{id}/oauth/grants", Auth: api.AuthAdmin,
 			Summary: "The workspace's OAuth grants, newest first.",
-			Params:  []api.Param{idParam}, Handler: s.adminOAuthGrants},
+			Params:  idParam, Handler: api.Bind(s.adminOAuthGrants)},
 		{ID: "admin.revoke_oauth_client", Method: "DELETE", Path: "/workspaces/{id}/oauth/clients/{client}", Auth: api.AuthAdmin, Write: true,
 			Summary: "End every grant of a client in the workspace (and delete a client-credentials client registered with its key); its tokens are refused from the next request.",
-			Params: []api.Param{idParam, api.Str("client", api.InPath, 4096).Req().
-				Describe("the client id, percent-encoded (a metadata-document client's id is a URL: https%3A%2F%2F…)")},
-			Handler: s.adminRevokeOAuthClient},
+			Params:  api.ParamsOf[adminOAuthClientRef](),
+			Handler: api.Bind(s.adminRevokeOAuthClient)},
 		{ID: "admin.revoke_oauth_grant", Method: "DELETE", Path: "/workspaces/{id}/oauth/grants/{grant}", Auth: api.AuthAdmin, Write: true,
 			Summary: "End one of the workspace's OAuth grants; its tokens are refused from the next request.",
-			Params:  []api.Param{idParam, api.Str("grant", api.InPath, 128).Req()},
-			Handler: s.adminRevokeOAuthGrant},
+			Params:  api.ParamsOf[adminOAuthGrantRef](),
+			Handler: api.Bind(s.adminRevokeOAuthGrant)},
 		{ID: "admin.ingest_status", Method: "GET", Path: "/ingest", Auth: api.AuthAdmin,
 			Summary: "Reader-event intake: per log partition, where the log ends and what DuckDB holds (the lag), and the consumer's counters.",
 			Handler: s.adminIngest},
@@ -122,17 +144,16 @@ func adminNotFound(err error, what string) error {
 	return err
 }
 
-func (s *Service) adminCreateWorkspace(r *api.Request) (*api.Result, error) {
-	w, err := s.Actors.CreateSignupWorkspace(r.Str("name"), r.Str("plan"), r.Str("signup_source"))
+func (s *Service) adminCreateWorkspace(_ *api.Request, in *adminWorkspaceCreate) (*api.Result, error) {
+	w, err := s.Actors.CreateSignupWorkspace(in.Name, in.Plan, in.SignupSource)
 	if err != nil {
 		return nil, err
 	}
 	return &api.Result{Status: 201, Data: wsJSON(w)}, nil
 }
 
-func (s *Service) adminUpdateWorkspace(r *api.Request) (*api.Result, error) {
-	id, _ := r.Int("id")
-	w, err := s.Actors.SetPlan(id, r.Str("plan"))
+func (s *Service) adminUpdateWorkspace(_ *api.Request, in *adminWorkspaceUpdate) (*api.Result, error) {
+	w, err := s.Actors.SetPlan(in.ID, in.Plan)
 	s.caller.InvalidateAuth()
 	if err != nil {
 		return nil, adminNotFound(err, "workspace")
@@ -140,32 +161,30 @@ func (s *Service) adminUpdateWorkspace(r *api.Request) (*api.Result, error) {
 	return &api.Result{Data: wsJSON(w)}, nil
 }
 
-func (s *Service) adminCreateKey(r *api.Request) (*api.Result, error) {
-	id, _ := r.Int("id")
+func (s *Service) adminCreateKey(_ *api.Request, in *adminKeyCreate) (*api.Result, error) {
 	mode := storage.ModeLive
-	if r.Str("mode") == "test" {
+	if in.Mode == "test" {
 		mode = storage.ModeTest
 	}
-	name := r.Str("name")
+	name := in.Name
 	if name == "" {
 		name = "API key"
 	}
 	var scopes []string
-	for _, sc := range r.Params["scopes"].([]any) {
-		if !api.Contains(scopes, sc.(string)) {
-			scopes = append(scopes, sc.(string))
+	for _, sc := range in.Scopes {
+		if !api.Contains(scopes, sc) {
+			scopes = append(scopes, sc)
 		}
 	}
-	k, err := s.Actors.CreateKey(id, name, scopes, mode)
+	k, err := s.Actors.CreateKey(in.ID, name, scopes, mode)
 	if err != nil {
 		return nil, adminNotFound(err, "workspace")
 	}
 	return &api.Result{Status: 201, Data: newKeyJSON(k)}, nil
 }
 
-func (s *Service) adminRotateKey(r *api.Request) (*api.Result, error) {
-	id, _ := r.Int("id")
-	k, err := s.Actors.RotateKey(id)
+func (s *Service) adminRotateKey(_ *api.Request, in *adminID) (*api.Result, error) {
+	k, err := s.Actors.RotateKey(in.ID)
 	s.caller.InvalidateAuth()
 	if err != nil {
 		return nil, adminNotFound(err, "key")
@@ -173,9 +192,8 @@ func (s *Service) adminRotateKey(r *api.Request) (*api.Result, error) {
 	return &api.Result{Status: 201, Data: newKeyJSON(k)}, nil
 }
 
-func (s *Service) adminRevokeKey(r *api.Request) (*api.Result, error) {
-	id, _ := r.Int("id")
-	k, err := s.Actors.RevokeKey(id)
+func (s *Service) adminRevokeKey(_ *api.Request, in *adminID) (*api.Result, error) {
+	k, err := s.Actors.RevokeKey(in.ID)
 	s.caller.InvalidateAuth()
 	if err != nil {
 		return nil, adminNotFound(err, "key")
@@ -184,8 +202,7 @@ func (s *Service) adminRevokeKey(r *api.Request) (*api.Result, error) {
 }
 
 // adminWorkspaceID is the {id} of an admin call on a workspace, which must exist.
-func (s *Service) adminWorkspaceID(r *api.Request) (int64, error) {
-	id, _ := r.Int("id")
+func (s *Service) adminWorkspaceID(id int64) (int64, error) {
 	if _, err := s.Store.Workspace(id); err != nil {
 		if errors.Is(err, errs.ErrNotFound) {
 			return 0, api.ErrNotFound("workspace")
@@ -235,8 +252,8 @@ func orEmptyList(l []string) []string {
 	return l
 }
 
-func (s *Service) adminOAuthClients(r *api.Request) (*api.Result, error) {
-	ws, err := s.adminWorkspaceID(r)
+func (s *Service) adminOAuthClients(_ *api.Request, in *adminID) (*api.Result, error) {
+	ws, err := s.adminWorkspaceID(in.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -257,8 +274,8 @@ func (s *Service) adminOAuthClients(r *api.Request) (*api.Result, error) {
 	return &api.Result{Data: out}, nil
 }
 
-func (s *Service) adminOAuthGrants(r *api.Request) (*api.Result, error) {
-	ws, err := s.adminWorkspaceID(r)
+func (s *Service) adminOAuthGrants(_ *api.Request, in *adminID) (*api.Result, error) {
+	ws, err := s.adminWorkspaceID(in.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -278,12 +295,12 @@ func (s *Service) adminOAuthGrants(r *api.Request) (*api.Result, error) {
 // adminRevokeOAuthClient is DELETE /admin/v1/workspaces/{id}/oauth/clients/{client}: the
 // router matches the path as sent, so a client id that is a URL comes percent-encoded in one
 // segment and is decoded here. Revocation empties the credential cache (oauth.Options.OnRevoke).
-func (s *Service) adminRevokeOAuthClient(r *api.Request) (*api.Result, error) {
-	ws, err := s.adminWorkspaceID(r)
+func (s *Service) adminRevokeOAuthClient(_ *api.Request, in *adminOAuthClientRef) (*api.Result, error) {
+	ws, err := s.adminWorkspaceID(in.ID)
 	if err != nil {
 		return nil, err
 	}
-	client, err := url.PathUnescape(r.Str("client"))
+	client, err := url.PathUnescape(in.Client)
 	if err != nil {
 		return nil, api.ErrNotFound("OAuth client")
 	}
@@ -298,12 +315,12 @@ func (s *Service) adminRevokeOAuthClient(r *api.Request) (*api.Result, error) {
 }
 
 // adminRevokeOAuthGrant is DELETE /admin/v1/workspaces/{id}/oauth/grants/{grant}.
-func (s *Service) adminRevokeOAuthGrant(r *api.Request) (*api.Result, error) {
-	ws, err := s.adminWorkspaceID(r)
+func (s *Service) adminRevokeOAuthGrant(_ *api.Request, in *adminOAuthGrantRef) (*api.Result, error) {
+	ws, err := s.adminWorkspaceID(in.ID)
 	if err != nil {
 		return nil, err
 	}
-	grant := r.Str("grant")
+	grant := in.Grant
 	if err := s.oauth.RevokeGrantIn(ws, grant); err != nil {
 		if errors.Is(err, errs.ErrNotFound) {
 			return nil, api.ErrNotFound("OAuth grant")

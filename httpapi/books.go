@@ -7,7 +7,6 @@ import (
 	"html"
 	"time"
 
-	"flipbook/actors"
 	"flipbook/api"
 	"flipbook/errs"
 	"flipbook/storage"
@@ -107,12 +106,12 @@ const (
 	NameScanBudget = 5000
 )
 
-func (s *Service) ListBooks(r *api.Request) (*api.Result, error) {
+func (s *Service) ListBooks(r *api.Request, in *api.BookList) (*api.Result, error) {
 	q := storage.BookQuery{Limit: DefaultBookLimit, Sort: storage.SortCreated, Desc: true, ScanBudget: NameScanBudget}
-	if n, ok := r.Int("limit"); ok {
-		q.Limit = int(n)
+	if in.Limit > 0 {
+		q.Limit = int(in.Limit)
 	}
-	sort := r.Str("sort")
+	sort := in.Sort
 	if sort == "" {
 		sort = "-created_at"
 	}
@@ -123,12 +122,11 @@ func (s *Service) ListBooks(r *api.Request) (*api.Result, error) {
 	q.Desc = sort[0] == '-'
 	q.Sort = map[string]byte{"created_at": storage.SortCreated, "updated_at": storage.SortUpdated,
 		"name": storage.SortName, "status": storage.SortStatus}[field]
-	q.Status = r.Str("filter[status]")
-	q.NameFilter = r.Str("filter[name]")
+	q.Status, q.NameFilter = in.Status, in.Name
 	t := r.Auth.Tenant
 	binding := fmt.Sprintf("books|%d|%c|%s|%s|%s", t.Workspace, t.Mode, sort, q.Status, q.NameFilter)
-	if c := r.Str("cursor"); c != "" {
-		after, err := s.cursors.decode(binding, c)
+	if in.Cursor != "" {
+		after, err := s.cursors.decode(binding, in.Cursor)
 		if err != nil {
 			return nil, api.FieldError("cursor", "is not a cursor issued for this query; use meta.next_cursor of the previous page with the same filters and sort")
 		}
@@ -150,9 +148,6 @@ func (s *Service) ListBooks(r *api.Request) (*api.Result, error) {
 	return &api.Result{Data: data, Meta: meta}, nil
 }
 
-// loadBook reads a book of the caller's tenant; other tenants' books are not found.
-func (s *Service) loadBook(r *api.Request) (*storage.Book, error) { return s.bookOf(r, r.Str("book")) }
-
 // bookOf is the caller's book rid (a 404 when the workspace has none such).
 func (s *Service) bookOf(r *api.Request, rid string) (*storage.Book, error) {
 	b, err := s.Store.GetBook(r.Auth.Tenant, rid)
@@ -170,11 +165,11 @@ func (s *Service) GetBook(r *api.Request, in *api.BookPath) (*api.Result, error)
 	return &api.Result{Data: s.bookWire(b)}, nil
 }
 
-func (s *Service) UpdateBook(r *api.Request) (*api.Result, error) {
-	if _, err := s.loadBook(r); err != nil { // 404 without spawning an actor for unknown ids
+func (s *Service) UpdateBook(r *api.Request, in *api.BookUpdate) (*api.Result, error) {
+	if _, err := s.bookOf(r, in.Book); err != nil { // 404 without spawning an actor for unknown ids
 		return nil, err
 	}
-	b, err := s.Actors.UpdateBook(r.Auth.Tenant, r.Str("book"), bookPatch(r))
+	b, err := s.Actors.UpdateBook(r.Auth.Tenant, in.Book, in.Patch())
 	if errors.Is(err, errs.ErrNotFound) {
 		return nil, api.ErrNotFound("book")
 	}
@@ -197,62 +192,4 @@ func (s *Service) DeleteBook(r *api.Request, in *api.BookPath) (*api.Result, err
 	}
 	return &api.Result{Data: map[string]string{"message": "The flipbook was deleted."},
 		Meta: map[string]any{"book_id": b.RandomID}}, nil
-}
-
-func optStr(r *api.Request, name string) actors.Opt[string] {
-	v, ok := r.Params[name]
-	if !ok {
-		return actors.Opt[string]{}
-	}
-	if v == nil {
-		return actors.Opt[string]{Set: true, Null: true}
-	}
-	return actors.Val(v.(string))
-}
-
-func optBool(r *api.Request, name string) actors.Opt[bool] {
-	if v, ok := r.Params[name].(bool); ok {
-		return actors.Val(v)
-	}
-	return actors.Opt[bool]{}
-}
-
-func optTime(r *api.Request, name string) actors.Opt[time.Time] {
-	v, ok := r.Params[name]
-	if !ok {
-		return actors.Opt[time.Time]{}
-	}
-	if v == nil {
-		return actors.Opt[time.Time]{Set: true, Null: true}
-	}
-	return actors.Val(v.(time.Time))
-}
-
-func bookPatch(r *api.Request) *actors.BookPatch {
-	return &actors.BookPatch{
-		Status:                  r.Str("status"),
-		Title:                   optStr(r, "title"),
-		Description:             optStr(r, "description"),
-		Slug:                    optStr(r, "slug"),
-		PublishedDate:           optTime(r, "published_date"),
-		ExpiresAt:               optTime(r, "expires_at"),
-		AccessibilityEnabled:    optBool(r, "accessibility_enabled"),
-		AllowFullscreen:         optBool(r, "allow_fullscreen"),
-		AutoLinksEnabled:        optBool(r, "auto_links_enabled"),
-		CopyrightEnabled:        optBool(r, "copyright_enabled"),
-		DownloadablePDF:         optBool(r, "downloadable_pdf"),
-		FlipSound:               optBool(r, "flip_sound"),
-		MadeWithBadgeEnabled:    optBool(r, "made_with_badge_enabled"),
-		OpenFullscreenByDefault: optBool(r, "open_fullscreen_by_default"),
-		ShareSocialMedia:        optBool(r, "share_social_media"),
-		AnimationType:           optStr(r, "animation_type"),
-		MobileAnimationType:     optStr(r, "mobile_animation_type"),
-		Background:              optStr(r, "background"),
-		ImageDisplay:            optStr(r, "image_display"),
-		MagicLinkMessage:        optStr(r, "magic_link_message"),
-		MagicLinkErrorMessage:   optStr(r, "magic_link_error_message"),
-		PDFPassword:             optStr(r, "pdf_password"),
-		PDFPrivacyStatus:        optStr(r, "pdf_privacy_status"),
-		Watermark:               optStr(r, "watermark"),
-	}
 }

@@ -104,18 +104,26 @@ func (s *Service) GetBrand(r *api.Request) (*api.Result, error) {
 	return &api.Result{Data: map[string]any{"brand": s.brandJSON(b, r.Auth.Workspace)}, Meta: brandMeta(r.Auth.Workspace)}, nil
 }
 
-func (s *Service) CreateBrand(r *api.Request) (*api.Result, error) { return s.saveBrand(r, true) }
-func (s *Service) UpdateBrand(r *api.Request) (*api.Result, error) { return s.saveBrand(r, false) }
+func (s *Service) CreateBrand(r *api.Request, in *api.BrandCreate) (*api.Result, error) {
+	return s.saveBrand(r, &actors.SaveBrand{Create: true}, actors.Val(in.CompanyName), &in.BrandProfile)
+}
 
-func (s *Service) saveBrand(r *api.Request, create bool) (*api.Result, error) {
-	m := &actors.SaveBrand{Create: create, Fields: map[actors.BrandField]*string{}}
-	m.ID, _ = r.Int("id")
+func (s *Service) UpdateBrand(r *api.Request, in *api.BrandUpdate) (*api.Result, error) {
+	return s.saveBrand(r, &actors.SaveBrand{ID: in.ID}, in.CompanyName, &in.BrandProfile)
+}
+
+// saveBrand creates or updates the brand m with the fields sent.
+func (s *Service) saveBrand(r *api.Request, m *actors.SaveBrand, company actors.Opt[string], p *api.BrandProfile) (*api.Result, error) {
+	m.Fields = map[actors.BrandField]*string{}
+	sent := p.Fields()
+	sent[actors.BrandCompanyName] = company
 	v := api.Validation{}
 	for _, f := range actors.BrandFields {
-		if !r.Has(string(f)) {
+		o := sent[f]
+		if !o.Set {
 			continue
 		}
-		val := r.Str(string(f))
+		val := o.V
 		if val == "" { // sent empty (or null): cleared
 			m.Fields[f] = nil
 			continue
@@ -130,7 +138,7 @@ func (s *Service) saveBrand(r *api.Request, create bool) (*api.Result, error) {
 	}
 	var logo []byte
 	var ext string
-	if fs, ok := r.Params["file"].([]*multipart.FileHeader); ok && len(fs) == 1 {
+	if fs := p.File; len(fs) == 1 {
 		var msg string
 		logo, ext, msg = readLogo(fs[0])
 		if msg != "" {
@@ -158,7 +166,7 @@ func (s *Service) saveBrand(r *api.Request, create bool) (*api.Result, error) {
 		}
 	}
 	data := map[string]any{"brand": s.brandJSON(saved.Brand, r.Auth.Workspace)}
-	if create {
+	if m.Create {
 		return &api.Result{Status: 201, Data: data}, nil
 	}
 	return &api.Result{Data: data, Meta: brandMeta(r.Auth.Workspace)}, nil

@@ -125,20 +125,17 @@ func bulkSettingKeys() []string {
 	return out
 }
 
-func (s *Service) CreateBulkSettings(r *api.Request) (*api.Result, error) {
+func (s *Service) CreateBulkSettings(r *api.Request, in *api.BulkSettingsCreate) (*api.Result, error) {
 	t := r.Auth.Tenant
-	books, _ := r.Params["books"].([]any)
-	settings, _ := r.Params["settings"].(map[string]any)
+	settings := in.Settings
 	v := api.Validation{}
-	if _, ok := r.Params["settings"]; ok && len(settings) == 0 {
+	if len(settings) == 0 { // settings is required: present
 		v.Add("settings", "must set at least one of: "+strings.Join(bulkSettingKeys(), ", "))
 	}
-	seen := make(map[string]int, len(books))
-	items := make([]storage.BulkItem, 0, len(books))
-	for i, x := range books {
-		m, _ := x.(map[string]any)
-		id, _ := m["id"].(string)
-		rev, _ := m["settings_revision"].(string)
+	seen := make(map[string]int, len(in.Books))
+	items := make([]storage.BulkItem, 0, len(in.Books))
+	for i, book := range in.Books {
+		id, rev := book.ID, book.SettingsRevision
 		field := fmt.Sprintf("books.%d.id", i)
 		if first, dup := seen[id]; dup {
 			v.Add(field, fmt.Sprintf("repeats books.%d.id: a book may appear once in a batch", first))
@@ -164,8 +161,8 @@ func (s *Service) CreateBulkSettings(r *api.Request) (*api.Result, error) {
 	return &api.Result{Status: 202, Data: bulkJSON(view.Batch, view.Items), Meta: map[string]any{}}, nil
 }
 
-func (s *Service) GetBulkSettings(r *api.Request) (*api.Result, error) {
-	b, items, err := s.Store.BulkBatchView(r.Auth.Tenant, r.Str("batch"))
+func (s *Service) GetBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api.Result, error) {
+	b, items, err := s.Store.BulkBatchView(r.Auth.Tenant, in.Batch)
 	if errors.Is(err, errs.ErrNotFound) {
 		return nil, api.ErrNotFound("bulk settings batch")
 	}
@@ -175,16 +172,16 @@ func (s *Service) GetBulkSettings(r *api.Request) (*api.Result, error) {
 	return &api.Result{Data: bulkJSON(b, items)}, nil
 }
 
-func (s *Service) CancelBulkSettings(r *api.Request) (*api.Result, error) {
-	view, err := s.Actors.CancelBulk(r.Auth.Tenant, r.Str("batch"))
+func (s *Service) CancelBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api.Result, error) {
+	view, err := s.Actors.CancelBulk(r.Auth.Tenant, in.Batch)
 	if err != nil {
 		return nil, bulkErr(err)
 	}
 	return &api.Result{Data: bulkJSON(view.Batch, view.Items)}, nil
 }
 
-func (s *Service) RetryBulkSettings(r *api.Request) (*api.Result, error) {
-	view, err := s.Actors.RetryBulk(r.Auth.Tenant, r.Str("batch"))
+func (s *Service) RetryBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api.Result, error) {
+	view, err := s.Actors.RetryBulk(r.Auth.Tenant, in.Batch)
 	if err != nil {
 		return nil, bulkErr(err)
 	}
@@ -238,13 +235,12 @@ type bulkSummaryBook struct {
 	Settings         map[string]any `json:"settings"`
 }
 
-func (s *Service) BulkSettingsSummary(r *api.Request) (*api.Result, error) {
+func (s *Service) BulkSettingsSummary(r *api.Request, in *api.BulkSettingsSummary) (*api.Result, error) {
 	t := r.Auth.Tenant
-	ids, _ := r.Params["book_ids"].([]any)
+	ids := in.BookIDs
 	v := api.Validation{}
 	seen := make(map[string]int, len(ids))
-	for i, x := range ids {
-		id, _ := x.(string)
+	for i, id := range ids {
 		if first, dup := seen[id]; dup {
 			v.Add(fmt.Sprintf("book_ids.%d", i), fmt.Sprintf("repeats book_ids.%d", first))
 			continue
@@ -255,8 +251,7 @@ func (s *Service) BulkSettingsSummary(r *api.Request) (*api.Result, error) {
 		return nil, err
 	}
 	books := make([]bulkSummaryBook, len(ids))
-	for i, x := range ids {
-		id, _ := x.(string)
+	for i, id := range ids {
 		b, err := s.Store.GetBook(t, id)
 		if errors.Is(err, errs.ErrNotFound) {
 			return nil, api.ErrNotFound("book " + id)

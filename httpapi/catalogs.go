@@ -133,8 +133,7 @@ func syncSummary(j *storage.SyncJob) map[string]any {
 }
 
 // activeCatalog reads the caller's catalog named by the path (404 when absent or deleted).
-func (s *Service) activeCatalog(r *api.Request) (*storage.Catalog, error) {
-	id, _ := r.Int("catalog")
+func (s *Service) activeCatalog(r *api.Request, id int64) (*storage.Catalog, error) {
 	c, err := s.Store.Catalog(r.Auth.Tenant, id)
 	if errors.Is(err, errs.ErrNotFound) || err == nil && c.Status == storage.CatalogArchived {
 		return nil, api.ErrNotFound("catalog")
@@ -142,15 +141,20 @@ func (s *Service) activeCatalog(r *api.Request) (*storage.Catalog, error) {
 	return c, err
 }
 
-func (s *Service) ListCatalogs(r *api.Request) (*api.Result, error) {
-	limit := api.DefaultCatalogLimit
-	if n, ok := r.Int("limit"); ok {
-		limit = int(n)
+// catalogLimit is a list's page size: the limit asked for, else the default.
+func catalogLimit(p *api.CatalogPage) int {
+	if p.Limit != nil {
+		return int(*p.Limit)
 	}
+	return api.DefaultCatalogLimit
+}
+
+func (s *Service) ListCatalogs(r *api.Request, in *api.CatalogList) (*api.Result, error) {
+	limit := catalogLimit(&in.CatalogPage)
 	t := r.Auth.Tenant
 	binding := "cat/" + strconv.FormatInt(t.Workspace, 10) + t.Mode.String()
 	var before int64
-	if c := r.Str("cursor"); c != "" {
+	if c := in.Cursor; c != "" {
 		payload, err := s.cursors.decode(binding, c)
 		if err != nil || len(payload) != 8 {
 			return nil, api.FieldError("cursor", "is not a cursor of this list")
@@ -179,24 +183,14 @@ func (s *Service) ListCatalogs(r *api.Request) (*api.Result, error) {
 	return &api.Result{Data: data, Meta: listMeta{NextCursor: next, HasMore: more, Limit: limit}}, nil
 }
 
-// productEntries returns the validated entries of an items array (template and styling
-// fields were refused by validation: Param.Refuse).
-func productEntries(raw any) []map[string]any {
-	list, _ := raw.([]any)
-	out := make([]map[string]any, 0, len(list))
-	for _, x := range list {
-		m, _ := x.(map[string]any)
-		out = append(out, m)
-	}
-	return out
-}
-
-func (s *Service) CreateCatalog(r *api.Request) (*api.Result, error) {
+// CreateCatalog is catalogs.create. The items are the validated product entries (template and
+// styling fields were refused by validation: Param.Refuse), stored as given.
+func (s *Service) CreateCatalog(r *api.Request, in *api.CatalogCreate) (*api.Result, error) {
 	v := api.Validation{}
-	items := productEntries(r.Params["items"])
+	items := in.Items
 	var tplKey *string
-	if r.Params["template_key"] != nil {
-		k := r.Str("template_key")
+	if in.TemplateKey.Set && !in.TemplateKey.Null {
+		k := in.TemplateKey.V
 		if _, ok := templateByKey(k); !ok {
 			v.Add("template_key", "does not name a product template (GET /templates lists them)")
 		}
@@ -205,24 +199,21 @@ func (s *Service) CreateCatalog(r *api.Request) (*api.Result, error) {
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	source := r.Str("source")
+	source := in.Source
 	if source == "" {
 		source = "custom"
 	}
-	c := &storage.Catalog{Name: strings.TrimSpace(r.Str("name")), Source: source, TemplateKey: tplKey}
+	c := &storage.Catalog{Name: strings.TrimSpace(in.Name), Source: source, TemplateKey: tplKey,
+		ExternalID: in.ExternalID}
 	if c.Name == "" {
 		return nil, api.FieldError("name", "must not be blank")
 	}
-	if r.Params["external_id"] != nil {
-		e := r.Str("external_id")
-		c.ExternalID = &e
-	}
-	if r.Params["source_url"] != nil {
-		u := r.Str("source_url")
+	if in.SourceURL.Set && !in.SourceURL.Null {
+		u := in.SourceURL.V
 		c.SourceURL = &u
 	}
-	if r.Params["metadata"] != nil {
-		data, err := json.Marshal(r.Params["metadata"])
+	if in.Metadata.Set && !in.Metadata.Null {
+		data, err := json.Marshal(in.Metadata.V)
 		if err != nil {
 			return nil, err
 		}
@@ -232,10 +223,8 @@ func (s *Service) CreateCatalog(r *api.Request) (*api.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	given := map[string]bool{"name": true}
-	for _, k := range []string{"source_url", "metadata", "template_key"} {
-		given[k] = r.Has(k)
-	}
+	given := map[string]bool{"name": true, "source_url": in.SourceURL.Set, "metadata": in.Metadata.Set,
+		"template_key": in.TemplateKey.Set}
 	res, err := s.Actors.CreateCatalog(r.Auth.Tenant, &actors.CreateCatalog{Catalog: c, Given: given, InputFile: input, Total: len(items)})
 	if err != nil {
 		s.Store.RemoveSyncInput(input)
@@ -249,8 +238,8 @@ func (s *Service) CreateCatalog(r *api.Request) (*api.Result, error) {
 		Meta: map[string]any{"updated": res.Updated}}, nil
 }
 
-func (s *Service) GetCatalog(r *api.Request) (*api.Result, error) {
-	c, err := s.activeCatalog(r)
+func (s *Service) GetCatalog(r *api.Request, in *api.CatalogPath) (*api.Result, error) {
+	c, err := s.activeCatalog(r, in.Catalog)
 	if err != nil {
 		return nil, err
 	}
@@ -261,9 +250,8 @@ func (s *Service) GetCatalog(r *api.Request) (*api.Result, error) {
 	return &api.Result{Data: map[string]any{"catalog": cj}}, nil
 }
 
-func (s *Service) DeleteCatalog(r *api.Request) (*api.Result, error) {
-	id, _ := r.Int("catalog")
-	c, err := s.Actors.ArchiveCatalog(r.Auth.Tenant, id)
+func (s *Service) DeleteCatalog(r *api.Request, in *api.CatalogPath) (*api.Result, error) {
+	c, err := s.Actors.ArchiveCatalog(r.Auth.Tenant, in.Catalog)
 	if err != nil {
 		return nil, notFoundAs(err, "catalog")
 	}
@@ -274,19 +262,16 @@ func (s *Service) DeleteCatalog(r *api.Request) (*api.Result, error) {
 	return &api.Result{Data: map[string]any{"catalog": cj}}, nil
 }
 
-func (s *Service) ListCatalogItems(r *api.Request) (*api.Result, error) {
-	c, err := s.activeCatalog(r)
+func (s *Service) ListCatalogItems(r *api.Request, in *api.CatalogItemList) (*api.Result, error) {
+	c, err := s.activeCatalog(r, in.Catalog)
 	if err != nil {
 		return nil, err
 	}
-	limit := api.DefaultCatalogLimit
-	if n, ok := r.Int("limit"); ok {
-		limit = int(n)
-	}
+	limit := catalogLimit(&in.CatalogPage)
 	t := r.Auth.Tenant
 	binding := "ci/" + strconv.FormatInt(t.Workspace, 10) + t.Mode.String() + "/" + strconv.FormatInt(c.ID, 10)
 	var before int64
-	if cur := r.Str("cursor"); cur != "" {
+	if cur := in.Cursor; cur != "" {
 		payload, err := s.cursors.decode(binding, cur)
 		if err != nil || len(payload) != 8 {
 			return nil, api.FieldError("cursor", "is not a cursor of this list")
@@ -313,8 +298,8 @@ func (s *Service) ListCatalogItems(r *api.Request) (*api.Result, error) {
 	return &api.Result{Data: data, Meta: map[string]any{"next_cursor": next, "has_more": more, "limit": limit, "catalog_id": c.ID}}, nil
 }
 
-func (s *Service) queueSync(r *api.Request, typ string, items []map[string]any, snapshot *time.Time) (*api.Result, error) {
-	c, err := s.activeCatalog(r)
+func (s *Service) queueSync(r *api.Request, catalog int64, typ string, items []map[string]any, snapshot *time.Time) (*api.Result, error) {
+	c, err := s.activeCatalog(r, catalog)
 	if err != nil {
 		return nil, err
 	}
@@ -348,27 +333,27 @@ func (s *Service) syncInput(items []map[string]any) (string, error) {
 	return name, nil
 }
 
-func (s *Service) BulkUpsertItems(r *api.Request) (*api.Result, error) {
-	return s.queueSync(r, storage.SyncBulkUpsert, productEntries(r.Params["items"]), nil)
+// BulkUpsertItems is catalogs.bulk_upsert: the validated product entries (template and styling
+// fields were refused by validation: Param.Refuse), stored as given for the sync job.
+func (s *Service) BulkUpsertItems(r *api.Request, in *api.CatalogBulkUpsert) (*api.Result, error) {
+	return s.queueSync(r, in.Catalog, storage.SyncBulkUpsert, in.Items, nil)
 }
 
-func (s *Service) UpdateItemAvailability(r *api.Request) (*api.Result, error) {
-	items := productEntries(r.Params["items"])
+func (s *Service) UpdateItemAvailability(r *api.Request, in *api.CatalogAvailability) (*api.Result, error) {
 	var snap *time.Time
-	if t, ok := r.Params["snapshot_at"].(time.Time); ok {
-		t = t.UTC()
+	if in.SnapshotAt != nil {
+		t := in.SnapshotAt.UTC()
 		snap = &t
 	}
-	return s.queueSync(r, storage.SyncAvailability, items, snap)
+	return s.queueSync(r, in.Catalog, storage.SyncAvailability, in.Items, snap)
 }
 
-func (s *Service) DeleteCatalogItem(r *api.Request) (*api.Result, error) {
-	c, err := s.activeCatalog(r)
+func (s *Service) DeleteCatalogItem(r *api.Request, in *api.CatalogItemDelete) (*api.Result, error) {
+	c, err := s.activeCatalog(r, in.Catalog)
 	if err != nil {
 		return nil, err
 	}
-	id, _ := r.Int("item")
-	it, err := s.Actors.DeleteCatalogItem(r.Auth.Tenant, c.ID, id)
+	it, err := s.Actors.DeleteCatalogItem(r.Auth.Tenant, c.ID, in.Item)
 	if err != nil {
 		return nil, notFoundAs(err, "catalog item")
 	}
@@ -376,13 +361,12 @@ func (s *Service) DeleteCatalogItem(r *api.Request) (*api.Result, error) {
 		Meta: map[string]any{"catalog_id": c.ID, "item_id": it.ID}}, nil
 }
 
-func (s *Service) GetSyncJob(r *api.Request) (*api.Result, error) {
-	c, err := s.activeCatalog(r)
+func (s *Service) GetSyncJob(r *api.Request, in *api.SyncJobPath) (*api.Result, error) {
+	c, err := s.activeCatalog(r, in.Catalog)
 	if err != nil {
 		return nil, err
 	}
-	id, _ := r.Int("syncJob")
-	j, err := s.Store.SyncJob(r.Auth.Tenant, c.ID, id)
+	j, err := s.Store.SyncJob(r.Auth.Tenant, c.ID, in.SyncJob)
 	if errors.Is(err, errs.ErrNotFound) || err == nil && j.Type == storage.SyncPurge {
 		return nil, api.ErrNotFound("sync job")
 	}
@@ -406,12 +390,10 @@ func templateByKey(k string) (convert.Template, bool) {
 // item key: a product id (an item without variant), or "<product id>:<variant id>" (every
 // colon is tried as the separator, so ids may contain colons); failing that, a decimal item
 // id. Product ids win over item ids, since shops number their products too.
-func (s *Service) renderItems(t storage.Tenant, catalog int64, raw any) ([]convert.Item, string, error) {
-	list, _ := raw.([]any)
-	out := make([]convert.Item, 0, len(list))
+func (s *Service) renderItems(t storage.Tenant, catalog int64, refs []string) ([]convert.Item, string, error) {
+	out := make([]convert.Item, 0, len(refs))
 	currency := ""
-	for _, x := range list {
-		ref, _ := x.(string)
+	for _, ref := range refs {
 		it, err := s.findItem(t, catalog, ref)
 		if errors.Is(err, errs.ErrNotFound) {
 			return nil, "", api.ErrNotFound(fmt.Sprintf("catalog item %q", ref))
@@ -477,8 +459,17 @@ func productItem(it *storage.CatalogItem) convert.Item {
 		URL: str(it.URL)}
 }
 
-func (s *Service) RenderCatalog(r *api.Request) (*api.Result, error) {
-	c, err := s.activeCatalog(r)
+// renderCover is the cover page a render asked for (trimmed; empty when absent).
+func renderCover(in *api.RenderCover) convert.Cover {
+	if in == nil {
+		return convert.Cover{}
+	}
+	trim := func(p *string) string { return strings.TrimSpace(deref(p)) }
+	return convert.Cover{Title: trim(in.Title), Description: trim(in.Description), Website: trim(in.Website)}
+}
+
+func (s *Service) RenderCatalog(r *api.Request, in *api.CatalogRender) (*api.Result, error) {
+	c, err := s.activeCatalog(r, in.Catalog)
 	if err != nil {
 		return nil, err
 	}
@@ -488,8 +479,8 @@ func (s *Service) RenderCatalog(r *api.Request) (*api.Result, error) {
 			tpl = t
 		}
 	}
-	if id, ok := r.Int("template_id"); ok {
-		t, found := convert.TemplateByID(id)
+	if in.TemplateID != nil {
+		t, found := convert.TemplateByID(*in.TemplateID)
 		switch {
 		case !found:
 			return nil, api.FieldError("template_id", "does not name a template (GET /templates lists them)")
@@ -498,18 +489,15 @@ func (s *Service) RenderCatalog(r *api.Request) (*api.Result, error) {
 		}
 		tpl = t
 	}
-	items, currency, err := s.renderItems(r.Auth.Tenant, c.ID, r.Params["items"])
+	items, currency, err := s.renderItems(r.Auth.Tenant, c.ID, in.Items)
 	if err != nil {
 		return nil, err
 	}
-	cover, _ := r.Params["cover"].(map[string]any)
-	cstr := func(k string) string { v, _ := cover[k].(string); return strings.TrimSpace(v) }
-	doc := convert.CatalogDoc{TemplateID: tpl.ID, Currency: currency, Items: items,
-		Cover: convert.Cover{Title: cstr("title"), Description: cstr("description"), Website: cstr("website")}}
+	doc := convert.CatalogDoc{TemplateID: tpl.ID, Currency: currency, Items: items, Cover: renderCover(in.Cover)}
 	if doc.Cover.Title == "" {
 		doc.Cover.Title = c.Name
 	}
-	title := strings.TrimSpace(r.Str("title"))
+	title := strings.TrimSpace(deref(in.Title))
 	if title == "" {
 		title = doc.Cover.Title
 	}
@@ -532,13 +520,13 @@ func (s *Service) RenderCatalog(r *api.Request) (*api.Result, error) {
 	if err := s.Store.StashUpload(batchID); err != nil {
 		return nil, err
 	}
-	b := newBook(doc.Title, "catalog:"+c.Source, r.Str("status"))
+	b := newBook(doc.Title, "catalog:"+c.Source, in.Status)
 	b.PageImagesStatus = storage.PagesProcessing
 	b.BatchID = &batchID
 	catID := c.ID
 	b.ExternalCatalogID = &catID
 	b.Extra.AutoLinksEnabled = true // the product links; settings.auto_links_enabled false hides them
-	applyKonvaSettings(b, r.Params["settings"])
+	applySettings(b, in.Settings)
 	u := &storage.Upload{ID: batchID, Files: []storage.UploadFile{{
 		Name: fmt.Sprintf("catalog-%d.json", c.ID), Kind: convert.KindCatalog, Size: int64(len(data)),
 		BookID: b.RandomID, Status: storage.BatchQueued,

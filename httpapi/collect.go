@@ -233,18 +233,25 @@ func (s *Service) limitPublic(r *api.Request) error {
 	return nil
 }
 
+// accessRequest is the input of reader.access, the email gate.
+type accessRequest struct {
+	Book      string `param:"book,path,required" max:"64"`
+	Email     string `param:"email,body,required" max:"255" format:"email"`
+	SessionID string `param:"session_id,body" max:"255"`
+}
+
 // viewerAccess is POST /view/{book}/access: the email gate. The address (or its domain, or a
 // parent domain) must be on the book's access list. Each attempt is recorded as
 // access_requested, then access_granted or access_rejected.
-func (s *Service) viewerAccess(r *api.Request) (*api.Result, error) {
+func (s *Service) viewerAccess(r *api.Request, in *accessRequest) (*api.Result, error) {
 	if err := s.limitPublic(r); err != nil {
 		return nil, err
 	}
-	b, err := s.publicBook(r.Str("book"), r.Now)
+	b, err := s.publicBook(in.Book, r.Now)
 	if err != nil {
 		return nil, err
 	}
-	email := strings.ToLower(strings.TrimSpace(r.Str("email")))
+	email := strings.ToLower(strings.TrimSpace(in.Email))
 	ok, reason, err := s.accessMatch(b, email)
 	if err != nil {
 		return nil, err
@@ -258,7 +265,7 @@ func (s *Service) viewerAccess(r *api.Request) (*api.Result, error) {
 			return nil, err
 		}
 	}
-	base := ingest.Event{Workspace: b.Workspace, Mode: byte(b.Mode), BookID: b.RandomID, SessionID: r.Str("session_id"),
+	base := ingest.Event{Workspace: b.Workspace, Mode: byte(b.Mode), BookID: b.RandomID, SessionID: in.SessionID,
 		ViewerID: viewer, ViewerEmail: email, SourceType: "direct", OccurredAt: r.Now, ReceivedAt: r.Now,
 		BookPages: int32(b.PageCount)}
 	readerGeo(r).apply(&base)

@@ -28,14 +28,17 @@ const KonvaMaxPixels = 500_000_000
 // in all (422 on page_images) refuse the request before any pixel is decoded. Then each page is
 // decoded to prove it whole (under the process-wide decode budget), dropped, and stored as
 // sent; a given thumbnail is kept as sent, else one is made from page 1 while it is decoded.
-func (s *Service) CreateKonva(r *api.Request) (*api.Result, error) {
-	raws := r.Params["page_images"].([]any)
-	thumbRaw, _ := r.Params["thumbnail"].(string)
+func (s *Service) CreateKonva(r *api.Request, in *api.KonvaCreate) (*api.Result, error) {
+	raws := in.PageImages
+	var thumbRaw string
+	if in.Thumbnail != nil {
+		thumbRaw = *in.Thumbnail
+	}
 	v := api.Validation{}
 	heads := make([]convert.Header, len(raws))
 	var total int64
 	for i, raw := range raws {
-		h, err := konvaHeader(raw.(string))
+		h, err := konvaHeader(raw)
 		if err != nil {
 			v.Add("page_images."+strconv.Itoa(i), err.Error())
 			continue
@@ -58,8 +61,8 @@ func (s *Service) CreateKonva(r *api.Request) (*api.Result, error) {
 		return nil, err
 	}
 
-	b := newBook(r.Str("title"), "konva", r.Str("status"))
-	applyKonvaSettings(b, r.Params["settings"])
+	b := newBook(in.Title, "konva", in.Status)
+	applySettings(b, in.Settings)
 	b.Settings.Downloadable = false // no source PDF (spec §4.1.3)
 	ctx := r.Ctx
 	if ctx == nil {
@@ -86,7 +89,7 @@ func konvaHeader(raw string) (convert.Header, error) {
 // once, each image decoded only while it is checked; then the thumbnail; then creates b. A page
 // that does not decode is a 422 on its index (all such pages are reported); once one has failed
 // no more pages are stored. On any failure b's files are removed again.
-func (s *Service) createKonvaBook(ctx context.Context, t storage.Tenant, b *storage.Book, raws []any,
+func (s *Service) createKonvaBook(ctx context.Context, t storage.Tenant, b *storage.Book, raws []string,
 	heads []convert.Header, thumbRaw string, thumbHead convert.Header) (*storage.Book, error) {
 	rid := b.RandomID
 	ok := false
@@ -110,7 +113,7 @@ func (s *Service) createKonvaBook(ctx context.Context, t storage.Tenant, b *stor
 	}
 	var thumb []byte // made from page 1 when no thumbnail is given
 	check := func(i int) {
-		data, err := convert.DecodeBase64(raws[i].(string))
+		data, err := convert.DecodeBase64(raws[i])
 		if err != nil { // the header pass decoded it
 			fatal(err)
 			return
@@ -243,36 +246,33 @@ func (s *Service) createBookFromImages(t storage.Tenant, b *storage.Book, pages 
 	return created, nil
 }
 
-func applyKonvaSettings(b *storage.Book, raw any) {
-	m, _ := raw.(map[string]any)
-	if m == nil {
+// applySettings sets on b the settings given (books.create_konva, catalogs.render).
+func applySettings(b *storage.Book, o *api.KonvaSettings) {
+	if o == nil {
 		return
 	}
-	boolOf := func(k string, dst *bool) {
-		if v, ok := m[k].(bool); ok {
+	set := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&b.Settings.FullscreenEnabled, o.AllowFullscreen)
+	set(&b.Settings.SoundEnabled, o.FlipSound)
+	set(&b.Settings.ShareSocialMedia, o.ShareSocialMedia)
+	set(&b.Extra.AutoLinksEnabled, o.AutoLinksEnabled)
+	set(&b.Extra.OpenFullscreenByDefault, o.OpenFullscreenByDefault)
+	if o.AnimationType != "" {
+		b.Settings.AnimationType = o.AnimationType
+	}
+	for dst, v := range map[**string]*string{&b.Settings.MobileAnimationType: o.MobileAnimationType,
+		&b.Settings.ImageDisplay: o.ImageDisplay, &b.Settings.Background: o.Background, &b.Settings.Privacy: o.PDFPrivacyStatus} {
+		if v != nil {
 			*dst = v
 		}
 	}
-	strOf := func(k string, dst **string) {
-		if v, ok := m[k].(string); ok {
-			*dst = &v
-		}
-	}
-	boolOf("allow_fullscreen", &b.Settings.FullscreenEnabled)
-	boolOf("flip_sound", &b.Settings.SoundEnabled)
-	boolOf("share_social_media", &b.Settings.ShareSocialMedia)
-	boolOf("auto_links_enabled", &b.Extra.AutoLinksEnabled)
-	boolOf("open_fullscreen_by_default", &b.Extra.OpenFullscreenByDefault)
-	if v, ok := m["animation_type"].(string); ok && v != "" {
-		b.Settings.AnimationType = v
-	}
-	strOf("mobile_animation_type", &b.Settings.MobileAnimationType)
-	strOf("image_display", &b.Settings.ImageDisplay)
-	strOf("background", &b.Settings.Background)
-	strOf("pdf_privacy_status", &b.Settings.Privacy)
-	if v, ok := m["pdf_password"].(string); ok && v != "" {
+	if o.PDFPassword != nil && *o.PDFPassword != "" {
 		b.Extra.PDFPasswordSalt = []byte(actors.RandomString(16))
-		b.Extra.PDFPasswordHash = actors.HashPassword(b.Extra.PDFPasswordSalt, v)
+		b.Extra.PDFPasswordHash = actors.HashPassword(b.Extra.PDFPasswordSalt, *o.PDFPassword)
 	}
 	// eod_enabled and domains_enabled are derived from the access lists: ignored here.
 }

@@ -22,7 +22,8 @@ func TestOperationParamsGolden(t *testing.T) {
 		ToolParams []api.Param `json:"tool_params,omitempty"`
 	}
 	var all []decl
-	for _, op := range append(api.Table(s, api.TableOptions{MaxUploadBody: DefaultMaxBodyBytes}), s.readerOperations()...) {
+	ops := append(api.Table(s, api.TableOptions{MaxUploadBody: DefaultMaxBodyBytes}), s.adminOperations()...)
+	for _, op := range append(ops, s.readerOperations()...) {
 		all = append(all, decl{ID: op.ID, Params: op.Params, ToolParams: op.ToolParams})
 	}
 	got, err := json.MarshalIndent(all, "", " ")

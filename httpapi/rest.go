@@ -290,12 +290,8 @@ func (s *Service) readerOperations() []*api.Operation {
 			Params:  collectParams(), MaxBody: collectMaxBody, FastBody: fastCollect, Handler: s.collect},
 		{ID: "reader.access", Method: "POST", Path: "/view/{book}/access", Auth: api.AuthNone, Internal: true,
 			Summary: "The email gate: an address on the book's access list gets a reader token.",
-			Params: []api.Param{
-				api.Str("book", api.InPath, 64).Req(),
-				api.Str("email", api.InBody, 255).Req().WithFormat("email"),
-				api.Str("session_id", api.InBody, 255),
-			},
-			MaxBody: 16 << 10, Handler: s.viewerAccess},
+			Params:  api.ParamsOf[accessRequest](),
+			MaxBody: 16 << 10, Handler: api.Bind(s.viewerAccess)},
 	}
 }
 

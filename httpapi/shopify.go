@@ -59,37 +59,27 @@ type shopifyAnswerJSON struct {
 	Status   string        `json:"status"`
 }
 
-func optInt(m map[string]any, name string) *int64 {
-	if v, ok := m[name].(int64); ok {
-		return &v
-	}
-	return nil
-}
-
 // shopifyInput checks what the parameter table cannot: the two shop domains agree and name a
 // host, and a customer topic names the customer.
-func shopifyInput(r *api.Request) (*shopifyRequest, error) {
-	in := &shopifyRequest{topic: r.Str("topic")}
+func shopifyInput(w *api.ShopifyWebhook) (*shopifyRequest, error) {
+	in := &shopifyRequest{topic: w.Topic}
 	in.action = api.ShopifyActions[indexOf(api.ShopifyTopics, in.topic)]
-	payload, _ := r.Params["payload"].(map[string]any)
+	payload := &w.Payload
 	v := api.Validation{}
-	in.shop = strings.ToLower(strings.TrimSpace(r.Str("shopDomain")))
-	inner, _ := payload["shop_domain"].(string)
+	in.shop = strings.ToLower(strings.TrimSpace(w.ShopDomain))
 	if !validHost(in.shop) || net.ParseIP(in.shop) != nil {
 		v.Add("shopDomain", "must be a shop domain, such as example.myshopify.com")
-	} else if strings.ToLower(strings.TrimSpace(inner)) != in.shop {
+	} else if strings.ToLower(strings.TrimSpace(payload.ShopDomain)) != in.shop {
 		v.Add("shopDomain", "must equal payload.shop_domain")
 	}
-	in.shopID, _ = payload["shop_id"].(int64)
-	customer, _ := payload["customer"].(map[string]any)
+	in.shopID = payload.ShopID
+	customer := payload.Customer
 	if customer != nil {
-		in.customerID = optInt(customer, "id")
-		if e, ok := customer["email"].(string); ok {
-			in.email = strings.ToLower(strings.TrimSpace(e))
-		}
+		in.customerID = customer.ID
+		in.email = strings.ToLower(strings.TrimSpace(customer.Email))
 	}
-	if dr, _ := payload["data_request"].(map[string]any); dr != nil {
-		in.dataRequestID = optInt(dr, "id")
+	if payload.DataRequest != nil {
+		in.dataRequestID = payload.DataRequest.ID
 	}
 	if in.topic != api.ShopifyShopRedact {
 		switch {
@@ -160,8 +150,8 @@ func (k *keyLocks) lock(key string) (unlock func()) {
 var shopifyLocks keyLocks
 
 // ShopifyWebhook is POST /integrations/shopify/webhooks.
-func (s *Service) ShopifyWebhook(r *api.Request) (*api.Result, error) {
-	in, err := shopifyInput(r)
+func (s *Service) ShopifyWebhook(r *api.Request, w *api.ShopifyWebhook) (*api.Result, error) {
+	in, err := shopifyInput(w)
 	if err != nil {
 		return nil, err
 	}
@@ -592,15 +582,18 @@ var workspaceSlugRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$`)
 //
 // The workspace is shared by both modes, so only a live key renames it: the test mode is a
 // sandbox whose calls change nothing a live reader sees.
-func (s *Service) ShopifyWorkspaceName(r *api.Request) (*api.Result, error) {
+func (s *Service) ShopifyWorkspaceName(r *api.Request, in *api.ShopifyWorkspaceName) (*api.Result, error) {
 	if r.Auth.Tenant.Mode != storage.ModeLive {
 		return nil, &api.Error{Status: 403, Type: api.TypeForbidden,
 			Message: "the workspace is renamed with a live key: test-mode keys change nothing outside the sandbox"}
 	}
-	name := strings.TrimSpace(r.Str("workspace_name"))
-	slug := r.Str("workspace_slug")
-	if r.Has("workspace_slug") && !workspaceSlugRE.MatchString(slug) {
-		return nil, api.FieldError("workspace_slug", "must be lowercase letters, digits and hyphens, not starting or ending with a hyphen")
+	name := strings.TrimSpace(in.WorkspaceName)
+	slug := ""
+	if in.WorkspaceSlug != nil {
+		slug = *in.WorkspaceSlug
+		if !workspaceSlugRE.MatchString(slug) {
+			return nil, api.FieldError("workspace_slug", "must be lowercase letters, digits and hyphens, not starting or ending with a hyphen")
+		}
 	}
 	res, err := s.Actors.RenameWorkspace(r.Auth.Workspace.ID, name, slug)
 	if errors.Is(err, actors.ErrNotRenamable) || errors.Is(err, actors.ErrAlreadyRenamed) {

@@ -21,8 +21,8 @@ var sourceTypes = map[string][]string{
 	"woocommerce": {"products"},
 }
 
-func (s *Service) CreateFromTemplate(r *api.Request) (*api.Result, error) {
-	source, sourceType := r.Str("source"), r.Str("source_type")
+func (s *Service) CreateFromTemplate(r *api.Request, in *api.TemplateCreate) (*api.Result, error) {
+	source, sourceType := in.Source, in.SourceType
 	v := api.Validation{}
 	if !api.Contains(sourceTypes[source], sourceType) {
 		v.Add("source_type", fmt.Sprintf("must be %s for source %s",
@@ -30,8 +30,8 @@ func (s *Service) CreateFromTemplate(r *api.Request) (*api.Result, error) {
 	}
 	want := convert.TemplateTypeFor(sourceType)
 	tpl, found := convert.DefaultTemplate(want)
-	if id, ok := r.Int("template_id"); ok {
-		switch tpl, found = convert.TemplateByID(id); {
+	if in.TemplateID != nil {
+		switch tpl, found = convert.TemplateByID(*in.TemplateID); {
 		case !found:
 			v.Add("template_id", "does not name a template")
 		case tpl.Type != want:
@@ -47,7 +47,10 @@ func (s *Service) CreateFromTemplate(r *api.Request) (*api.Result, error) {
 	}
 
 	doc := &convert.Document{Template: tpl, Source: source, SourceType: sourceType,
-		Meta: templateMeta(r.Params["metadata"]), Items: templateItems(r.Params["content"])}
+		Meta: convert.Metadata(in.Metadata), Items: make([]convert.Item, len(in.Content))}
+	for i, it := range in.Content {
+		doc.Items[i] = convert.Item(it)
+	}
 	f := newFetcher(s.cfg.AllowPrivateTargets)
 	defer f.close()
 	ctx, cancel := context.WithTimeout(context.Background(), f.limits.Overall)
@@ -63,39 +66,4 @@ func (s *Service) CreateFromTemplate(r *api.Request) (*api.Result, error) {
 		return nil, err
 	}
 	return &api.Result{Status: 201, Data: map[string]any{"book": s.bookWire(created)}}, nil
-}
-
-func templateMeta(raw any) convert.Metadata {
-	m, _ := raw.(map[string]any)
-	str := func(k string) string { v, _ := m[k].(string); return v }
-	return convert.Metadata{Currency: str("currency"), CurrencySymbol: str("currency_symbol"),
-		SiteName: str("site_name"), SiteURL: str("site_url")}
-}
-
-func templateItems(raw any) []convert.Item {
-	list, _ := raw.([]any)
-	out := make([]convert.Item, 0, len(list))
-	for _, x := range list {
-		m, _ := x.(map[string]any)
-		str := func(k string) string { v, _ := m[k].(string); return v }
-		strs := func(k string) []string {
-			a, _ := m[k].([]any)
-			var out []string
-			for _, v := range a {
-				if s, ok := v.(string); ok {
-					out = append(out, s)
-				}
-			}
-			return out
-		}
-		out = append(out, convert.Item{
-			ID: str("id"), Title: str("title"), Author: str("author"), Categories: strs("categories"),
-			Content: str("content"), Currency: str("currency"), Date: str("date"),
-			Description: str("description"), Excerpt: str("excerpt"), Gallery: strs("gallery"),
-			Image: str("image"), Price: str("price"), RegularPrice: str("regular_price"),
-			SalePrice: str("sale_price"), ShortDescription: str("short_description"), SKU: str("sku"),
-			StockStatus: str("stock_status"), Type: str("type"), URL: str("url"),
-		})
-	}
-	return out
 }

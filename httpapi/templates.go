@@ -36,8 +36,8 @@ type templateJSON struct {
 	Thumbnails   map[string]string `json:"thumbnails"`
 }
 
-func (s *Service) ListTemplates(r *api.Request) (*api.Result, error) {
-	typ := strings.TrimSpace(r.Str("type"))
+func (s *Service) ListTemplates(_ *api.Request, in *api.TemplateList) (*api.Result, error) {
+	typ := strings.TrimSpace(in.Type)
 	switch typ {
 	case "", convert.TemplateProduct, convert.TemplatePost:
 	case "products":

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,8 +21,8 @@ import (
 const DefaultMaxUploadBytes = 200 << 20
 
 // uploadBook is POST /books: one multipart file, stored and queued by acceptUpload.
-func (s *Service) UploadBook(r *api.Request) (*api.Result, error) {
-	files := r.Params["files"].([]*multipart.FileHeader)
+func (s *Service) UploadBook(r *api.Request, in *api.BookUpload) (*api.Result, error) {
+	files := in.Files
 	if len(files) != 1 {
 		return nil, api.FieldError("files", "send exactly one file per request")
 	}
@@ -33,9 +32,8 @@ func (s *Service) UploadBook(r *api.Request) (*api.Result, error) {
 		return nil, err
 	}
 	defer src.Close()
-	auto, _ := r.Params["auto_links_enabled"].(bool)
 	u, b, err := s.acceptUpload(r.Auth.Tenant, "files.0", src, fh.Size, fh.Filename, uploadOptions{
-		OriginalFilename: r.Str("original_filename"), Status: r.Str("status"), AutoLinks: auto,
+		OriginalFilename: in.OriginalFilename, Status: in.Status, AutoLinks: in.AutoLinks,
 	})
 	if err != nil {
 		return nil, err

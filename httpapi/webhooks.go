@@ -103,55 +103,35 @@ func (s *Service) ListWebhooks(r *api.Request) (*api.Result, error) {
 	return &api.Result{Data: data, Meta: map[string]any{"total": len(data)}}, nil
 }
 
-// webhookInput reads the subscription fields of a create or update request into a patch,
-// checking what the parameter table cannot: event type values, the target URL (https, public
-// address), and that filtered books and tracked links belong to the workspace.
-func (s *Service) webhookInput(r *api.Request) (*actors.WebhookPatch, error) {
-	p := &actors.WebhookPatch{}
+// webhookInput reads the subscription fields of a create or update request into a patch (nil
+// fields, and settings not Set, were not given), checking what the parameter table cannot:
+// event type values, the target URL (https, public address), and that filtered books and
+// tracked links belong to the workspace.
+func (s *Service) webhookInput(r *api.Request, name, provider, target *string, events []any,
+	set *api.WebhookSettings) (*actors.WebhookPatch, error) {
+	p := &actors.WebhookPatch{Provider: provider, IsActive: set.IsActive}
 	v := api.Validation{}
-	if r.Has("name") {
-		name := strings.TrimSpace(r.Str("name"))
-		if name == "" {
+	if name != nil {
+		n := strings.TrimSpace(*name)
+		if n == "" {
 			v.Add("name", "must not be blank")
 		}
-		p.Name = &name
+		p.Name = &n
 	}
-	if r.Has("provider") {
-		prov := r.Str("provider")
-		p.Provider = &prov
-	}
-	if r.Has("target_url") {
-		u := r.Str("target_url")
+	if target != nil {
+		u := *target
 		pol := outbound.Policy{AllowPrivate: s.cfg.AllowPrivateTargets}
 		if err := pol.CheckURL(detached(r), u); err != nil {
 			v.Add("target_url", err.Error())
 		}
 		p.TargetURL = &u
 	}
-	if r.Has("event_types") {
-		list, _ := r.Params["event_types"].([]any)
-		seen := map[string]bool{}
-		for i, item := range list {
-			val, _ := item.(string)
-			if m, ok := item.(map[string]any); ok {
-				val, _ = m["value"].(string)
-			}
-			if !api.Contains(api.WebhookEventValues(), val) {
-				v.Add(fmt.Sprintf("event_types.%d", i), "must be one of: "+strings.Join(api.WebhookEventValues(), ", "))
-				continue
-			}
-			if !seen[val] {
-				seen[val] = true
-				p.EventTypes = append(p.EventTypes, val)
-			}
-		}
-		if len(list) == 0 {
-			v.Add("event_types", "must list at least one event type")
-		}
+	if events != nil {
+		p.EventTypes = webhookEventTypes(events, v)
 	}
-	if r.Has("signing_secret") {
+	if set.SigningSecret.Set {
 		p.SetSecret = true
-		if sec := r.Str("signing_secret"); sec != "" {
+		if sec := set.SigningSecret.V; sec != "" {
 			sealed, err := s.Actors.SealSecret(sec)
 			if err != nil {
 				return nil, err
@@ -159,59 +139,83 @@ func (s *Service) webhookInput(r *api.Request) (*actors.WebhookPatch, error) {
 			p.Secret = sealed
 		}
 	}
-	if r.Has("filters") {
-		f := &storage.WebhookFilters{}
-		m, _ := r.Params["filters"].(map[string]any)
-		if ids, _ := m["book_ids"].([]any); len(ids) > 0 {
-			for i, id := range ids {
-				rid, _ := id.(string)
-				if _, err := s.Store.GetBook(r.Auth.Tenant, rid); err != nil {
-					if !errors.Is(err, errs.ErrNotFound) {
-						return nil, err
-					}
-					v.Add(fmt.Sprintf("filters.book_ids.%d", i), "is not a flipbook of this workspace")
-					continue
-				}
-				if !api.Contains(f.BookIDs, rid) {
-					f.BookIDs = append(f.BookIDs, rid)
-				}
-			}
-		}
-		if ids, _ := m["tracked_link_ids"].([]any); len(ids) > 0 {
-			links, err := s.Store.TenantTrackedLinks(r.Auth.Tenant)
-			if err != nil {
-				return nil, err
-			}
-			known := map[int64]bool{}
-			for _, l := range links {
-				known[l.ID] = true
-			}
-			for i, id := range ids {
-				n, _ := id.(int64)
-				if !known[n] {
-					v.Add(fmt.Sprintf("filters.tracked_link_ids.%d", i), "is not a tracked link of this workspace")
-					continue
-				}
-				if !containsInt(f.TrackedLinkIDs, n) {
-					f.TrackedLinkIDs = append(f.TrackedLinkIDs, n)
-				}
-			}
-		}
-		if emails, _ := m["recipient_emails"].([]any); len(emails) > 0 {
-			for _, e := range emails {
-				a := strings.ToLower(strings.TrimSpace(e.(string)))
-				if !api.Contains(f.RecipientEmails, a) {
-					f.RecipientEmails = append(f.RecipientEmails, a)
-				}
-			}
+	if set.Filters.Set {
+		f, err := s.webhookFilters(r, &set.Filters.V, v)
+		if err != nil {
+			return nil, err
 		}
 		p.Filters = f
 	}
-	if r.Has("is_active") {
-		b, _ := r.Params["is_active"].(bool)
-		p.IsActive = &b
-	}
 	return p, v.Err()
+}
+
+// webhookEventTypes reads the event_types given (event types, or {value} objects) into their
+// distinct values, recording in v the items that are not event types.
+func webhookEventTypes(list []any, v api.Validation) []string {
+	var out []string
+	seen := map[string]bool{}
+	for i, item := range list {
+		val, _ := item.(string)
+		if m, ok := item.(map[string]any); ok {
+			val, _ = m["value"].(string)
+		}
+		if !api.Contains(api.WebhookEventValues(), val) {
+			v.Add(fmt.Sprintf("event_types.%d", i), "must be one of: "+strings.Join(api.WebhookEventValues(), ", "))
+			continue
+		}
+		if !seen[val] {
+			seen[val] = true
+			out = append(out, val)
+		}
+	}
+	if len(list) == 0 {
+		v.Add("event_types", "must list at least one event type")
+	}
+	return out
+}
+
+// webhookFilters reads the filters given into a filter set without repeats, recording in v the
+// books and tracked links that are not the workspace's.
+func (s *Service) webhookFilters(r *api.Request, in *api.WebhookFilters, v api.Validation) (*storage.WebhookFilters, error) {
+	f := &storage.WebhookFilters{}
+	for i, rid := range in.BookIDs {
+		if _, err := s.Store.GetBook(r.Auth.Tenant, rid); err != nil {
+			if !errors.Is(err, errs.ErrNotFound) {
+				return nil, err
+			}
+			v.Add(fmt.Sprintf("filters.book_ids.%d", i), "is not a flipbook of this workspace")
+			continue
+		}
+		if !api.Contains(f.BookIDs, rid) {
+			f.BookIDs = append(f.BookIDs, rid)
+		}
+	}
+	if len(in.TrackedLinkIDs) > 0 {
+		links, err := s.Store.TenantTrackedLinks(r.Auth.Tenant)
+		if err != nil {
+			return nil, err
+		}
+		known := map[int64]bool{}
+		for _, l := range links {
+			known[l.ID] = true
+		}
+		for i, n := range in.TrackedLinkIDs {
+			if !known[n] {
+				v.Add(fmt.Sprintf("filters.tracked_link_ids.%d", i), "is not a tracked link of this workspace")
+				continue
+			}
+			if !containsInt(f.TrackedLinkIDs, n) {
+				f.TrackedLinkIDs = append(f.TrackedLinkIDs, n)
+			}
+		}
+	}
+	for _, e := range in.RecipientEmails {
+		a := strings.ToLower(strings.TrimSpace(e))
+		if !api.Contains(f.RecipientEmails, a) {
+			f.RecipientEmails = append(f.RecipientEmails, a)
+		}
+	}
+	return f, nil
 }
 
 func containsInt(list []int64, v int64) bool {
@@ -223,8 +227,8 @@ func containsInt(list []int64, v int64) bool {
 	return false
 }
 
-func (s *Service) CreateWebhook(r *api.Request) (*api.Result, error) {
-	p, err := s.webhookInput(r)
+func (s *Service) CreateWebhook(r *api.Request, in *api.WebhookCreate) (*api.Result, error) {
+	p, err := s.webhookInput(r, &in.Name, &in.Provider, &in.TargetURL, in.EventTypes, &in.WebhookSettings)
 	if err != nil {
 		return nil, err
 	}
@@ -247,12 +251,12 @@ func (s *Service) CreateWebhook(r *api.Request) (*api.Result, error) {
 	return &api.Result{Status: 201, Data: data}, nil
 }
 
-func (s *Service) UpdateWebhook(r *api.Request) (*api.Result, error) {
-	id, _ := r.Int("subscription")
+func (s *Service) UpdateWebhook(r *api.Request, in *api.WebhookUpdate) (*api.Result, error) {
+	id := in.Subscription
 	if _, err := s.Store.WebhookSubscription(r.Auth.Tenant, id); err != nil {
 		return nil, notFoundAs(notFoundErr(err), "webhook subscription")
 	}
-	p, err := s.webhookInput(r)
+	p, err := s.webhookInput(r, in.Name, in.Provider, in.TargetURL, in.EventTypes, &in.WebhookSettings)
 	if err != nil {
 		return nil, err
 	}
@@ -275,8 +279,8 @@ func notFoundErr(err error) error {
 	return err
 }
 
-func (s *Service) DeleteWebhook(r *api.Request) (*api.Result, error) {
-	id, _ := r.Int("subscription")
+func (s *Service) DeleteWebhook(r *api.Request, in *api.WebhookDelete) (*api.Result, error) {
+	id := in.Subscription
 	if _, err := s.Actors.DeleteWebhook(r.Auth.Tenant, id); err != nil {
 		return nil, notFoundAs(err, "webhook subscription")
 	}
@@ -390,9 +394,9 @@ func (s *Service) examplePayload(r *api.Request, typ string) actors.WebhookPaylo
 	return p
 }
 
-func (s *Service) WebhookSampleEvents(r *api.Request) (*api.Result, error) {
+func (s *Service) WebhookSampleEvents(r *api.Request, in *api.WebhookSampleEvents) (*api.Result, error) {
 	types := api.WebhookEventValues()
-	if raw := strings.TrimSpace(r.Str("event_types")); raw != "" {
+	if raw := strings.TrimSpace(in.EventTypes); raw != "" {
 		types = nil
 		for _, t := range strings.Split(raw, ",") {
 			t = strings.TrimSpace(t)
@@ -405,8 +409,8 @@ func (s *Service) WebhookSampleEvents(r *api.Request) (*api.Result, error) {
 		}
 	}
 	limit := int64(api.DefaultSamplesLimit)
-	if n, ok := r.Int("limit"); ok {
-		limit = n
+	if in.Limit != nil {
+		limit = *in.Limit
 	}
 	out, none, err := s.samplePayloads(r, types, int(limit))
 	if err != nil {
@@ -469,8 +473,7 @@ func deliveryWire(d *storage.WebhookDelivery) deliveryJSON {
 	return out
 }
 
-func (s *Service) loadWebhook(r *api.Request) (*storage.WebhookSubscription, error) {
-	id, _ := r.Int("subscription")
+func (s *Service) loadWebhook(r *api.Request, id int64) (*storage.WebhookSubscription, error) {
 	w, err := s.Store.WebhookSubscription(r.Auth.Tenant, id)
 	if errors.Is(err, errs.ErrNotFound) {
 		return nil, api.ErrNotFound("webhook subscription")
@@ -478,18 +481,18 @@ func (s *Service) loadWebhook(r *api.Request) (*storage.WebhookSubscription, err
 	return w, err
 }
 
-func (s *Service) ListWebhookDeliveries(r *api.Request) (*api.Result, error) {
-	w, err := s.loadWebhook(r)
+func (s *Service) ListWebhookDeliveries(r *api.Request, in *api.WebhookDeliveries) (*api.Result, error) {
+	w, err := s.loadWebhook(r, in.Subscription)
 	if err != nil {
 		return nil, err
 	}
 	limit := int64(api.DefaultDeliveriesLimit)
-	if n, ok := r.Int("limit"); ok {
-		limit = n
+	if in.Limit != nil {
+		limit = *in.Limit
 	}
-	binding := "whd/" + strconv.FormatInt(w.Workspace, 10) + string(rune(w.Mode)) + "/" + strconv.FormatInt(w.ID, 10) + "/" + r.Str("status")
+	binding := "whd/" + strconv.FormatInt(w.Workspace, 10) + string(rune(w.Mode)) + "/" + strconv.FormatInt(w.ID, 10) + "/" + in.Status
 	var before int64
-	if c := r.Str("cursor"); c != "" {
+	if c := in.Cursor; c != "" {
 		payload, err := s.cursors.decode(binding, c)
 		if err != nil || len(payload) != 8 {
 			return nil, api.FieldError("cursor", "is not a cursor of this list")
@@ -497,7 +500,7 @@ func (s *Service) ListWebhookDeliveries(r *api.Request) (*api.Result, error) {
 		before = int64(binary.BigEndian.Uint64(payload))
 	}
 	var keep func(*storage.WebhookDelivery) bool
-	if st := r.Str("status"); st != "" {
+	if st := in.Status; st != "" {
 		keep = func(d *storage.WebhookDelivery) bool { return d.Status == st }
 	}
 	list, more, err := s.Store.WebhookDeliveries(r.Auth.Tenant, w.ID, before, int(limit), keep)
@@ -519,12 +522,12 @@ func (s *Service) ListWebhookDeliveries(r *api.Request) (*api.Result, error) {
 	return &api.Result{Data: data, Meta: listMeta{NextCursor: next, HasMore: more, Limit: int(limit)}}, nil
 }
 
-func (s *Service) TestWebhook(r *api.Request) (*api.Result, error) {
-	w, err := s.loadWebhook(r)
+func (s *Service) TestWebhook(r *api.Request, in *api.WebhookTest) (*api.Result, error) {
+	w, err := s.loadWebhook(r, in.Subscription)
 	if err != nil {
 		return nil, err
 	}
-	typ := r.Str("event_type")
+	typ := in.EventType
 	if typ == "" {
 		typ = w.EventTypes[0]
 	}
@@ -552,14 +555,14 @@ func (s *Service) TestWebhook(r *api.Request) (*api.Result, error) {
 
 // DispatchSample is POST /webhooks: one sample event sent now, unsigned (no subscription, so no
 // secret), through the outbound guard; a failed send is a 502 saying why.
-func (s *Service) DispatchSample(r *api.Request) (*api.Result, error) {
-	target := r.Str("url")
+func (s *Service) DispatchSample(r *api.Request, in *api.WebhookDispatchSample) (*api.Result, error) {
+	target := in.URL
 	pol := outbound.Policy{AllowPrivate: s.cfg.AllowPrivateTargets}
 	if err := pol.CheckURL(detached(r), target); err != nil {
 		return nil, api.FieldError("url", err.Error())
 	}
-	event := r.Str("event")
-	payload, _ := r.Params["payload"].([]any)
+	event := in.Event
+	payload := in.Payload
 	if len(payload) == 0 {
 		var err error
 		if payload, err = s.sampleRecords(r, event); err != nil {

@@ -10,10 +10,27 @@ import (
 	"flipbook/actors"
 )
 
-// inputsTestBackend is a Backend for building the table: its methods are never called (a
-// method value of the nil embedded interface is taken only through the Backend interface,
+// allBackends is every domain's backend in one interface.
+type allBackends interface {
+	BookBackend
+	AccessBackend
+	BrandBackend
+	GeneralBackend
+	AnalyticsBackend
+	WebhookBackend
+	CatalogBackend
+	BulkSettingsBackend
+	ShopifyBackend
+}
+
+// inputsTestBackend is every backend for building the table: its methods are never called (a
+// method value of the nil embedded interface is taken only through a domain's interface,
 // which holds this non-nil struct).
-type inputsTestBackend struct{ Backend }
+type inputsTestBackend struct{ allBackends }
+
+func (b inputsTestBackend) backends() Backends {
+	return Backends{Books: b, Access: b, Brand: b, General: b, Analytics: b, Webhooks: b, Catalogs: b, Bulk: b, Shopify: b}
+}
 
 // withPathArgs is what Table does to a declaration: path values get their tool argument names.
 func withPathArgs(ps []Param) []Param {
@@ -134,7 +151,7 @@ func oldShopifyParams() map[string][]Param {
 func TestCatalogBulkShopifyInputs(t *testing.T) {
 	t.Parallel()
 	ops := map[string]*Operation{}
-	for _, op := range Table(inputsTestBackend{}, TableOptions{MaxUploadBody: 1 << 20}) {
+	for _, op := range Table(inputsTestBackend{}.backends(), TableOptions{MaxUploadBody: 1 << 20}) {
 		ops[op.ID] = op
 	}
 	for _, group := range []map[string][]Param{oldCatalogParams(), oldBulkParams(), oldShopifyParams()} {

@@ -42,9 +42,24 @@ var (
 	BookSorts      = []string{"name", "-name", "created_at", "-created_at", "updated_at", "-updated_at", "status", "-status"}
 )
 
-// Backend is what runs the operations: one method per operation of the table (package httpapi
-// implements it over the actors, Pebble and DuckDB).
-type Backend interface {
+// Backends run the operations, one interface per domain (package httpapi implements them
+// over the actors, Pebble and DuckDB, each with only what its domain uses). Each method is one
+// operation's typed handler: func(*Request, *In) (*Result, error), or func(*Request) for an
+// operation without parameters.
+type Backends struct {
+	Books     BookBackend
+	Access    AccessBackend
+	Brand     BrandBackend
+	General   GeneralBackend
+	Analytics AnalyticsBackend
+	Webhooks  WebhookBackend      // table_webhooks.go
+	Catalogs  CatalogBackend      // table_catalogs.go
+	Bulk      BulkSettingsBackend // table_bulk.go
+	Shopify   ShopifyBackend      // table_shopify.go
+}
+
+// BookBackend runs the book, upload and batch operations (spec §4.1).
+type BookBackend interface {
 	ListBooks(*Request, *BookList) (*Result, error)
 	UploadBook(*Request, *BookUpload) (*Result, error)
 	ActiveUploads(*Request) (*Result, error)
@@ -56,25 +71,36 @@ type Backend interface {
 	DeleteBook(*Request, *BookPath) (*Result, error)
 	CreateKonva(*Request, *KonvaCreate) (*Result, error)
 	CreateFromTemplate(*Request, *TemplateCreate) (*Result, error)
+}
 
+// AccessBackend runs the access list and embed domain operations (spec §4.2, §4.3).
+type AccessBackend interface {
 	ListSubscribers(*Request, *SubscriberList) (*Result, error)
 	CreateSubscriber(*Request, *SubscriberCreate) (*Result, error)
 	DeleteSubscriber(*Request, *SubscriberDelete) (*Result, error)
 	ListEmbedDomains(*Request, *BookPath) (*Result, error)
 	CreateEmbedDomain(*Request, *EmbedDomainCreate) (*Result, error)
 	DeleteEmbedDomain(*Request, *EmbedDomainDelete) (*Result, error)
+}
 
+// BrandBackend runs the brand operations (spec §4.6).
+type BrandBackend interface {
 	GetBrand(*Request) (*Result, error)
 	CreateBrand(*Request, *BrandCreate) (*Result, error)
 	UpdateBrand(*Request, *BrandUpdate) (*Result, error)
 	ToggleTakeOverBranding(*Request) (*Result, error)
+}
 
+// GeneralBackend runs tracked links (spec §4.9), health and identity (spec §4.10).
+type GeneralBackend interface {
 	ListTrackedLinks(*Request, *BookPath) (*Result, error)
 	CreateTrackedLink(*Request, *TrackedLinkCreate) (*Result, error)
-
 	Health(*Request) (*Result, error)
 	Me(*Request) (*Result, error)
+}
 
+// AnalyticsBackend runs the analytics operations (spec §4.4) and the CSV exports (spec §4.5).
+type AnalyticsBackend interface {
 	ListViewEvents(*Request, *AnalyticsQuery) (*Result, error)
 	ListInteractionEvents(*Request, *AnalyticsQuery) (*Result, error)
 	ListAuditLog(*Request, *AnalyticsQuery) (*Result, error)
@@ -93,11 +119,6 @@ type Backend interface {
 	ExportPagePerformance(*Request, *AnalyticsQuery) (*Result, error)
 	ExportReaderPages(*Request, *AnalyticsQuery) (*Result, error)
 	ExportReaders(*Request, *AnalyticsQuery) (*Result, error)
-
-	WebhookBackend      // table_webhooks.go
-	CatalogBackend      // table_catalogs.go
-	BulkSettingsBackend // table_bulk.go
-	ShopifyBackend      // table_shopify.go
 }
 
 // TableOptions are the settings the table's limits depend on.
@@ -114,18 +135,18 @@ var pathArgs = map[string]string{
 
 // Table is the public operation table (spec §4): every operation under Base, declared once.
 // The REST router, validation, the MCP tools and the OpenAPI document are built from it.
-func Table(b Backend, o TableOptions) []*Operation {
+func Table(b Backends, o TableOptions) []*Operation {
 	var ops []*Operation
-	ops = append(ops, bookOperations(b, o)...)
-	ops = append(ops, accessOperations(b)...)
-	ops = append(ops, brandOperations(b)...)
-	ops = append(ops, generalOperations(b)...)
-	ops = append(ops, analyticsOperations(b)...)
-	ops = append(ops, exportOperations(b)...)
-	ops = append(ops, webhookOperations(b)...)
-	ops = append(ops, catalogOperations(b)...)
-	ops = append(ops, bulkSettingsOperations(b)...)
-	ops = append(ops, shopifyOperations(b)...)
+	ops = append(ops, bookOperations(b.Books, o)...)
+	ops = append(ops, accessOperations(b.Access)...)
+	ops = append(ops, brandOperations(b.Brand)...)
+	ops = append(ops, generalOperations(b.General)...)
+	ops = append(ops, analyticsOperations(b.Analytics)...)
+	ops = append(ops, exportOperations(b.Analytics)...)
+	ops = append(ops, webhookOperations(b.Webhooks)...)
+	ops = append(ops, catalogOperations(b.Catalogs)...)
+	ops = append(ops, bulkSettingsOperations(b.Bulk)...)
+	ops = append(ops, shopifyOperations(b.Shopify)...)
 	for _, op := range ops {
 		op.Base = Base
 		for i := range op.Params {
@@ -138,7 +159,7 @@ func Table(b Backend, o TableOptions) []*Operation {
 }
 
 // bookOperations declares the books (spec §4.1).
-func bookOperations(b Backend, o TableOptions) []*Operation {
+func bookOperations(b BookBackend, o TableOptions) []*Operation {
 	return []*Operation{
 		{ID: "books.list", Method: "GET", Path: "/books", Tool: "books_list", Scope: "books:read", ReadOnly: true,
 			Summary:  "List flipbooks, newest first, with cursor pagination.",
@@ -197,7 +218,7 @@ func bookOperations(b Backend, o TableOptions) []*Operation {
 }
 
 // accessOperations declares access lists and embed domains (spec §4.2, §4.3).
-func accessOperations(b Backend) []*Operation {
+func accessOperations(b AccessBackend) []*Operation {
 	return []*Operation{
 		{ID: "subscribers.list", Method: "GET", Path: "/subscribers", Tool: "subscribers_list", Scope: "subscribers:read", ReadOnly: true,
 			Summary:  "List the workspace's access-list entries (page-based pagination).",
@@ -235,7 +256,7 @@ func accessOperations(b Backend) []*Operation {
 }
 
 // brandOperations declares the brand (spec §4.6).
-func brandOperations(b Backend) []*Operation {
+func brandOperations(b BrandBackend) []*Operation {
 	return []*Operation{
 		{ID: "brand.get", Method: "GET", Path: "/brand", Tool: "brand_get", Scope: "brand:read", ReadOnly: true,
 			Summary: "The workspace's brand (null when it has none).", Response: object(prop("brand", nullable(brandSchema))),
@@ -263,7 +284,7 @@ func brandOperations(b Backend) []*Operation {
 }
 
 // generalOperations declares tracked links (spec §4.9), health and identity (spec §4.10).
-func generalOperations(b Backend) []*Operation {
+func generalOperations(b GeneralBackend) []*Operation {
 	return []*Operation{
 		{ID: "tracked_links.list", Method: "GET", Path: "/books/{book}/tracked-links", Tool: "books_list_tracked_links", Scope: "tracked-links:read", ReadOnly: true,
 			Summary: "A flipbook's tracked links with their slugs and channels.",
@@ -285,7 +306,7 @@ func generalOperations(b Backend) []*Operation {
 }
 
 // analyticsOperations are the operations of spec §4.4.
-func analyticsOperations(b Backend) []*Operation {
+func analyticsOperations(b AnalyticsBackend) []*Operation {
 	op := func(id, path, tool, summary string, params []Param, resp, meta *jsonschema.Schema,
 		h func(*Request, *AnalyticsQuery) (*Result, error)) *Operation {
 		return &Operation{ID: "analytics." + id, Method: "GET", Path: "/analytics/" + path, Tool: tool,
@@ -337,7 +358,7 @@ func analyticsOperations(b Backend) []*Operation {
 // exportOperations are the operations of spec §4.5: CSV streams. Their tools take the
 // tool-only arguments output_path and output_object_key (the MCP adapter stores the CSV in the
 // workspace's export area instead of returning it inline).
-func exportOperations(b Backend) []*Operation {
+func exportOperations(b AnalyticsBackend) []*Operation {
 	out := []Param{
 		Str("output_path", InTool, 1024).Describe("store the CSV at this path inside the workspace's export area (relative; .. is refused) and return where it is, instead of the CSV itself"),
 		Str("output_object_key", InTool, 1024).Describe("like output_path, for object-store style keys (the same export area)"),

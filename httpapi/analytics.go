@@ -6,8 +6,10 @@ import (
 	"encoding/binary"
 	"flipbook/api"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/bytedance/sonic"
@@ -47,9 +49,20 @@ func parseDate(s string) (time.Time, time.Time, error) {
 	return from, to.AddDate(0, 0, 1), nil
 }
 
+// analyticsService runs the analytics operations (spec §4.4) and the CSV exports (spec §4.5):
+// books and viewers come from the store, events from DuckDB.
+type analyticsService struct {
+	Store     *storage.Store
+	Analytics *analytics.DB
+	cursors   *cursors
+	// readersBatch is Config.ReadersExportBatch, which a test may lower on a running service.
+	readersBatch *atomic.Int64
+	log          *slog.Logger
+}
+
 // analyticsFilter builds the filter of a request: the caller's tenant, the book (404 when it is
 // not the tenant's) and every filter parameter the operation declares.
-func (s *Service) analyticsFilter(r *api.Request, q *api.AnalyticsQuery, needBook bool) (analytics.Filter, *storage.Book, error) {
+func (s *analyticsService) analyticsFilter(r *api.Request, q *api.AnalyticsQuery, needBook bool) (analytics.Filter, *storage.Book, error) {
 	t := r.Auth.Tenant
 	f := analytics.Filter{Workspace: t.Workspace, Mode: string(byte(t.Mode))}
 	var b *storage.Book
@@ -103,7 +116,7 @@ func filterBinding(op string, f analytics.Filter) string {
 // pageQuery runs a keyset-paginated query: rows ordered by (timeCol, id) in dir ("ASC" or
 // "DESC"), or by id alone when byID, limit+1 fetched to know whether another page follows.
 // The date filter applies to timeCol. scan reads one row and returns its keyset position.
-func (s *Service) pageQuery(q *api.AnalyticsQuery, op, from, cols, timeCol string, byID bool, dir string, f analytics.Filter,
+func (s *analyticsService) pageQuery(q *api.AnalyticsQuery, op, from, cols, timeCol string, byID bool, dir string, f analytics.Filter,
 	scan func(*sql.Rows) (keyset, error)) (*listMeta, error) {
 	where, args := f.Where(timeCol)
 	binding := filterBinding(op, f)
@@ -265,7 +278,7 @@ func scanInteraction(rows *sql.Rows) (interactionEventJSON, keyset, error) {
 
 // listInteractionEvents is GET /analytics/interaction-events: newest first (occurred_at, then
 // id, descending).
-func (s *Service) ListInteractionEvents(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ListInteractionEvents(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	f, _, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -326,7 +339,7 @@ func scanAudit(rows *sql.Rows) (auditEventJSON, keyset, error) {
 }
 
 // listAuditLog is GET /analytics/audit-log: chronological (occurred_at, then id, ascending).
-func (s *Service) ListAuditLog(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ListAuditLog(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	f, _, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -382,7 +395,7 @@ const viewEventCols = `id, book_id, viewer_id, viewer_email, source_host, from_e
 	tracked_link_id, session_id, recorded_at, updated_at`
 
 // linkRefs returns a lookup of a book's tracked links by id.
-func (s *Service) linkRefs(b *storage.Book) func(sql.NullInt64) *trackedLinkRef {
+func (s *analyticsService) linkRefs(b *storage.Book) func(sql.NullInt64) *trackedLinkRef {
 	var byID map[int64]*trackedLinkRef
 	return func(id sql.NullInt64) *trackedLinkRef {
 		if !id.Valid {
@@ -405,7 +418,7 @@ func (s *Service) linkRefs(b *storage.Book) func(sql.NullInt64) *trackedLinkRef 
 
 // listViewEvents is GET /analytics/book-view-events: one record per reading session, newest
 // session first (by id: a session's id is its first event's, so the order never changes).
-func (s *Service) ListViewEvents(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ListViewEvents(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ func analyticsCtx() (context.Context, context.CancelFunc) {
 }
 
 // pagePerformance is GET /analytics/page-performance: one page summary per page of the book.
-func (s *Service) PagePerformance(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) PagePerformance(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func (s *Service) PagePerformance(r *api.Request, q *api.AnalyticsQuery) (*api.R
 }
 
 // bookFlow is GET /analytics/book-flow.
-func (s *Service) BookFlow(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) BookFlow(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func (s *Service) BookFlow(r *api.Request, q *api.AnalyticsQuery) (*api.Result, 
 
 // readerPages is GET /analytics/reader-pages: per reader and page, identified readers only
 // unless include_anonymous is set or session_id names a session.
-func (s *Service) ReaderPages(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ReaderPages(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	f, _, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -94,7 +94,7 @@ func readersCursorFrom(b []byte) (int64, analytics.ReaderPosition, bool) {
 
 // listReaders is GET /analytics/readers: one summary per reader, cursor paginated. A walk reads
 // one snapshot of the events (the cursor carries it), so it returns every reader once.
-func (s *Service) ListReaders(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ListReaders(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	f, _, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -134,7 +134,7 @@ func (s *Service) ListReaders(r *api.Request, q *api.AnalyticsQuery) (*api.Resul
 
 // readingSessionPages is GET /analytics/reading-session-pages: the pages of one reading
 // session (data) and its view event (meta).
-func (s *Service) ReadingSessionPages(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ReadingSessionPages(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -217,7 +217,7 @@ func durationSeconds(ms int64) string { return itoa64((ms + 500) / 1000) }
 
 // readerJourney is GET /analytics/reader-journey: one identified reader (viewer_id) or one
 // anonymous session (session_id) across every book of the workspace.
-func (s *Service) ReaderJourney(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ReaderJourney(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	if (q.ViewerID != 0) == (q.SessionID != "") {
 		v := api.Validation{}
 		v.Add("viewer_id", "give exactly one of viewer_id and session_id")

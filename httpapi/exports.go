@@ -35,7 +35,7 @@ type exportDef struct {
 
 // runExport starts an export and returns it as a streamed result. The first batch is read here,
 // so a failing query answers with the JSON error envelope.
-func (s *Service) runExport(r *api.Request, b *storage.Book, f analytics.Filter, d exportDef) (*api.Result, error) {
+func (s *analyticsService) runExport(r *api.Request, b *storage.Book, f analytics.Filter, d exportDef) (*api.Result, error) {
 	// The context only bounds the wait for a connection; DuckDB never sees it.
 	ctx, cancel := context.WithTimeout(context.Background(), analyticsTimeout)
 	defer cancel()
@@ -96,7 +96,7 @@ func leadColumns() []csvColumn {
 }
 
 // viewEventColumns: spec §2.8's view event, its tracked_link object as three columns.
-func (s *Service) viewEventColumns(b *storage.Book) []csvColumn {
+func (s *analyticsService) viewEventColumns(b *storage.Book) []csvColumn {
 	link := s.linkRefs(b)
 	linkField := func(get func(*trackedLinkRef) string) cellBinder {
 		return bindInt(func(id int64, ok bool) string {
@@ -187,7 +187,7 @@ func jsonText(v any) string {
 	return string(b)
 }
 
-func (s *Service) ExportInteractionEvents(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ExportInteractionEvents(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -196,7 +196,7 @@ func (s *Service) ExportInteractionEvents(r *api.Request, q *api.AnalyticsQuery)
 		timeCol: "occurred_at", desc: true, cols: interactionColumns()})
 }
 
-func (s *Service) ExportAuditLog(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ExportAuditLog(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -205,7 +205,7 @@ func (s *Service) ExportAuditLog(r *api.Request, q *api.AnalyticsQuery) (*api.Re
 		timeCol: "occurred_at", cols: auditColumns()})
 }
 
-func (s *Service) ExportAccessAudit(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ExportAccessAudit(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -217,7 +217,7 @@ func (s *Service) ExportAccessAudit(r *api.Request, q *api.AnalyticsQuery) (*api
 		timeCol: "occurred_at", cols: auditColumns()})
 }
 
-func (s *Service) ExportLeads(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ExportLeads(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -227,7 +227,7 @@ func (s *Service) ExportLeads(r *api.Request, q *api.AnalyticsQuery) (*api.Resul
 		timeCol: "occurred_at", cols: leadColumns()})
 }
 
-func (s *Service) ExportAnalytics(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ExportAnalytics(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err

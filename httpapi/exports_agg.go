@@ -135,7 +135,7 @@ type producerStream struct {
 // startProducerExport runs produce (which calls emit once per record of type T, in order) and
 // waits for the first 64 KB of rows or the end, so that a failing query answers with the
 // JSON error envelope (an export shorter than 64 KB is complete before the status is sent).
-func startProducerExport[T any](s *Service, produce func(ctx context.Context, emit func(T) error) error) (*producerStream, error) {
+func startProducerExport[T any](s *analyticsService, produce func(ctx context.Context, emit func(T) error) error) (*producerStream, error) {
 	guard, err := s.Analytics.GuardExport()
 	if errors.Is(err, analytics.ErrExportsBusy) {
 		return nil, errExportsBusy()
@@ -229,7 +229,7 @@ func (p *producerStream) Close() error {
 }
 
 // aggregateExport sends a producer stream as the CSV file <book>-<name>-<date>.csv.
-func aggregateExport[T any](s *Service, r *api.Request, b *storage.Book, name string,
+func aggregateExport[T any](s *analyticsService, r *api.Request, b *storage.Book, name string,
 	produce func(ctx context.Context, emit func(T) error) error) (*api.Result, error) {
 	st, err := startProducerExport(s, produce)
 	if err != nil {
@@ -239,7 +239,7 @@ func aggregateExport[T any](s *Service, r *api.Request, b *storage.Book, name st
 		Filename: b.RandomID + "-" + name + "-" + r.Now.UTC().Format(time.DateOnly) + ".csv"}, nil
 }
 
-func (s *Service) ExportPagePerformance(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ExportPagePerformance(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -249,7 +249,7 @@ func (s *Service) ExportPagePerformance(r *api.Request, q *api.AnalyticsQuery) (
 	})
 }
 
-func (s *Service) ExportReaderPages(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ExportReaderPages(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -276,7 +276,7 @@ func (s *Service) ExportReaderPages(r *api.Request, q *api.AnalyticsQuery) (*api
 	})
 }
 
-func (s *Service) ExportReaders(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ExportReaders(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
 	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err

@@ -15,14 +15,14 @@ import (
 // (-update) and shows in its diff.
 func TestOperationParamsGolden(t *testing.T) {
 	t.Parallel()
-	var s *Service
+	s := &Service{}
 	type decl struct {
 		ID         string      `json:"id"`
 		Params     []api.Param `json:"params,omitempty"`
 		ToolParams []api.Param `json:"tool_params,omitempty"`
 	}
 	var all []decl
-	ops := append(api.Table(s, api.TableOptions{MaxUploadBody: DefaultMaxBodyBytes}), s.adminOperations()...)
+	ops := append(api.Table(s.backends(), api.TableOptions{MaxUploadBody: DefaultMaxBodyBytes}), s.adminOperations()...)
 	for _, op := range append(ops, s.readerOperations()...) {
 		all = append(all, decl{ID: op.ID, Params: op.Params, ToolParams: op.ToolParams})
 	}

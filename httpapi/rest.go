@@ -30,9 +30,18 @@ var (
 // operations is every operation the service routes: the public table (package api) and this
 // package's own routes outside the public API (admin, reader).
 func (s *Service) operations() []*api.Operation {
-	ops := api.Table(s, api.TableOptions{MaxUploadBody: s.cfg.MaxBodyBytes})
+	ops := api.Table(s.backends(), api.TableOptions{MaxUploadBody: s.cfg.MaxBodyBytes})
 	ops = append(ops, s.adminOperations()...)
 	return append(ops, s.readerOperations()...)
+}
+
+// backends are the domains that run the public operations: analytics and exports have their
+// own service (analyticsService); the others are still methods of Service.
+func (s *Service) backends() api.Backends {
+	stats := &analyticsService{Store: s.Store, Analytics: s.Analytics, cursors: &s.cursors,
+		readersBatch: &s.readersBatch, log: s.log}
+	return api.Backends{Books: s, Access: s, Brand: s, General: s, Analytics: stats,
+		Webhooks: s, Catalogs: s, Bulk: s, Shopify: s}
 }
 
 // serveOp answers one REST call of op.

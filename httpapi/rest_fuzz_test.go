@@ -40,8 +40,8 @@ var restFuzzOps = []string{
 // validated parameters in *got. Building it needs no service: the table only takes method
 // values of the backend.
 func restFuzzTable(got *map[string]any) []*api.Operation {
-	var s *Service
-	all := append(api.Table(s, api.TableOptions{MaxUploadBody: DefaultMaxBodyBytes}), s.readerOperations()...)
+	s := &Service{}
+	all := append(api.Table(s.backends(), api.TableOptions{MaxUploadBody: DefaultMaxBodyBytes}), s.readerOperations()...)
 	byID := map[string]*api.Operation{}
 	for _, op := range all {
 		byID[op.ID] = op

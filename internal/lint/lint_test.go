@@ -462,8 +462,8 @@ func exportedRecv(r *ast.FieldList) bool {
 
 // The ratchets: these figures may fall, never rise (lower them as the code improves).
 const (
-	maxUndocumented = 131
-	maxLongFuncs    = 8
+	maxUndocumented = 121
+	maxLongFuncs    = 7
 )
 
 // TestCodeStats prints the figures of docs/ARCHITECTURE.md ("Code structure") with -v, and holds

@@ -73,7 +73,8 @@ type BookBackend interface {
 	CreateFromTemplate(*Request, *TemplateCreate) (*Result, error)
 }
 
-// AccessBackend runs the access list and embed domain operations (spec §4.2, §4.3).
+// AccessBackend runs the operations on who reads a book and from where: access lists, embed
+// domains and tracked links (spec §4.2, §4.3, §4.9).
 type AccessBackend interface {
 	ListSubscribers(*Request, *SubscriberList) (*Result, error)
 	CreateSubscriber(*Request, *SubscriberCreate) (*Result, error)
@@ -81,6 +82,8 @@ type AccessBackend interface {
 	ListEmbedDomains(*Request, *BookPath) (*Result, error)
 	CreateEmbedDomain(*Request, *EmbedDomainCreate) (*Result, error)
 	DeleteEmbedDomain(*Request, *EmbedDomainDelete) (*Result, error)
+	ListTrackedLinks(*Request, *BookPath) (*Result, error)
+	CreateTrackedLink(*Request, *TrackedLinkCreate) (*Result, error)
 }
 
 // BrandBackend runs the brand operations (spec §4.6).
@@ -91,10 +94,8 @@ type BrandBackend interface {
 	ToggleTakeOverBranding(*Request) (*Result, error)
 }
 
-// GeneralBackend runs tracked links (spec §4.9), health and identity (spec §4.10).
+// GeneralBackend runs health and identity (spec §4.10).
 type GeneralBackend interface {
-	ListTrackedLinks(*Request, *BookPath) (*Result, error)
-	CreateTrackedLink(*Request, *TrackedLinkCreate) (*Result, error)
 	Health(*Request) (*Result, error)
 	Me(*Request) (*Result, error)
 }
@@ -140,7 +141,7 @@ func Table(b Backends, o TableOptions) []*Operation {
 	ops = append(ops, bookOperations(b.Books, o)...)
 	ops = append(ops, accessOperations(b.Access)...)
 	ops = append(ops, brandOperations(b.Brand)...)
-	ops = append(ops, generalOperations(b.General)...)
+	ops = append(ops, generalOperations(b.Access, b.General)...)
 	ops = append(ops, analyticsOperations(b.Analytics)...)
 	ops = append(ops, exportOperations(b.Analytics)...)
 	ops = append(ops, webhookOperations(b.Webhooks)...)
@@ -284,19 +285,19 @@ func brandOperations(b BrandBackend) []*Operation {
 }
 
 // generalOperations declares tracked links (spec §4.9), health and identity (spec §4.10).
-func generalOperations(b GeneralBackend) []*Operation {
+func generalOperations(a AccessBackend, b GeneralBackend) []*Operation {
 	return []*Operation{
 		{ID: "tracked_links.list", Method: "GET", Path: "/books/{book}/tracked-links", Tool: "books_list_tracked_links", Scope: "tracked-links:read", ReadOnly: true,
 			Summary: "A flipbook's tracked links with their slugs and channels.",
 			Params:  ParamsOf[BookPath](), Response: arrayOf(trackedLinkSchema),
 			ResponseMeta: totalMetaSchema,
-			Handler:      Bind(b.ListTrackedLinks)},
+			Handler:      Bind(a.ListTrackedLinks)},
 		{ID: "tracked_links.create", Method: "POST", Path: "/books/{book}/tracked-links", Tool: "tracked_links_create", Scope: "tracked-links:write", Write: true,
 			Status:   201,
 			Summary:  "Create a tracked link; readers who open it are attributed to it.",
 			Params:   ParamsOf[TrackedLinkCreate](),
 			Response: trackedLinkSchema,
-			Handler:  Bind(b.CreateTrackedLink)},
+			Handler:  Bind(a.CreateTrackedLink)},
 
 		{ID: "health", Method: "GET", Path: "/health", Tool: "health_check", Auth: AuthNone, ReadOnly: true, Bare: true,
 			Summary: "Service health.", Response: healthSchema, Handler: b.Health},

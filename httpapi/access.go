@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"flipbook/actors"
 	"flipbook/api"
 	"flipbook/errs"
 	"flipbook/storage"
@@ -82,7 +83,20 @@ func normalizeHost(raw string) (string, bool) {
 // validHost accepts DNS names of letter-digit-hyphen labels, and IP addresses.
 func validHost(h string) bool { return net.ParseIP(h) != nil || api.LDHHost(h) }
 
-func (s *Service) ListSubscribers(r *api.Request, in *api.SubscriberList) (*api.Result, error) {
+// accessService runs the operations on who reads a book and from where: access lists, embed
+// domains and tracked links (spec §4.2, §4.3, §4.9), in the store, changed through the actors.
+type accessService struct {
+	links
+	Store  *storage.Store
+	Actors *actors.System
+}
+
+// bookOf is the caller's book rid (a 404 when the workspace has none such).
+func (s *accessService) bookOf(r *api.Request, rid string) (*storage.Book, error) {
+	return tenantBook(s.Store, r, rid)
+}
+
+func (s *accessService) ListSubscribers(r *api.Request, in *api.SubscriberList) (*api.Result, error) {
 	per := 25
 	if in.PerPage != nil {
 		per = int(*in.PerPage)
@@ -116,7 +130,7 @@ func (s *Service) ListSubscribers(r *api.Request, in *api.SubscriberList) (*api.
 	return &api.Result{Data: data, Meta: meta}, nil
 }
 
-func (s *Service) CreateSubscriber(r *api.Request, in *api.SubscriberCreate) (*api.Result, error) {
+func (s *accessService) CreateSubscriber(r *api.Request, in *api.SubscriberCreate) (*api.Result, error) {
 	rid := in.BookID
 	if _, err := s.Store.GetBook(r.Auth.Tenant, rid); err != nil {
 		if errors.Is(err, errs.ErrNotFound) {
@@ -145,7 +159,7 @@ func (s *Service) CreateSubscriber(r *api.Request, in *api.SubscriberCreate) (*a
 	return &api.Result{Status: status, Data: subJSON(added.Entry), Meta: map[string]any{"created": added.Created}}, nil
 }
 
-func (s *Service) DeleteSubscriber(r *api.Request, in *api.SubscriberDelete) (*api.Result, error) {
+func (s *accessService) DeleteSubscriber(r *api.Request, in *api.SubscriberDelete) (*api.Result, error) {
 	id := in.Subscriber
 	sub, err := s.Store.Subscriber(r.Auth.Tenant, id)
 	if errors.Is(err, errs.ErrNotFound) {
@@ -171,7 +185,7 @@ func embJSON(d *storage.EmbedDomain) embedDomainJSON {
 	return embedDomainJSON{ID: strconv.FormatInt(d.ID, 10), Domain: d.Domain, IncludesSubdomains: true, CreatedAt: fmtTime(d.CreatedAt)}
 }
 
-func (s *Service) ListEmbedDomains(r *api.Request, in *api.BookPath) (*api.Result, error) {
+func (s *accessService) ListEmbedDomains(r *api.Request, in *api.BookPath) (*api.Result, error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
@@ -187,7 +201,7 @@ func (s *Service) ListEmbedDomains(r *api.Request, in *api.BookPath) (*api.Resul
 	return &api.Result{Data: data, Meta: map[string]any{"total": len(data), "domains_enabled": len(data) > 0}}, nil
 }
 
-func (s *Service) CreateEmbedDomain(r *api.Request, in *api.EmbedDomainCreate) (*api.Result, error) {
+func (s *accessService) CreateEmbedDomain(r *api.Request, in *api.EmbedDomainCreate) (*api.Result, error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
@@ -206,7 +220,7 @@ func (s *Service) CreateEmbedDomain(r *api.Request, in *api.EmbedDomainCreate) (
 	return &api.Result{Data: embJSON(added.Entry), Meta: map[string]any{"created": added.Created}}, nil
 }
 
-func (s *Service) DeleteEmbedDomain(r *api.Request, in *api.EmbedDomainDelete) (*api.Result, error) {
+func (s *accessService) DeleteEmbedDomain(r *api.Request, in *api.EmbedDomainDelete) (*api.Result, error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
@@ -230,12 +244,12 @@ type trackedLinkJSON struct {
 	CreatedAt *string        `json:"created_at"`
 }
 
-func (s *Service) tlJSON(l *storage.TrackedLink) trackedLinkJSON {
+func (s *accessService) tlJSON(l *storage.TrackedLink) trackedLinkJSON {
 	return trackedLinkJSON{ID: l.ID, BookID: l.BookID, Name: l.Name, Slug: l.Slug, Channel: l.Channel, Kind: l.Kind,
-		Metadata: l.Metadata, URL: s.cfg.PublicURL + "/l/" + l.Slug, CreatedAt: fmtTime(l.CreatedAt)}
+		Metadata: l.Metadata, URL: s.publicURL + "/l/" + l.Slug, CreatedAt: fmtTime(l.CreatedAt)}
 }
 
-func (s *Service) ListTrackedLinks(r *api.Request, in *api.BookPath) (*api.Result, error) {
+func (s *accessService) ListTrackedLinks(r *api.Request, in *api.BookPath) (*api.Result, error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
@@ -262,7 +276,7 @@ func validSlug(s string) bool {
 	return s != "" && s[0] != '.'
 }
 
-func (s *Service) CreateTrackedLink(r *api.Request, in *api.TrackedLinkCreate) (*api.Result, error) {
+func (s *accessService) CreateTrackedLink(r *api.Request, in *api.TrackedLinkCreate) (*api.Result, error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err

@@ -55,7 +55,16 @@ type bookJSON struct {
 	SettingsRevision string `json:"settings_revision"`
 }
 
-func (s *Service) bookJSON(b *storage.Book) *bookJSON {
+// links builds the public URLs answers carry (Config.PublicURL) and the books' wire JSON:
+// every domain that answers with a book or a link embeds one.
+type links struct{ publicURL string }
+
+func (s links) previewURL(rid string) string { return s.publicURL + "/view/" + rid }
+func (s links) fileURL(rid, name string) string {
+	return s.publicURL + "/files/" + rid + "/" + name
+}
+
+func (s links) bookJSON(b *storage.Book) *bookJSON {
 	preview := s.previewURL(b.RandomID)
 	embed := fmt.Sprintf(`<iframe src="%s" width="100%%" height="600" style="border:0" allow="fullscreen" allowfullscreen title="%s"></iframe>`,
 		html.EscapeString(preview), html.EscapeString(b.Name))
@@ -77,7 +86,7 @@ func (s *Service) bookJSON(b *storage.Book) *bookJSON {
 }
 
 // bookWire is the encoded wire JSON of a book, computed once per stored record version.
-func (s *Service) bookWire(b *storage.Book) json.RawMessage {
+func (s links) bookWire(b *storage.Book) json.RawMessage {
 	render := func() any {
 		out, err := respJSON.Marshal(s.bookJSON(b))
 		if err != nil {
@@ -150,7 +159,12 @@ func (s *Service) ListBooks(r *api.Request, in *api.BookList) (*api.Result, erro
 
 // bookOf is the caller's book rid (a 404 when the workspace has none such).
 func (s *Service) bookOf(r *api.Request, rid string) (*storage.Book, error) {
-	b, err := s.Store.GetBook(r.Auth.Tenant, rid)
+	return tenantBook(s.Store, r, rid)
+}
+
+// tenantBook is the caller's book rid in st (a 404 when the workspace has none such).
+func tenantBook(st *storage.Store, r *api.Request, rid string) (*storage.Book, error) {
+	b, err := st.GetBook(r.Auth.Tenant, rid)
 	if errors.Is(err, errs.ErrNotFound) {
 		return nil, api.ErrNotFound("book")
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image"
 	"io"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"regexp"
@@ -66,15 +67,15 @@ type brandJSON struct {
 }
 
 // logoURL is the public URL of a brand's logo, or nil.
-func (s *Service) logoURL(b *storage.Brand) *string {
+func (s links) logoURL(b *storage.Brand) *string {
 	if b.Logo == "" {
 		return nil
 	}
-	u := s.cfg.PublicURL + "/files/" + storage.BrandFolder(b.Tenant()) + "/" + b.Logo
+	u := s.publicURL + "/files/" + storage.BrandFolder(b.Tenant()) + "/" + b.Logo
 	return &u
 }
 
-func (s *Service) brandJSON(b *storage.Brand, ws *storage.Workspace) brandJSON {
+func (s links) brandJSON(b *storage.Brand, ws *storage.Workspace) brandJSON {
 	c, so := b.Color, b.Social
 	return brandJSON{
 		ID: b.ID, WorkspaceID: b.Workspace, CompanyName: b.CompanyName, Logo: s.logoURL(b),
@@ -93,7 +94,16 @@ func brandMeta(ws *storage.Workspace) map[string]any {
 	return map[string]any{"plan": ws.Plan, "take_over_branding_available": actors.Plans[ws.Plan].TakeOverBrand}
 }
 
-func (s *Service) GetBrand(r *api.Request) (*api.Result, error) {
+// brandService runs the brand operations (spec §4.6): the brand in the store, changed through
+// the accounts actor; logos in the blob store.
+type brandService struct {
+	links
+	Store  *storage.Store
+	Actors *actors.System
+	log    *slog.Logger
+}
+
+func (s *brandService) GetBrand(r *api.Request) (*api.Result, error) {
 	b, err := s.Store.Brand(r.Auth.Tenant)
 	if errors.Is(err, errs.ErrNotFound) {
 		return &api.Result{Data: map[string]any{"brand": nil}, Meta: brandMeta(r.Auth.Workspace)}, nil
@@ -104,16 +114,16 @@ func (s *Service) GetBrand(r *api.Request) (*api.Result, error) {
 	return &api.Result{Data: map[string]any{"brand": s.brandJSON(b, r.Auth.Workspace)}, Meta: brandMeta(r.Auth.Workspace)}, nil
 }
 
-func (s *Service) CreateBrand(r *api.Request, in *api.BrandCreate) (*api.Result, error) {
+func (s *brandService) CreateBrand(r *api.Request, in *api.BrandCreate) (*api.Result, error) {
 	return s.saveBrand(r, &actors.SaveBrand{Create: true}, actors.Val(in.CompanyName), &in.BrandProfile)
 }
 
-func (s *Service) UpdateBrand(r *api.Request, in *api.BrandUpdate) (*api.Result, error) {
+func (s *brandService) UpdateBrand(r *api.Request, in *api.BrandUpdate) (*api.Result, error) {
 	return s.saveBrand(r, &actors.SaveBrand{ID: in.ID}, in.CompanyName, &in.BrandProfile)
 }
 
 // saveBrand creates or updates the brand m with the fields sent.
-func (s *Service) saveBrand(r *api.Request, m *actors.SaveBrand, company actors.Opt[string], p *api.BrandProfile) (*api.Result, error) {
+func (s *brandService) saveBrand(r *api.Request, m *actors.SaveBrand, company actors.Opt[string], p *api.BrandProfile) (*api.Result, error) {
 	m.Fields = map[actors.BrandField]*string{}
 	sent := p.Fields()
 	sent[actors.BrandCompanyName] = company
@@ -213,7 +223,7 @@ func readLogo(fh *multipart.FileHeader) ([]byte, string, string) {
 // MaxLogoSide bounds a logo's width and height.
 const MaxLogoSide = 4096
 
-func (s *Service) ToggleTakeOverBranding(r *api.Request) (*api.Result, error) {
+func (s *brandService) ToggleTakeOverBranding(r *api.Request) (*api.Result, error) {
 	b, err := s.Actors.ToggleTakeOver(r.Auth.Tenant, r.Auth.Workspace.Plan)
 	if err != nil {
 		return nil, notFoundAs(err, "brand")

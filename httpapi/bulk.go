@@ -125,7 +125,14 @@ func bulkSettingKeys() []string {
 	return out
 }
 
-func (s *Service) CreateBulkSettings(r *api.Request, in *api.BulkSettingsCreate) (*api.Result, error) {
+// bulkService runs the bulk settings operations (spec §4.1): batches in the store, run by the
+// actors' bulk supervisor.
+type bulkService struct {
+	Store  *storage.Store
+	Actors *actors.System
+}
+
+func (s *bulkService) CreateBulkSettings(r *api.Request, in *api.BulkSettingsCreate) (*api.Result, error) {
 	t := r.Auth.Tenant
 	settings := in.Settings
 	v := api.Validation{}
@@ -161,7 +168,7 @@ func (s *Service) CreateBulkSettings(r *api.Request, in *api.BulkSettingsCreate)
 	return &api.Result{Status: 202, Data: bulkJSON(view.Batch, view.Items), Meta: map[string]any{}}, nil
 }
 
-func (s *Service) GetBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api.Result, error) {
+func (s *bulkService) GetBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api.Result, error) {
 	b, items, err := s.Store.BulkBatchView(r.Auth.Tenant, in.Batch)
 	if errors.Is(err, errs.ErrNotFound) {
 		return nil, api.ErrNotFound("bulk settings batch")
@@ -172,7 +179,7 @@ func (s *Service) GetBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api.R
 	return &api.Result{Data: bulkJSON(b, items)}, nil
 }
 
-func (s *Service) CancelBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api.Result, error) {
+func (s *bulkService) CancelBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api.Result, error) {
 	view, err := s.Actors.CancelBulk(r.Auth.Tenant, in.Batch)
 	if err != nil {
 		return nil, bulkErr(err)
@@ -180,7 +187,7 @@ func (s *Service) CancelBulkSettings(r *api.Request, in *api.BulkBatchPath) (*ap
 	return &api.Result{Data: bulkJSON(view.Batch, view.Items)}, nil
 }
 
-func (s *Service) RetryBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api.Result, error) {
+func (s *bulkService) RetryBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api.Result, error) {
 	view, err := s.Actors.RetryBulk(r.Auth.Tenant, in.Batch)
 	if err != nil {
 		return nil, bulkErr(err)
@@ -191,7 +198,7 @@ func (s *Service) RetryBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api
 // bookBulkSettings is every key of the bulk settings object as the book has it: the values a
 // batch would set. pdf_password says whether one is set (it is never returned); eod_lists are
 // the first entries of the access list (addresses and domains).
-func (s *Service) bookBulkSettings(b *storage.Book) (map[string]any, error) {
+func (s *bulkService) bookBulkSettings(b *storage.Book) (map[string]any, error) {
 	entries, err := s.Store.BookAccessEntries(b.Tenant(), b.RandomID, api.MaxSummaryAccessList)
 	if err != nil {
 		return nil, err
@@ -235,7 +242,7 @@ type bulkSummaryBook struct {
 	Settings         map[string]any `json:"settings"`
 }
 
-func (s *Service) BulkSettingsSummary(r *api.Request, in *api.BulkSettingsSummary) (*api.Result, error) {
+func (s *bulkService) BulkSettingsSummary(r *api.Request, in *api.BulkSettingsSummary) (*api.Result, error) {
 	t := r.Auth.Tenant
 	ids := in.BookIDs
 	v := api.Validation{}

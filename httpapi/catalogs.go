@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -38,7 +39,17 @@ type catalogJSON struct {
 	UpdatedAt      *string         `json:"updated_at"`
 }
 
-func (s *Service) catalogJSON(c *storage.Catalog) (catalogJSON, error) {
+// catalogService runs the catalog operations (spec §4.8): catalogs and items in the store,
+// changed through the actors' catalog sync; renders become books.
+type catalogService struct {
+	links
+	Store   *storage.Store
+	Actors  *actors.System
+	cursors *cursors
+	log     *slog.Logger
+}
+
+func (s *catalogService) catalogJSON(c *storage.Catalog) (catalogJSON, error) {
 	st, err := s.Store.CatalogState(c.Tenant(), c.ID)
 	if err != nil {
 		return catalogJSON{}, err
@@ -133,7 +144,7 @@ func syncSummary(j *storage.SyncJob) map[string]any {
 }
 
 // activeCatalog reads the caller's catalog named by the path (404 when absent or deleted).
-func (s *Service) activeCatalog(r *api.Request, id int64) (*storage.Catalog, error) {
+func (s *catalogService) activeCatalog(r *api.Request, id int64) (*storage.Catalog, error) {
 	c, err := s.Store.Catalog(r.Auth.Tenant, id)
 	if errors.Is(err, errs.ErrNotFound) || err == nil && c.Status == storage.CatalogArchived {
 		return nil, api.ErrNotFound("catalog")
@@ -149,7 +160,7 @@ func catalogLimit(p *api.CatalogPage) int {
 	return api.DefaultCatalogLimit
 }
 
-func (s *Service) ListCatalogs(r *api.Request, in *api.CatalogList) (*api.Result, error) {
+func (s *catalogService) ListCatalogs(r *api.Request, in *api.CatalogList) (*api.Result, error) {
 	limit := catalogLimit(&in.CatalogPage)
 	t := r.Auth.Tenant
 	binding := "cat/" + strconv.FormatInt(t.Workspace, 10) + t.Mode.String()
@@ -185,7 +196,7 @@ func (s *Service) ListCatalogs(r *api.Request, in *api.CatalogList) (*api.Result
 
 // CreateCatalog is catalogs.create. The items are the validated product entries (template and
 // styling fields were refused by validation: Param.Refuse), stored as given.
-func (s *Service) CreateCatalog(r *api.Request, in *api.CatalogCreate) (*api.Result, error) {
+func (s *catalogService) CreateCatalog(r *api.Request, in *api.CatalogCreate) (*api.Result, error) {
 	v := api.Validation{}
 	items := in.Items
 	var tplKey *string
@@ -238,7 +249,7 @@ func (s *Service) CreateCatalog(r *api.Request, in *api.CatalogCreate) (*api.Res
 		Meta: map[string]any{"updated": res.Updated}}, nil
 }
 
-func (s *Service) GetCatalog(r *api.Request, in *api.CatalogPath) (*api.Result, error) {
+func (s *catalogService) GetCatalog(r *api.Request, in *api.CatalogPath) (*api.Result, error) {
 	c, err := s.activeCatalog(r, in.Catalog)
 	if err != nil {
 		return nil, err
@@ -250,7 +261,7 @@ func (s *Service) GetCatalog(r *api.Request, in *api.CatalogPath) (*api.Result, 
 	return &api.Result{Data: map[string]any{"catalog": cj}}, nil
 }
 
-func (s *Service) DeleteCatalog(r *api.Request, in *api.CatalogPath) (*api.Result, error) {
+func (s *catalogService) DeleteCatalog(r *api.Request, in *api.CatalogPath) (*api.Result, error) {
 	c, err := s.Actors.ArchiveCatalog(r.Auth.Tenant, in.Catalog)
 	if err != nil {
 		return nil, notFoundAs(err, "catalog")
@@ -262,7 +273,7 @@ func (s *Service) DeleteCatalog(r *api.Request, in *api.CatalogPath) (*api.Resul
 	return &api.Result{Data: map[string]any{"catalog": cj}}, nil
 }
 
-func (s *Service) ListCatalogItems(r *api.Request, in *api.CatalogItemList) (*api.Result, error) {
+func (s *catalogService) ListCatalogItems(r *api.Request, in *api.CatalogItemList) (*api.Result, error) {
 	c, err := s.activeCatalog(r, in.Catalog)
 	if err != nil {
 		return nil, err
@@ -298,7 +309,7 @@ func (s *Service) ListCatalogItems(r *api.Request, in *api.CatalogItemList) (*ap
 	return &api.Result{Data: data, Meta: map[string]any{"next_cursor": next, "has_more": more, "limit": limit, "catalog_id": c.ID}}, nil
 }
 
-func (s *Service) queueSync(r *api.Request, catalog int64, typ string, items []map[string]any, snapshot *time.Time) (*api.Result, error) {
+func (s *catalogService) queueSync(r *api.Request, catalog int64, typ string, items []map[string]any, snapshot *time.Time) (*api.Result, error) {
 	c, err := s.activeCatalog(r, catalog)
 	if err != nil {
 		return nil, err
@@ -318,7 +329,7 @@ func (s *Service) queueSync(r *api.Request, catalog int64, typ string, items []m
 }
 
 // syncInput stores a job's accepted items durably and returns the file's name ("" for none).
-func (s *Service) syncInput(items []map[string]any) (string, error) {
+func (s *catalogService) syncInput(items []map[string]any) (string, error) {
 	if len(items) == 0 {
 		return "", nil
 	}
@@ -335,11 +346,11 @@ func (s *Service) syncInput(items []map[string]any) (string, error) {
 
 // BulkUpsertItems is catalogs.bulk_upsert: the validated product entries (template and styling
 // fields were refused by validation: Param.Refuse), stored as given for the sync job.
-func (s *Service) BulkUpsertItems(r *api.Request, in *api.CatalogBulkUpsert) (*api.Result, error) {
+func (s *catalogService) BulkUpsertItems(r *api.Request, in *api.CatalogBulkUpsert) (*api.Result, error) {
 	return s.queueSync(r, in.Catalog, storage.SyncBulkUpsert, in.Items, nil)
 }
 
-func (s *Service) UpdateItemAvailability(r *api.Request, in *api.CatalogAvailability) (*api.Result, error) {
+func (s *catalogService) UpdateItemAvailability(r *api.Request, in *api.CatalogAvailability) (*api.Result, error) {
 	var snap *time.Time
 	if in.SnapshotAt != nil {
 		t := in.SnapshotAt.UTC()
@@ -348,7 +359,7 @@ func (s *Service) UpdateItemAvailability(r *api.Request, in *api.CatalogAvailabi
 	return s.queueSync(r, in.Catalog, storage.SyncAvailability, in.Items, snap)
 }
 
-func (s *Service) DeleteCatalogItem(r *api.Request, in *api.CatalogItemDelete) (*api.Result, error) {
+func (s *catalogService) DeleteCatalogItem(r *api.Request, in *api.CatalogItemDelete) (*api.Result, error) {
 	c, err := s.activeCatalog(r, in.Catalog)
 	if err != nil {
 		return nil, err
@@ -361,7 +372,7 @@ func (s *Service) DeleteCatalogItem(r *api.Request, in *api.CatalogItemDelete) (
 		Meta: map[string]any{"catalog_id": c.ID, "item_id": it.ID}}, nil
 }
 
-func (s *Service) GetSyncJob(r *api.Request, in *api.SyncJobPath) (*api.Result, error) {
+func (s *catalogService) GetSyncJob(r *api.Request, in *api.SyncJobPath) (*api.Result, error) {
 	c, err := s.activeCatalog(r, in.Catalog)
 	if err != nil {
 		return nil, err
@@ -390,7 +401,7 @@ func templateByKey(k string) (convert.Template, bool) {
 // item key: a product id (an item without variant), or "<product id>:<variant id>" (every
 // colon is tried as the separator, so ids may contain colons); failing that, a decimal item
 // id. Product ids win over item ids, since shops number their products too.
-func (s *Service) renderItems(t storage.Tenant, catalog int64, refs []string) ([]convert.Item, string, error) {
+func (s *catalogService) renderItems(t storage.Tenant, catalog int64, refs []string) ([]convert.Item, string, error) {
 	out := make([]convert.Item, 0, len(refs))
 	currency := ""
 	for _, ref := range refs {
@@ -410,7 +421,7 @@ func (s *Service) renderItems(t storage.Tenant, catalog int64, refs []string) ([
 }
 
 // findItem resolves one render reference (see renderItems).
-func (s *Service) findItem(t storage.Tenant, catalog int64, ref string) (*storage.CatalogItem, error) {
+func (s *catalogService) findItem(t storage.Tenant, catalog int64, ref string) (*storage.CatalogItem, error) {
 	byKey := func(pid string, vid *string) (*storage.CatalogItem, error) {
 		id, err := s.Store.CatalogItemID(t, catalog, storage.ItemKey(pid, vid))
 		if err != nil {
@@ -468,7 +479,7 @@ func renderCover(in *api.RenderCover) convert.Cover {
 	return convert.Cover{Title: trim(in.Title), Description: trim(in.Description), Website: trim(in.Website)}
 }
 
-func (s *Service) RenderCatalog(r *api.Request, in *api.CatalogRender) (*api.Result, error) {
+func (s *catalogService) RenderCatalog(r *api.Request, in *api.CatalogRender) (*api.Result, error) {
 	c, err := s.activeCatalog(r, in.Catalog)
 	if err != nil {
 		return nil, err

@@ -35,13 +35,24 @@ func (s *Service) operations() []*api.Operation {
 	return append(ops, s.readerOperations()...)
 }
 
-// backends are the domains that run the public operations: analytics and exports have their
-// own service (analyticsService); the others are still methods of Service.
+// backends are the domains that run the public operations, each a struct holding only what
+// its domain uses (the store, the actors, DuckDB, the event log, the cursor key, the public
+// URL): access, brand, analytics and exports, webhooks, catalogs, bulk settings, Shopify. Books
+// (uploads, batches, the editor, templates) and health and identity are still methods of
+// Service, which holds the conversion limits and the service's own state they read.
 func (s *Service) backends() api.Backends {
 	stats := &analyticsService{Store: s.Store, Analytics: s.Analytics, cursors: &s.cursors,
 		readersBatch: &s.readersBatch, log: s.log}
-	return api.Backends{Books: s, Access: s, Brand: s, General: s, Analytics: stats,
-		Webhooks: s, Catalogs: s, Bulk: s, Shopify: s}
+	hooks := &webhookService{links: s.links, Store: s.Store, Actors: s.Actors, Analytics: s.Analytics,
+		cursors: &s.cursors, allowPrivate: s.cfg.AllowPrivateTargets}
+	bulk := &bulkService{Store: s.Store, Actors: s.Actors}
+	access := &accessService{links: s.links, Store: s.Store, Actors: s.Actors}
+	brand := &brandService{links: s.links, Store: s.Store, Actors: s.Actors, log: s.log}
+	catalogs := &catalogService{links: s.links, Store: s.Store, Actors: s.Actors, cursors: &s.cursors, log: s.log}
+	shopify := &shopifyService{Store: s.Store, Actors: s.Actors, Analytics: s.Analytics, events: s.events,
+		consumer: s.consumer, caller: s.caller, log: s.log}
+	return api.Backends{Books: s, Access: access, Brand: brand, General: s, Analytics: stats,
+		Webhooks: hooks, Catalogs: catalogs, Bulk: bulk, Shopify: shopify}
 }
 
 // serveOp answers one REST call of op.

@@ -144,6 +144,7 @@ func DefaultConfig() Config {
 
 // Service is the running service: store, actors and the HTTP server.
 type Service struct {
+	links  // public URLs and the books' wire JSON
 	cfg    Config
 	log    *slog.Logger
 	Store  *storage.Store
@@ -213,7 +214,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg: cfg, log: cfg.Logger, Store: st, Actors: sys, cluster: front, closeStore: closeStore,
+		links: links{publicURL: cfg.PublicURL}, cfg: cfg, log: cfg.Logger, Store: st, Actors: sys, cluster: front, closeStore: closeStore,
 		limCollect: api.NewLimiter(cfg.RateCollect),
 		reqPrefix:  actors.RandomString(8) + "-", stop: make(chan struct{}),
 		bodies: bodyBudget{max: max(cfg.MaxBufferedBytes, 0)},
@@ -736,14 +737,9 @@ func publicHost(u string) string {
 }
 
 // bookURLs are the public addresses of a book.
-func (s *Service) previewURL(rid string) string { return s.cfg.PublicURL + "/view/" + rid }
-
 // restResource and mcpResource are the protected resources' URLs (RFC 8707, RFC 9728).
 func (s *Service) restResource() string { return s.cfg.PublicURL + APIBase }
 func (s *Service) mcpResource() string  { return s.cfg.PublicURL + mcp.Path }
-func (s *Service) fileURL(rid, name string) string {
-	return s.cfg.PublicURL + "/files/" + rid + "/" + name
-}
 
 // putExport keeps the MCP export tools' stored CSVs in the object store when there is one
 // (--blob-url: "exports/<area>/<path>"), else nil (files under <data>/exports).

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"net/url"
 	"regexp"
@@ -149,8 +150,20 @@ func (k *keyLocks) lock(key string) (unlock func()) {
 
 var shopifyLocks keyLocks
 
+// shopifyService runs the Shopify integration operations (spec §4.10): GDPR webhooks read and
+// redact the workspace's data everywhere it is kept (store, event log, DuckDB).
+type shopifyService struct {
+	Store     *storage.Store
+	Actors    *actors.System
+	Analytics *analytics.DB
+	events    ingest.Log
+	consumer  *analytics.Consumer
+	caller    *api.Caller
+	log       *slog.Logger
+}
+
 // ShopifyWebhook is POST /integrations/shopify/webhooks.
-func (s *Service) ShopifyWebhook(r *api.Request, w *api.ShopifyWebhook) (*api.Result, error) {
+func (s *shopifyService) ShopifyWebhook(r *api.Request, w *api.ShopifyWebhook) (*api.Result, error) {
 	in, err := shopifyInput(w)
 	if err != nil {
 		return nil, err
@@ -217,7 +230,7 @@ func (s *Service) ShopifyWebhook(r *api.Request, w *api.ShopifyWebhook) (*api.Re
 
 // readerMatch is the customer as the analytics store knows readers (their address, and the
 // viewer id the address has in the tenant).
-func (s *Service) readerMatch(t storage.Tenant, email string) (analytics.ReaderMatch, error) {
+func (s *shopifyService) readerMatch(t storage.Tenant, email string) (analytics.ReaderMatch, error) {
 	m := analytics.ReaderMatch{Workspace: t.Workspace, Mode: string(rune(t.Mode)), Email: email}
 	if email == "" {
 		return m, nil
@@ -231,7 +244,7 @@ func (s *Service) readerMatch(t storage.Tenant, email string) (analytics.ReaderM
 }
 
 // customerSubscribers are the tenant's access-list entries of an address.
-func (s *Service) customerSubscribers(t storage.Tenant, email string) ([]*storage.Subscriber, error) {
+func (s *shopifyService) customerSubscribers(t storage.Tenant, email string) ([]*storage.Subscriber, error) {
 	if email == "" {
 		return nil, nil
 	}
@@ -250,7 +263,7 @@ var errLogWait = &api.Error{Status: 503, Type: api.TypeUnavailable,
 // dispatcher when the tenant has subscriptions, have stored every event of the tenant's log
 // partition that was in the log when it was called: so a count or an erasure covers every
 // reader event logged before the request.
-func (s *Service) waitLogged(r *api.Request) error {
+func (s *shopifyService) waitLogged(r *api.Request) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ShopifyLogWait)
 	defer cancel()
 	t := r.Auth.Tenant
@@ -297,7 +310,7 @@ func (s *Service) waitLogged(r *api.Request) error {
 	}
 }
 
-func (s *Service) shopifyDataRequest(r *api.Request, in *shopifyRequest) (shopifyCounts, error) {
+func (s *shopifyService) shopifyDataRequest(r *api.Request, in *shopifyRequest) (shopifyCounts, error) {
 	t := r.Auth.Tenant
 	counts := shopifyCounts{"viewers": 0, "subscribers": 0, "events": 0, "sessions": 0, "leads": 0, "webhook_deliveries": 0}
 	if in.email == "" {
@@ -337,7 +350,7 @@ func (s *Service) shopifyDataRequest(r *api.Request, in *shopifyRequest) (shopif
 // viewer record still gives the viewer id), then the access-list entries (through the book
 // actors), the webhook payloads naming the address, and last the viewer record. Each step
 // finds nothing the second time, so a request that failed half-way is completed by its retry.
-func (s *Service) shopifyRedactCustomer(r *api.Request, in *shopifyRequest) (shopifyCounts, error) {
+func (s *shopifyService) shopifyRedactCustomer(r *api.Request, in *shopifyRequest) (shopifyCounts, error) {
 	t := r.Auth.Tenant
 	counts := shopifyCounts{"viewers": 0, "subscribers": 0, "events": 0, "sessions": 0, "leads": 0, "webhook_deliveries": 0}
 	if in.email == "" {
@@ -400,7 +413,7 @@ var redactedPayload = []byte(`{"redacted":true}`)
 // payloads were shared carries its own: it is rewritten without it once finished (no attempt
 // writes it any more); an unfinished one loses it at its next attempt, whose record write
 // drops it.
-func (s *Service) customerDeliveries(t storage.Tenant, email string, scrub bool) (int, error) {
+func (s *shopifyService) customerDeliveries(t storage.Tenant, email string, scrub bool) (int, error) {
 	match := func(p []byte) bool { return payloadNames(p, email) }
 	events, err := s.Store.WebhookPayloadsMatching(t, match)
 	if err != nil {
@@ -511,7 +524,7 @@ func hostChar(c byte, next bool) bool {
 // shopifyRedactShop erases the shop's data: its catalogs (source shopify, external_id or
 // source_url host equal to the shop domain). The shop's stored answers and audit records are
 // removed by the caller in the batch that records this request.
-func (s *Service) shopifyRedactShop(r *api.Request, in *shopifyRequest) (shopifyCounts, error) {
+func (s *shopifyService) shopifyRedactShop(r *api.Request, in *shopifyRequest) (shopifyCounts, error) {
 	catalogs, items, err := s.redactShopCatalogs(r.Auth.Tenant, in.shop)
 	if err != nil {
 		return nil, err
@@ -521,7 +534,7 @@ func (s *Service) shopifyRedactShop(r *api.Request, in *shopifyRequest) (shopify
 
 // shopCatalogs are the tenant's active catalogs of a shop: source shopify, and an external id
 // or a source URL host equal to the shop domain (ignoring case).
-func (s *Service) shopCatalogs(t storage.Tenant, shop string) ([]*storage.Catalog, error) {
+func (s *shopifyService) shopCatalogs(t storage.Tenant, shop string) ([]*storage.Catalog, error) {
 	all, err := s.Store.Catalogs(t, 0, 0)
 	if err != nil {
 		return nil, err
@@ -551,7 +564,7 @@ func (s *Service) shopCatalogs(t storage.Tenant, shop string) ([]*storage.Catalo
 // redactShopCatalogs deletes the shop's catalogs through the workspace actor (archived: gone
 // from the API at once, their items purged by a background job) and returns how many catalogs
 // and items (as their last sync counted them) went.
-func (s *Service) redactShopCatalogs(t storage.Tenant, shop string) (catalogs int, items int64, err error) {
+func (s *shopifyService) redactShopCatalogs(t storage.Tenant, shop string) (catalogs int, items int64, err error) {
 	list, err := s.shopCatalogs(t, shop)
 	if err != nil {
 		return 0, 0, err
@@ -582,7 +595,7 @@ var workspaceSlugRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$`)
 //
 // The workspace is shared by both modes, so only a live key renames it: the test mode is a
 // sandbox whose calls change nothing a live reader sees.
-func (s *Service) ShopifyWorkspaceName(r *api.Request, in *api.ShopifyWorkspaceName) (*api.Result, error) {
+func (s *shopifyService) ShopifyWorkspaceName(r *api.Request, in *api.ShopifyWorkspaceName) (*api.Result, error) {
 	if r.Auth.Tenant.Mode != storage.ModeLive {
 		return nil, &api.Error{Status: 403, Type: api.TypeForbidden,
 			Message: "the workspace is renamed with a live key: test-mode keys change nothing outside the sandbox"}

@@ -36,7 +36,7 @@ type templateJSON struct {
 	Thumbnails   map[string]string `json:"thumbnails"`
 }
 
-func (s *Service) ListTemplates(_ *api.Request, in *api.TemplateList) (*api.Result, error) {
+func (s *catalogService) ListTemplates(_ *api.Request, in *api.TemplateList) (*api.Result, error) {
 	typ := strings.TrimSpace(in.Type)
 	switch typ {
 	case "", convert.TemplateProduct, convert.TemplatePost:
@@ -55,7 +55,7 @@ func (s *Service) ListTemplates(_ *api.Request, in *api.TemplateList) (*api.Resu
 		id := strconv.FormatInt(t.ID, 10)
 		thumbs := map[string]string{}
 		for size := range templateThumbSizes {
-			thumbs[size] = s.cfg.PublicURL + "/template-thumbnails/" + id + "-" + size + ".jpg"
+			thumbs[size] = s.publicURL + "/template-thumbnails/" + id + "-" + size + ".jpg"
 		}
 		data = append(data, templateJSON{ID: id, Key: t.Key, Name: t.Name, Type: t.Type, IsDefault: t.IsDefault,
 			Description: t.Description, ItemsPerPage: t.ItemsPerPage, Thumbnails: thumbs})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"flipbook/actors"
+	"flipbook/analytics"
 	"flipbook/api"
 	"flipbook/errs"
 	"flipbook/ingest"
@@ -56,7 +57,18 @@ func eventLabel(v string) string {
 	return v
 }
 
-func (s *Service) webhookJSON(w *storage.WebhookSubscription) (webhookJSON, error) {
+// webhookService runs the webhook operations (spec §4.7): subscriptions and deliveries in the
+// store, changed through the actors; sample payloads from DuckDB's recent events.
+type webhookService struct {
+	links
+	Store        *storage.Store
+	Actors       *actors.System
+	Analytics    *analytics.DB
+	cursors      *cursors
+	allowPrivate bool // Config.AllowPrivateTargets: the SSRF guard's policy
+}
+
+func (s *webhookService) webhookJSON(w *storage.WebhookSubscription) (webhookJSON, error) {
 	n, err := s.Store.WebhookCount(w.Tenant(), w.ID)
 	if err != nil {
 		return webhookJSON{}, err
@@ -89,7 +101,7 @@ func orEmpty[T any](s []T) []T {
 	return s
 }
 
-func (s *Service) ListWebhooks(r *api.Request) (*api.Result, error) {
+func (s *webhookService) ListWebhooks(r *api.Request) (*api.Result, error) {
 	list, err := s.Store.WebhookSubscriptions(r.Auth.Tenant)
 	if err != nil {
 		return nil, err
@@ -107,7 +119,7 @@ func (s *Service) ListWebhooks(r *api.Request) (*api.Result, error) {
 // fields, and settings not Set, were not given), checking what the parameter table cannot:
 // event type values, the target URL (https, public address), and that filtered books and
 // tracked links belong to the workspace.
-func (s *Service) webhookInput(r *api.Request, name, provider, target *string, events []any,
+func (s *webhookService) webhookInput(r *api.Request, name, provider, target *string, events []any,
 	set *api.WebhookSettings) (*actors.WebhookPatch, error) {
 	p := &actors.WebhookPatch{Provider: provider, IsActive: set.IsActive}
 	v := api.Validation{}
@@ -120,7 +132,7 @@ func (s *Service) webhookInput(r *api.Request, name, provider, target *string, e
 	}
 	if target != nil {
 		u := *target
-		pol := outbound.Policy{AllowPrivate: s.cfg.AllowPrivateTargets}
+		pol := outbound.Policy{AllowPrivate: s.allowPrivate}
 		if err := pol.CheckURL(detached(r), u); err != nil {
 			v.Add("target_url", err.Error())
 		}
@@ -176,7 +188,7 @@ func webhookEventTypes(list []any, v api.Validation) []string {
 
 // webhookFilters reads the filters given into a filter set without repeats, recording in v the
 // books and tracked links that are not the workspace's.
-func (s *Service) webhookFilters(r *api.Request, in *api.WebhookFilters, v api.Validation) (*storage.WebhookFilters, error) {
+func (s *webhookService) webhookFilters(r *api.Request, in *api.WebhookFilters, v api.Validation) (*storage.WebhookFilters, error) {
 	f := &storage.WebhookFilters{}
 	for i, rid := range in.BookIDs {
 		if _, err := s.Store.GetBook(r.Auth.Tenant, rid); err != nil {
@@ -227,7 +239,7 @@ func containsInt(list []int64, v int64) bool {
 	return false
 }
 
-func (s *Service) CreateWebhook(r *api.Request, in *api.WebhookCreate) (*api.Result, error) {
+func (s *webhookService) CreateWebhook(r *api.Request, in *api.WebhookCreate) (*api.Result, error) {
 	p, err := s.webhookInput(r, &in.Name, &in.Provider, &in.TargetURL, in.EventTypes, &in.WebhookSettings)
 	if err != nil {
 		return nil, err
@@ -251,7 +263,7 @@ func (s *Service) CreateWebhook(r *api.Request, in *api.WebhookCreate) (*api.Res
 	return &api.Result{Status: 201, Data: data}, nil
 }
 
-func (s *Service) UpdateWebhook(r *api.Request, in *api.WebhookUpdate) (*api.Result, error) {
+func (s *webhookService) UpdateWebhook(r *api.Request, in *api.WebhookUpdate) (*api.Result, error) {
 	id := in.Subscription
 	if _, err := s.Store.WebhookSubscription(r.Auth.Tenant, id); err != nil {
 		return nil, notFoundAs(notFoundErr(err), "webhook subscription")
@@ -279,7 +291,7 @@ func notFoundErr(err error) error {
 	return err
 }
 
-func (s *Service) DeleteWebhook(r *api.Request, in *api.WebhookDelete) (*api.Result, error) {
+func (s *webhookService) DeleteWebhook(r *api.Request, in *api.WebhookDelete) (*api.Result, error) {
 	id := in.Subscription
 	if _, err := s.Actors.DeleteWebhook(r.Auth.Tenant, id); err != nil {
 		return nil, notFoundAs(err, "webhook subscription")
@@ -291,7 +303,7 @@ func (s *Service) DeleteWebhook(r *api.Request, in *api.WebhookDelete) (*api.Res
 // MaxOptionBooks bounds the books the options operation lists (newest first).
 const MaxOptionBooks = 1000
 
-func (s *Service) WebhookOptions(r *api.Request) (*api.Result, error) {
+func (s *webhookService) WebhookOptions(r *api.Request) (*api.Result, error) {
 	page, err := s.Store.ListBooks(r.Auth.Tenant, storage.BookQuery{Sort: storage.SortCreated, Desc: true, Limit: MaxOptionBooks})
 	if err != nil {
 		return nil, err
@@ -330,7 +342,7 @@ func (s *Service) WebhookOptions(r *api.Request) (*api.Result, error) {
 // samplePayloads returns up to perType recent payloads of each webhook type of the tenant (newest
 // first), built from the events stored in DuckDB exactly as the dispatcher builds deliveries,
 // and the types that had none.
-func (s *Service) samplePayloads(r *api.Request, types []string, perType int) ([]actors.WebhookPayload, []string, error) {
+func (s *webhookService) samplePayloads(r *api.Request, types []string, perType int) ([]actors.WebhookPayload, []string, error) {
 	var readerTypes []string
 	for _, t := range types {
 		readerTypes = append(readerTypes, actors.ReaderTypesOf(t)...)
@@ -370,7 +382,7 @@ func (s *Service) samplePayloads(r *api.Request, types []string, perType int) ([
 
 // examplePayload is a made-up payload of a type, for a workspace without such events yet: on
 // its newest book when it has one.
-func (s *Service) examplePayload(r *api.Request, typ string) actors.WebhookPayload {
+func (s *webhookService) examplePayload(r *api.Request, typ string) actors.WebhookPayload {
 	rid, title := "bk_example", "Example flipbook"
 	if page, err := s.Store.ListBooks(r.Auth.Tenant, storage.BookQuery{Sort: storage.SortCreated, Desc: true, Limit: 1}); err == nil && len(page.Books) > 0 {
 		rid, title = page.Books[0].RandomID, page.Books[0].Name
@@ -394,7 +406,7 @@ func (s *Service) examplePayload(r *api.Request, typ string) actors.WebhookPaylo
 	return p
 }
 
-func (s *Service) WebhookSampleEvents(r *api.Request, in *api.WebhookSampleEvents) (*api.Result, error) {
+func (s *webhookService) WebhookSampleEvents(r *api.Request, in *api.WebhookSampleEvents) (*api.Result, error) {
 	types := api.WebhookEventValues()
 	if raw := strings.TrimSpace(in.EventTypes); raw != "" {
 		types = nil
@@ -473,7 +485,7 @@ func deliveryWire(d *storage.WebhookDelivery) deliveryJSON {
 	return out
 }
 
-func (s *Service) loadWebhook(r *api.Request, id int64) (*storage.WebhookSubscription, error) {
+func (s *webhookService) loadWebhook(r *api.Request, id int64) (*storage.WebhookSubscription, error) {
 	w, err := s.Store.WebhookSubscription(r.Auth.Tenant, id)
 	if errors.Is(err, errs.ErrNotFound) {
 		return nil, api.ErrNotFound("webhook subscription")
@@ -481,7 +493,7 @@ func (s *Service) loadWebhook(r *api.Request, id int64) (*storage.WebhookSubscri
 	return w, err
 }
 
-func (s *Service) ListWebhookDeliveries(r *api.Request, in *api.WebhookDeliveries) (*api.Result, error) {
+func (s *webhookService) ListWebhookDeliveries(r *api.Request, in *api.WebhookDeliveries) (*api.Result, error) {
 	w, err := s.loadWebhook(r, in.Subscription)
 	if err != nil {
 		return nil, err
@@ -522,7 +534,7 @@ func (s *Service) ListWebhookDeliveries(r *api.Request, in *api.WebhookDeliverie
 	return &api.Result{Data: data, Meta: listMeta{NextCursor: next, HasMore: more, Limit: int(limit)}}, nil
 }
 
-func (s *Service) TestWebhook(r *api.Request, in *api.WebhookTest) (*api.Result, error) {
+func (s *webhookService) TestWebhook(r *api.Request, in *api.WebhookTest) (*api.Result, error) {
 	w, err := s.loadWebhook(r, in.Subscription)
 	if err != nil {
 		return nil, err
@@ -555,9 +567,9 @@ func (s *Service) TestWebhook(r *api.Request, in *api.WebhookTest) (*api.Result,
 
 // DispatchSample is POST /webhooks: one sample event sent now, unsigned (no subscription, so no
 // secret), through the outbound guard; a failed send is a 502 saying why.
-func (s *Service) DispatchSample(r *api.Request, in *api.WebhookDispatchSample) (*api.Result, error) {
+func (s *webhookService) DispatchSample(r *api.Request, in *api.WebhookDispatchSample) (*api.Result, error) {
 	target := in.URL
-	pol := outbound.Policy{AllowPrivate: s.cfg.AllowPrivateTargets}
+	pol := outbound.Policy{AllowPrivate: s.allowPrivate}
 	if err := pol.CheckURL(detached(r), target); err != nil {
 		return nil, api.FieldError("url", err.Error())
 	}
@@ -597,7 +609,7 @@ func (s *Service) DispatchSample(r *api.Request, in *api.WebhookDispatchSample) 
 
 // sampleRecords are the data of a sample event: the workspace's newest book (flipbook.*) or
 // access-list entry (subscriber.added), or an example when it has none.
-func (s *Service) sampleRecords(r *api.Request, event string) ([]any, error) {
+func (s *webhookService) sampleRecords(r *api.Request, event string) ([]any, error) {
 	t := r.Auth.Tenant
 	if event == "subscriber.added" {
 		subs, _, err := s.Store.Subscribers(t, func(*storage.Subscriber) bool { return true }, 0, 1)

@@ -21,9 +21,12 @@ import (
 	"flipbook/internal/testutil"
 )
 
-// BenchmarkGetBook measures the handler path of GET /books/{book} without the network.
+// BenchmarkGetBook measures the handler path of GET /books/{book} without the network, with the
+// request log serve writes (a RequestLog on a LogWriter; here to io.Discard).
 func BenchmarkGetBook(b *testing.B) {
-	h := newHarness(b, nil)
+	logw := NewLogWriter(io.Discard)
+	defer logw.Close()
+	h := newHarness(b, func(c *Config) { c.RequestLog = &RequestLog{W: logw} })
 	key := h.workspace(b, "company", "live")
 	rid := h.konva(b, key, "bench", "draft")
 	handler := h.svc.Handler()

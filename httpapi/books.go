@@ -7,6 +7,7 @@ import (
 	"html"
 	"time"
 
+	"flipbook/actors"
 	"flipbook/api"
 	"flipbook/errs"
 	"flipbook/storage"
@@ -115,7 +116,19 @@ const (
 	NameScanBudget = 5000
 )
 
-func (s *Service) ListBooks(r *api.Request, in *api.BookList) (*api.Result, error) {
+// bookService runs the book operations (spec §4.1): books, uploads and their batches, editor
+// books and books from templates, in the store and the blob store, created and changed
+// through the actors (which convert uploads).
+type bookService struct {
+	links
+	Store          *storage.Store
+	Actors         *actors.System
+	cursors        *cursors
+	maxUploadBytes int  // Config.MaxUploadBytes
+	allowPrivate   bool // Config.AllowPrivateTargets: the SSRF guard's policy for template images
+}
+
+func (s *bookService) ListBooks(r *api.Request, in *api.BookList) (*api.Result, error) {
 	q := storage.BookQuery{Limit: DefaultBookLimit, Sort: storage.SortCreated, Desc: true, ScanBudget: NameScanBudget}
 	if in.Limit > 0 {
 		q.Limit = int(in.Limit)
@@ -158,7 +171,7 @@ func (s *Service) ListBooks(r *api.Request, in *api.BookList) (*api.Result, erro
 }
 
 // bookOf is the caller's book rid (a 404 when the workspace has none such).
-func (s *Service) bookOf(r *api.Request, rid string) (*storage.Book, error) {
+func (s *bookService) bookOf(r *api.Request, rid string) (*storage.Book, error) {
 	return tenantBook(s.Store, r, rid)
 }
 
@@ -171,7 +184,7 @@ func tenantBook(st *storage.Store, r *api.Request, rid string) (*storage.Book, e
 	return b, err
 }
 
-func (s *Service) GetBook(r *api.Request, in *api.BookPath) (*api.Result, error) {
+func (s *bookService) GetBook(r *api.Request, in *api.BookPath) (*api.Result, error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
@@ -179,7 +192,7 @@ func (s *Service) GetBook(r *api.Request, in *api.BookPath) (*api.Result, error)
 	return &api.Result{Data: s.bookWire(b)}, nil
 }
 
-func (s *Service) UpdateBook(r *api.Request, in *api.BookUpdate) (*api.Result, error) {
+func (s *bookService) UpdateBook(r *api.Request, in *api.BookUpdate) (*api.Result, error) {
 	if _, err := s.bookOf(r, in.Book); err != nil { // 404 without spawning an actor for unknown ids
 		return nil, err
 	}
@@ -193,7 +206,7 @@ func (s *Service) UpdateBook(r *api.Request, in *api.BookUpdate) (*api.Result, e
 	return &api.Result{Data: s.bookWire(b)}, nil
 }
 
-func (s *Service) DeleteBook(r *api.Request, in *api.BookPath) (*api.Result, error) {
+func (s *bookService) DeleteBook(r *api.Request, in *api.BookPath) (*api.Result, error) {
 	if _, err := s.bookOf(r, in.Book); err != nil {
 		return nil, err
 	}

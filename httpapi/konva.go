@@ -28,7 +28,7 @@ const KonvaMaxPixels = 500_000_000
 // in all (422 on page_images) refuse the request before any pixel is decoded. Then each page is
 // decoded to prove it whole (under the process-wide decode budget), dropped, and stored as
 // sent; a given thumbnail is kept as sent, else one is made from page 1 while it is decoded.
-func (s *Service) CreateKonva(r *api.Request, in *api.KonvaCreate) (*api.Result, error) {
+func (s *bookService) CreateKonva(r *api.Request, in *api.KonvaCreate) (*api.Result, error) {
 	raws := in.PageImages
 	var thumbRaw string
 	if in.Thumbnail != nil {
@@ -89,7 +89,7 @@ func konvaHeader(raw string) (convert.Header, error) {
 // once, each image decoded only while it is checked; then the thumbnail; then creates b. A page
 // that does not decode is a 422 on its index (all such pages are reported); once one has failed
 // no more pages are stored. On any failure b's files are removed again.
-func (s *Service) createKonvaBook(ctx context.Context, t storage.Tenant, b *storage.Book, raws []string,
+func (s *bookService) createKonvaBook(ctx context.Context, t storage.Tenant, b *storage.Book, raws []string,
 	heads []convert.Header, thumbRaw string, thumbHead convert.Header) (*storage.Book, error) {
 	rid := b.RandomID
 	ok := false
@@ -209,7 +209,7 @@ func newBook(name, source, status string) *storage.Book {
 
 // createBookFromImages stores pages (and thumb, or one made from page 1) as b's files and creates
 // the book through its workspace actor. On failure the files are removed again.
-func (s *Service) createBookFromImages(t storage.Tenant, b *storage.Book, pages []*convert.Image, thumb *convert.Image) (*storage.Book, error) {
+func (s *bookService) createBookFromImages(t storage.Tenant, b *storage.Book, pages []*convert.Image, thumb *convert.Image) (*storage.Book, error) {
 	rid := b.RandomID
 	ok := false
 	defer func() {

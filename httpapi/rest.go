@@ -45,13 +45,15 @@ func (s *Service) backends() api.Backends {
 		readersBatch: &s.readersBatch, log: s.log}
 	hooks := &webhookService{links: s.links, Store: s.Store, Actors: s.Actors, Analytics: s.Analytics,
 		cursors: &s.cursors, allowPrivate: s.cfg.AllowPrivateTargets}
+	books := &bookService{links: s.links, Store: s.Store, Actors: s.Actors, cursors: &s.cursors,
+		maxUploadBytes: s.cfg.MaxUploadBytes, allowPrivate: s.cfg.AllowPrivateTargets}
 	bulk := &bulkService{Store: s.Store, Actors: s.Actors}
 	access := &accessService{links: s.links, Store: s.Store, Actors: s.Actors}
 	brand := &brandService{links: s.links, Store: s.Store, Actors: s.Actors, log: s.log}
 	catalogs := &catalogService{links: s.links, Store: s.Store, Actors: s.Actors, cursors: &s.cursors, log: s.log}
 	shopify := &shopifyService{Store: s.Store, Actors: s.Actors, Analytics: s.Analytics, events: s.events,
 		consumer: s.consumer, caller: s.caller, log: s.log}
-	return api.Backends{Books: s, Access: access, Brand: brand, General: s, Analytics: stats,
+	return api.Backends{Books: books, Access: access, Brand: brand, General: s, Analytics: stats,
 		Webhooks: hooks, Catalogs: catalogs, Bulk: bulk, Shopify: shopify}
 }
 

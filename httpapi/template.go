@@ -21,7 +21,7 @@ var sourceTypes = map[string][]string{
 	"woocommerce": {"products"},
 }
 
-func (s *Service) CreateFromTemplate(r *api.Request, in *api.TemplateCreate) (*api.Result, error) {
+func (s *bookService) CreateFromTemplate(r *api.Request, in *api.TemplateCreate) (*api.Result, error) {
 	source, sourceType := in.Source, in.SourceType
 	v := api.Validation{}
 	if !api.Contains(sourceTypes[source], sourceType) {
@@ -51,7 +51,7 @@ func (s *Service) CreateFromTemplate(r *api.Request, in *api.TemplateCreate) (*a
 	for i, it := range in.Content {
 		doc.Items[i] = convert.Item(it)
 	}
-	f := newFetcher(s.cfg.AllowPrivateTargets)
+	f := newFetcher(s.allowPrivate)
 	defer f.close()
 	ctx, cancel := context.WithTimeout(context.Background(), f.limits.Overall)
 	defer cancel()

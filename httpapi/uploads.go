@@ -21,7 +21,7 @@ import (
 const DefaultMaxUploadBytes = 200 << 20
 
 // uploadBook is POST /books: one multipart file, stored and queued by acceptUpload.
-func (s *Service) UploadBook(r *api.Request, in *api.BookUpload) (*api.Result, error) {
+func (s *bookService) UploadBook(r *api.Request, in *api.BookUpload) (*api.Result, error) {
 	files := in.Files
 	if len(files) != 1 {
 		return nil, api.FieldError("files", "send exactly one file per request")
@@ -54,12 +54,12 @@ type uploadOptions struct {
 // base64 content of an MCP call): it stores the file durably, recognises its type from its
 // content, and creates its book (page images "processing") and its batch in one commit. field
 // names the parameter in validation errors.
-func (s *Service) acceptUpload(t storage.Tenant, field string, src io.Reader, size int64, filename string, o uploadOptions) (*storage.Upload, *storage.Book, error) {
+func (s *bookService) acceptUpload(t storage.Tenant, field string, src io.Reader, size int64, filename string, o uploadOptions) (*storage.Upload, *storage.Book, error) {
 	switch {
 	case size == 0:
 		return nil, nil, api.FieldError(field, "is empty")
-	case size > int64(s.cfg.MaxUploadBytes):
-		return nil, nil, api.FieldError(field, fmt.Sprintf("is larger than the upload limit of %d MB", s.cfg.MaxUploadBytes>>20))
+	case size > int64(s.maxUploadBytes):
+		return nil, nil, api.FieldError(field, fmt.Sprintf("is larger than the upload limit of %d MB", s.maxUploadBytes>>20))
 	}
 	batchID := actors.RandomString(20)
 	stored := false
@@ -182,7 +182,7 @@ type batchJSON struct {
 // batchWire renders a batch with the Book objects it produced (those still existing): the same
 // object in every form (GET /batches/{id}, the upload status, the active uploads, a cancel), so
 // a client polling the upload status gets the finished book without another call (docs/DECISIONS.md).
-func (s *Service) batchWire(u *storage.Upload) *batchJSON {
+func (s *bookService) batchWire(u *storage.Upload) *batchJSON {
 	out := &batchJSON{ID: u.ID, BatchID: u.ID, Status: u.Status, Files: []batchFileJSON{}, Books: []json.RawMessage{},
 		CreatedAt: fmtTime(u.CreatedAt), StartedAt: fmtTimePtr(u.StartedAt), FinishedAt: fmtTimePtr(u.FinishedAt),
 		CancelledAt: fmtTimePtr(u.CancelledAt)}
@@ -212,7 +212,7 @@ func (s *Service) batchWire(u *storage.Upload) *batchJSON {
 	return out
 }
 
-func (s *Service) loadUpload(r *api.Request, id string) (*storage.Upload, error) {
+func (s *bookService) loadUpload(r *api.Request, id string) (*storage.Upload, error) {
 	u, err := s.Store.Upload(r.Auth.Tenant, id)
 	if errors.Is(err, errs.ErrNotFound) {
 		return nil, api.ErrNotFound("batch")
@@ -220,7 +220,7 @@ func (s *Service) loadUpload(r *api.Request, id string) (*storage.Upload, error)
 	return u, err
 }
 
-func (s *Service) GetBatch(r *api.Request, in *api.BatchPath) (*api.Result, error) {
+func (s *bookService) GetBatch(r *api.Request, in *api.BatchPath) (*api.Result, error) {
 	u, err := s.loadUpload(r, in.BatchID)
 	if err != nil {
 		return nil, err
@@ -228,7 +228,7 @@ func (s *Service) GetBatch(r *api.Request, in *api.BatchPath) (*api.Result, erro
 	return &api.Result{Data: s.batchWire(u)}, nil
 }
 
-func (s *Service) UploadStatus(r *api.Request, in *api.BatchPath) (*api.Result, error) {
+func (s *bookService) UploadStatus(r *api.Request, in *api.BatchPath) (*api.Result, error) {
 	u, err := s.loadUpload(r, in.BatchID)
 	if err != nil {
 		return nil, err
@@ -239,7 +239,7 @@ func (s *Service) UploadStatus(r *api.Request, in *api.BatchPath) (*api.Result, 
 // MaxActiveListed bounds the batches listed by the active-upload status.
 const MaxActiveListed = 200
 
-func (s *Service) ActiveUploads(r *api.Request) (*api.Result, error) {
+func (s *bookService) ActiveUploads(r *api.Request) (*api.Result, error) {
 	list, err := s.Store.ActiveUploads(r.Auth.Tenant, MaxActiveListed)
 	if err != nil {
 		return nil, err
@@ -257,7 +257,7 @@ func (s *Service) ActiveUploads(r *api.Request) (*api.Result, error) {
 	return &api.Result{Data: map[string]any{"state": state, "batches": batches}}, nil
 }
 
-func (s *Service) CancelBatch(r *api.Request, in *api.BatchPath) (*api.Result, error) {
+func (s *bookService) CancelBatch(r *api.Request, in *api.BatchPath) (*api.Result, error) {
 	u, err := s.Actors.CancelUpload(r.Auth.Tenant, in.BatchID)
 	switch {
 	case errors.Is(err, errs.ErrNotFound):

@@ -37,9 +37,9 @@ func (s *Service) operations() []*api.Operation {
 
 // backends are the domains that run the public operations, each a struct holding only what
 // its domain uses (the store, the actors, DuckDB, the event log, the cursor key, the public
-// URL): access, brand, analytics and exports, webhooks, catalogs, bulk settings, Shopify. Books
-// (uploads, batches, the editor, templates) and health and identity are still methods of
-// Service, which holds the conversion limits and the service's own state they read.
+// URL, a limit): books, access, brand, analytics and exports, webhooks, catalogs, bulk
+// settings, Shopify. Health and identity stay methods of Service: they report the service
+// itself (its operations, converters, cluster state).
 func (s *Service) backends() api.Backends {
 	stats := &analyticsService{Store: s.Store, Analytics: s.Analytics, cursors: &s.cursors,
 		readersBatch: &s.readersBatch, log: s.log}

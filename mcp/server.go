@@ -142,15 +142,25 @@ func New(caller *api.Caller, ops []*api.Operation, o Options) *Server {
 // principalKey is where verify leaves the caller in the SDK's token info.
 const principalKey = "principal"
 
-// verify resolves the bearer token for the SDK (its TokenInfo reaches every tool call).
-func (s *Server) verify(_ context.Context, token string, r *http.Request) (*sdkauth.TokenInfo, error) {
-	host, _, _ := net.SplitHostPort(r.RemoteAddr)
-	p, aerr := s.caller.Authenticate(token, host)
-	if aerr != nil {
-		if aerr.Status == 401 || aerr.Status == 429 {
-			return nil, sdkauth.ErrInvalidToken
+// authenticatedKey is the request's user value (and so its context value, through
+// fasthttpadaptor) holding the caller Serve authenticated: the SDK's verify takes it instead
+// of authenticating the same token a second time.
+type authenticatedKey struct{}
+
+// verify resolves the bearer token for the SDK (its TokenInfo reaches every tool call): the
+// caller Serve authenticated for this request, or (a handler called without Serve) the
+// token's own.
+func (s *Server) verify(ctx context.Context, token string, r *http.Request) (*sdkauth.TokenInfo, error) {
+	p, ok := ctx.Value(authenticatedKey{}).(*api.Principal)
+	if !ok {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		var aerr *api.Error
+		if p, aerr = s.caller.Authenticate(token, host); aerr != nil {
+			if aerr.Status == 401 || aerr.Status == 429 {
+				return nil, sdkauth.ErrInvalidToken
+			}
+			return nil, aerr
 		}
-		return nil, aerr
 	}
 	return &sdkauth.TokenInfo{Scopes: p.Key.Scopes, UserID: fmt.Sprintf("%d/%s", p.Tenant.Workspace, p.Tenant.Mode),
 		Extra: map[string]any{principalKey: p}}, nil
@@ -185,6 +195,7 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, reqID string, writeError func(*
 		writeError(ctx, aerr)
 		return
 	}
+	ctx.SetUserValue(authenticatedKey{}, p)
 	if s.opts.Observe != nil {
 		s.opts.Observe(ctx, p, nil)
 	}

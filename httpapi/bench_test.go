@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"flipbook/mcp"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,6 +43,39 @@ func BenchmarkGetBook(b *testing.B) {
 			ctx.Request.Header.Set("Authorization", "Bearer "+key)
 			handler(&ctx)
 			if ctx.Response.StatusCode() != 200 {
+				b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+			}
+		}
+	})
+}
+
+// BenchmarkMCPGetBook measures tools/call books_get (protocol 2025-11-25, the fast path) on
+// the handler, without the network, with serve's request log.
+func BenchmarkMCPGetBook(b *testing.B) {
+	logw := NewLogWriter(io.Discard)
+	defer logw.Close()
+	h := newHarness(b, func(c *Config) { c.RequestLog = &RequestLog{W: logw} })
+	key := h.workspace(b, "company", "live")
+	rid := h.konva(b, key, "bench", "draft")
+	handler := h.svc.Handler()
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"books_get","arguments":{"book_id":"` + rid + `"}}}`)
+	auth := "Bearer " + key
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var ctx fasthttp.RequestCtx
+		for pb.Next() {
+			ctx.Request.Reset()
+			ctx.Response.Reset()
+			ctx.Request.Header.SetMethod("POST")
+			ctx.Request.SetRequestURI(mcp.Path)
+			ctx.Request.Header.Set("Authorization", auth)
+			ctx.Request.Header.SetContentType("application/json")
+			ctx.Request.Header.Set("Accept", "application/json, text/event-stream")
+			ctx.Request.Header.Set("MCP-Protocol-Version", "2025-11-25")
+			ctx.Request.SetBody(body)
+			handler(&ctx)
+			if ctx.Response.StatusCode() != 200 || bytes.Contains(ctx.Response.Body(), []byte(`"isError":true`)) {
 				b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
 			}
 		}

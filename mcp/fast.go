@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/bytedance/sonic"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -53,7 +52,7 @@ func (s *Server) serveFast(ctx *fasthttp.RequestCtx, p *api.Principal, reqID str
 	if ct, _, _ := bytes.Cut(h.ContentType(), []byte(";")); !bytes.EqualFold(bytes.TrimSpace(ct), []byte("application/json")) {
 		return false
 	}
-	if !acceptsBoth(string(h.Peek("Accept"))) {
+	if !acceptsBoth(h.Peek("Accept")) {
 		return false
 	}
 	body := ctx.PostBody()
@@ -159,16 +158,22 @@ func appendEscaped(out, text []byte) []byte {
 	}
 }
 
-func acceptsBoth(accept string) bool {
+// acceptsBoth reports whether an Accept header takes both JSON and an event stream (the
+// Streamable HTTP transport's requirement). It reads the header in place: it runs on every
+// tools/call of the fast path.
+func acceptsBoth(accept []byte) bool {
 	jsonOK, streamOK := false, false
-	for _, raw := range strings.Split(accept, ",") {
-		base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
-		switch strings.ToLower(strings.TrimSpace(base)) {
-		case "application/json", "application/*":
+	for len(accept) > 0 {
+		var raw []byte
+		raw, accept, _ = bytes.Cut(accept, []byte(","))
+		base, _, _ := bytes.Cut(raw, []byte(";"))
+		base = bytes.TrimSpace(base)
+		switch {
+		case bytes.EqualFold(base, []byte("application/json")), bytes.EqualFold(base, []byte("application/*")):
 			jsonOK = true
-		case "text/event-stream", "text/*":
+		case bytes.EqualFold(base, []byte("text/event-stream")), bytes.EqualFold(base, []byte("text/*")):
 			streamOK = true
-		case "*/*":
+		case bytes.Equal(base, []byte("*/*")):
 			jsonOK, streamOK = true, true
 		}
 	}

@@ -89,7 +89,7 @@ func checkMessage(ctx *fasthttp.RequestCtx) (bool, idFixes) {
 	for _, v := range h.PeekAll("Accept") {
 		accept = append(accept, string(v))
 	}
-	if !acceptsBoth(strings.Join(accept, ",")) {
+	if !acceptsBoth([]byte(strings.Join(accept, ","))) {
 		rpcError(ctx, 406, nil, codeInvalidRequest, "Not Acceptable: Accept must list both application/json and text/event-stream")
 		return true, nil
 	}

@@ -172,7 +172,13 @@ func (s *Server) run(ctx context.Context, op *api.Operation, p *api.Principal, r
 func (s *Server) bind(op *api.Operation, args map[string]any, in *api.Input) ([]*multipart.Form, *api.Error) {
 	var forms []*multipart.Form
 	known := map[string]bool{}
-	v := api.Validation{}
+	var v api.Validation // made at the first refusal: a valid call allocates none
+	add := func(field, msg string) {
+		if v == nil {
+			v = api.Validation{}
+		}
+		v.Add(field, msg)
+	}
 	for i := range op.Params {
 		p := &op.Params[i]
 		known[p.ArgName()] = true
@@ -188,20 +194,20 @@ func (s *Server) bind(op *api.Operation, args map[string]any, in *api.Input) ([]
 		if k, ok := args[IdempotencyKeyArg]; ok {
 			ks, isStr := k.(string)
 			if !isStr {
-				v.Add(IdempotencyKeyArg, "must be a string")
+				add(IdempotencyKeyArg, "must be a string")
 			}
 			in.IdempotencyKey = ks
 		}
 	}
 	for name := range args {
 		if !known[name] {
-			v.Add(name, "is not an argument of "+op.Tool)
+			add(name, "is not an argument of "+op.Tool)
 		}
 	}
 	for _, fp := range fileParams(op) {
 		b64, name, err := fileArg(args, fp.args)
 		if err != "" {
-			v.Add(name, err)
+			add(name, err)
 			continue
 		}
 		if b64 == nil {
@@ -213,7 +219,7 @@ func (s *Server) bind(op *api.Operation, args map[string]any, in *api.Input) ([]
 		}
 		fh, form, ferr := fileHeader(fp.param, filename, b64)
 		if ferr != nil {
-			v.Add(name, ferr.Error())
+			add(name, ferr.Error())
 			continue
 		}
 		forms = append(forms, form)

@@ -201,37 +201,12 @@ func (w *catalogWorker) kick(c *actor.Context) {
 
 // step runs one chunk of the current job, starting the next job first when none is running.
 func (w *catalogWorker) step() error {
-	st, t := w.s.Store, w.ref.t
 	if w.job == nil {
-		if len(w.queue) == 0 {
-			return nil
-		}
-		j, err := st.SyncJob(t, w.ref.id, w.queue[0])
-		if errors.Is(err, errs.ErrNotFound) || err == nil && j.Finished() {
-			delete(w.known, w.queue[0])
-			w.queue = w.queue[1:]
-			return nil
-		}
-		if err != nil {
+		if started, err := w.startJob(); !started {
 			return err
 		}
-		var raw []byte
-		if j.InputFile != "" {
-			raw, err = st.ReadSyncInput(j.InputFile)
-		} else {
-			raw, err = st.SyncInput(t, j.ID) // inputs stored in Pebble before they were files
-		}
-		if err != nil && !errors.Is(err, errs.ErrNotFound) {
-			return err
-		}
-		var input []map[string]json.RawMessage
-		if len(raw) > 0 {
-			if err := inputJSON.Unmarshal(raw, &input); err != nil {
-				return fmt.Errorf("job %d: input: %w", j.ID, err)
-			}
-		}
-		w.job, w.input = j, input
 	}
+	st, t := w.s.Store, w.ref.t
 	j := w.job
 	cat, err := st.Catalog(t, w.ref.id)
 	if err != nil {
@@ -246,50 +221,13 @@ func (w *catalogWorker) step() error {
 		j.Status, j.StartedAt = storage.SyncRunning, &now
 	}
 	b := st.NewBatch()
-	done := false
-	switch {
-	case j.Type == storage.SyncPurge:
-		ids, err := st.CatalogItemIDs(t, w.ref.id, 4*SyncChunk)
-		if err != nil {
-			b.Close()
-			return err
-		}
-		items, err := st.CatalogItemsGet(t, w.ref.id, ids)
-		if err != nil {
-			b.Close()
-			return err
-		}
-		for _, it := range items {
-			if it != nil {
-				b.DeleteCatalogItem(t, it)
-			}
-		}
-		state.Items = 0
-		done = len(ids) < 4*SyncChunk
-	case cat.Status == storage.CatalogArchived:
-		j.Status, j.Reason = storage.SyncCancelled, "the catalog was deleted"
-		done = true
-	default:
-		end := min(j.Processed+SyncChunk, len(w.input))
-		if err := w.apply(b, cat, state, j, j.Processed, end, now); err != nil {
-			b.Close()
-			return err
-		}
-		j.Processed = end
-		done = end >= len(w.input)
-	}
-	j.UpdatedAt = now
-	if done {
-		w.finish(j, state, now)
-		if err := b.EndSyncJob(j); err != nil {
-			b.Close()
-			return err
-		}
-	} else if err := b.PutSyncJob(j); err != nil {
+	done, err := w.runChunk(b, cat, state, j, now)
+	if err != nil {
 		b.Close()
 		return err
 	}
-	if err := b.PutCatalogState(t, w.ref.id, state); err != nil {
+	j.UpdatedAt = now
+	if err := w.writeProgress(b, j, state, done, now); err != nil {
 		b.Close()
 		return err
 	}
@@ -304,14 +242,115 @@ func (w *catalogWorker) step() error {
 		return err
 	}
 	if done {
-		st.RemoveSyncInput(j.InputFile)
-		delete(w.known, j.ID)
-		w.job, w.input = nil, nil
-		if len(w.queue) > 0 {
-			w.queue = w.queue[1:]
-		}
+		w.endJob(j)
 	}
 	return nil
+}
+
+// startJob makes the job at the head of the queue the running one, with its input. It reports
+// false when there is none to run (the queue is empty, or its head is gone or finished and is
+// dropped) or on an error.
+func (w *catalogWorker) startJob() (bool, error) {
+	if len(w.queue) == 0 {
+		return false, nil
+	}
+	j, err := w.s.Store.SyncJob(w.ref.t, w.ref.id, w.queue[0])
+	if errors.Is(err, errs.ErrNotFound) || err == nil && j.Finished() {
+		delete(w.known, w.queue[0])
+		w.queue = w.queue[1:]
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	input, err := w.jobInput(j)
+	if err != nil {
+		return false, err
+	}
+	w.job, w.input = j, input
+	return true, nil
+}
+
+// jobInput reads and decodes a job's input items (none when it has no input).
+func (w *catalogWorker) jobInput(j *storage.SyncJob) ([]map[string]json.RawMessage, error) {
+	st := w.s.Store
+	var raw []byte
+	var err error
+	if j.InputFile != "" {
+		raw, err = st.ReadSyncInput(j.InputFile)
+	} else {
+		raw, err = st.SyncInput(w.ref.t, j.ID) // inputs stored in Pebble before they were files
+	}
+	if err != nil && !errors.Is(err, errs.ErrNotFound) {
+		return nil, err
+	}
+	var input []map[string]json.RawMessage
+	if len(raw) > 0 {
+		if err := inputJSON.Unmarshal(raw, &input); err != nil {
+			return nil, fmt.Errorf("job %d: input: %w", j.ID, err)
+		}
+	}
+	return input, nil
+}
+
+// runChunk writes one chunk of the running job j to b: a purge deletes up to 4*SyncChunk
+// items, a job of an archived catalog is cancelled, and a sync applies the next SyncChunk
+// input items. It reports whether the job has nothing left to do. On an error the caller
+// closes b.
+func (w *catalogWorker) runChunk(b *storage.Batch, cat *storage.Catalog, state *storage.CatalogState, j *storage.SyncJob, now time.Time) (bool, error) {
+	st, t := w.s.Store, w.ref.t
+	switch {
+	case j.Type == storage.SyncPurge:
+		ids, err := st.CatalogItemIDs(t, w.ref.id, 4*SyncChunk)
+		if err != nil {
+			return false, err
+		}
+		items, err := st.CatalogItemsGet(t, w.ref.id, ids)
+		if err != nil {
+			return false, err
+		}
+		for _, it := range items {
+			if it != nil {
+				b.DeleteCatalogItem(t, it)
+			}
+		}
+		state.Items = 0
+		return len(ids) < 4*SyncChunk, nil
+	case cat.Status == storage.CatalogArchived:
+		j.Status, j.Reason = storage.SyncCancelled, "the catalog was deleted"
+		return true, nil
+	default:
+		end := min(j.Processed+SyncChunk, len(w.input))
+		if err := w.apply(b, cat, state, j, j.Processed, end, now); err != nil {
+			return false, err
+		}
+		j.Processed = end
+		return end >= len(w.input), nil
+	}
+}
+
+// writeProgress writes the job (ended when done, with its final status) and the catalog's
+// sync state to b. On an error the caller closes b.
+func (w *catalogWorker) writeProgress(b *storage.Batch, j *storage.SyncJob, state *storage.CatalogState, done bool, now time.Time) error {
+	if done {
+		w.finish(j, state, now)
+		if err := b.EndSyncJob(j); err != nil {
+			return err
+		}
+	} else if err := b.PutSyncJob(j); err != nil {
+		return err
+	}
+	return b.PutCatalogState(w.ref.t, w.ref.id, state)
+}
+
+// endJob forgets the job j, committed as finished, and its input, and takes it off the queue.
+func (w *catalogWorker) endJob(j *storage.SyncJob) {
+	w.s.Store.RemoveSyncInput(j.InputFile)
+	delete(w.known, j.ID)
+	w.job, w.input = nil, nil
+	if len(w.queue) > 0 {
+		w.queue = w.queue[1:]
+	}
 }
 
 // finish sets a job's final status (unless cancelled) and the catalog's last sync.

@@ -165,144 +165,187 @@ func checkValue(p *Param, field *fieldPath, raw any, fromString bool, v Validati
 		}
 		return nil, false
 	}
+	// One function per kind, each with checkValue's arguments: no closures, nothing escapes.
 	switch p.Kind {
 	case KString:
-		s, ok := raw.(string)
-		if !ok {
-			v.Add(field.String(), "must be a string")
-			return nil, false
-		}
-		if !checkString(p, field, s, v) {
-			return nil, false
-		}
-		return raw, true // the string as it came, not boxed again
+		return checkStringValue(p, field, raw, fromString, v)
 	case KInt:
-		n, ok := toInt(raw)
-		if !ok {
-			v.Add(field.String(), "must be an integer")
-			return nil, false
-		}
-		return n, checkRange(p, field, float64(n), v)
+		return checkIntValue(p, field, raw, fromString, v)
 	case KNumber:
-		f, ok := toFloat(raw)
-		if !ok {
-			v.Add(field.String(), "must be a number")
-			return nil, false
-		}
-		return f, checkRange(p, field, f, v)
+		return checkNumberValue(p, field, raw, fromString, v)
 	case KBool:
-		b, ok := toBool(raw, fromString)
-		if !ok {
-			v.Add(field.String(), "must be true or false")
-			return nil, false
-		}
-		return b, true
+		return checkBoolValue(p, field, raw, fromString, v)
 	case KDateTime:
-		s, ok := raw.(string)
-		if !ok {
-			v.Add(field.String(), "must be an RFC 3339 date-time string")
-			return nil, false
-		}
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			v.Add(field.String(), "must be an RFC 3339 date-time, such as 2026-01-31T09:00:00Z")
-			return nil, false
-		}
-		// An offset can carry year 0000 or 9999 out of the years RFC 3339 (and JSON answers)
-		// can write: "0000-01-01T00:00:00+01:00" is in year -1 (found by FuzzRESTValidation).
-		if t = t.UTC(); t.Year() < 1 || t.Year() > 9999 {
-			v.Add(field.String(), "must be a date-time between years 0001 and 9999 (UTC)")
-			return nil, false
-		}
-		return t, true
+		return checkDateTimeValue(p, field, raw, fromString, v)
 	case KObject:
-		m, ok := raw.(map[string]any)
-		if !ok {
-			v.Add(field.String(), "must be an object")
-			return nil, false
-		}
-		good := true
-		for _, k := range p.Refuse {
-			if _, ok := m[k]; ok {
-				v.Add(field.String()+"."+k, p.RefuseMsg)
-				good = false
-			}
-		}
-		if len(p.Props) == 0 {
-			return m, nestingOK(m, field, v) && good
-		}
-		declared := 0
-		for i := range p.Props {
-			sub := &p.Props[i]
-			rv, present := m[sub.Name]
-			if !present {
-				if sub.Required {
-					v.Add(field.String()+"."+sub.Name, "is required")
-					good = false
-				}
-				continue
-			}
-			declared++
-			field.push(sub.Name, 0)
-			val, ok := checkValue(sub, field, rv, fromString, v)
-			field.pop()
-			if ok {
-				m[sub.Name] = val
-			} else {
-				delete(m, sub.Name)
-				declared--
-				good = false
-			}
-		}
-		if declared < len(m) { // undeclared properties are dropped
-			for k := range m {
-				if !declaredProp(p.Props, k) {
-					delete(m, k)
-				}
-			}
-		}
-		return m, good
+		return checkObjectValue(p, field, raw, fromString, v)
 	case KFile:
-		fs, ok := raw.([]*multipart.FileHeader)
-		if !ok || len(fs) == 0 {
-			v.Add(field.String(), "must be a file sent as multipart/form-data")
-			return nil, false
-		}
-		if p.MaxItems > 0 && len(fs) > p.MaxItems {
-			v.Add(field.String(), fmt.Sprintf("must not have more than %d files", p.MaxItems))
-			return nil, false
-		}
-		return fs, true
+		return checkFileValue(p, field, raw, fromString, v)
 	case KArray:
-		a, ok := raw.([]any)
-		if !ok {
-			v.Add(field.String(), "must be an array")
-			return nil, false
-		}
-		if p.MinItems > 0 && len(a) < p.MinItems {
-			v.Add(field.String(), fmt.Sprintf("must have at least %d item%s", p.MinItems, Plural(p.MinItems)))
-			return nil, false
-		}
-		if p.MaxItems > 0 && len(a) > p.MaxItems {
-			v.Add(field.String(), fmt.Sprintf("must not have more than %d items", p.MaxItems))
-			return nil, false
-		}
-		if p.Items == nil {
-			return a, nestingOK(a, field, v)
-		}
-		good := true
-		for i, item := range a {
-			field.push("", i)
-			val, ok := checkValue(p.Items, field, item, fromString, v)
-			field.pop()
-			a[i] = val
-			good = good && ok
-		}
-		return a, good
+		return checkArrayValue(p, field, raw, fromString, v)
 	case KAny:
 		return raw, nestingOK(raw, field, v)
 	}
 	return raw, true
+}
+
+// checkStringValue is checkValue of a KString value.
+func checkStringValue(p *Param, field *fieldPath, raw any, _ bool, v Validation) (any, bool) {
+	s, ok := raw.(string)
+	if !ok {
+		v.Add(field.String(), "must be a string")
+		return nil, false
+	}
+	if !checkString(p, field, s, v) {
+		return nil, false
+	}
+	return raw, true // the string as it came, not boxed again
+}
+
+// checkIntValue is checkValue of a KInt value.
+func checkIntValue(p *Param, field *fieldPath, raw any, _ bool, v Validation) (any, bool) {
+	n, ok := toInt(raw)
+	if !ok {
+		v.Add(field.String(), "must be an integer")
+		return nil, false
+	}
+	return n, checkRange(p, field, float64(n), v)
+}
+
+// checkNumberValue is checkValue of a KNumber value.
+func checkNumberValue(p *Param, field *fieldPath, raw any, _ bool, v Validation) (any, bool) {
+	f, ok := toFloat(raw)
+	if !ok {
+		v.Add(field.String(), "must be a number")
+		return nil, false
+	}
+	return f, checkRange(p, field, f, v)
+}
+
+// checkBoolValue is checkValue of a KBool value.
+func checkBoolValue(_ *Param, field *fieldPath, raw any, fromString bool, v Validation) (any, bool) {
+	b, ok := toBool(raw, fromString)
+	if !ok {
+		v.Add(field.String(), "must be true or false")
+		return nil, false
+	}
+	return b, true
+}
+
+// checkDateTimeValue is checkValue of a KDateTime value.
+func checkDateTimeValue(_ *Param, field *fieldPath, raw any, _ bool, v Validation) (any, bool) {
+	s, ok := raw.(string)
+	if !ok {
+		v.Add(field.String(), "must be an RFC 3339 date-time string")
+		return nil, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		v.Add(field.String(), "must be an RFC 3339 date-time, such as 2026-01-31T09:00:00Z")
+		return nil, false
+	}
+	// An offset can carry year 0000 or 9999 out of the years RFC 3339 (and JSON answers)
+	// can write: "0000-01-01T00:00:00+01:00" is in year -1 (found by FuzzRESTValidation).
+	if t = t.UTC(); t.Year() < 1 || t.Year() > 9999 {
+		v.Add(field.String(), "must be a date-time between years 0001 and 9999 (UTC)")
+		return nil, false
+	}
+	return t, true
+}
+
+// checkObjectValue is checkValue of a KObject value: refused properties are errors, declared
+// ones are checked and converted in place, undeclared ones are dropped.
+func checkObjectValue(p *Param, field *fieldPath, raw any, fromString bool, v Validation) (any, bool) {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		v.Add(field.String(), "must be an object")
+		return nil, false
+	}
+	good := true
+	for _, k := range p.Refuse {
+		if _, ok := m[k]; ok {
+			v.Add(field.String()+"."+k, p.RefuseMsg)
+			good = false
+		}
+	}
+	if len(p.Props) == 0 {
+		return m, nestingOK(m, field, v) && good
+	}
+	declared := 0
+	for i := range p.Props {
+		sub := &p.Props[i]
+		rv, present := m[sub.Name]
+		if !present {
+			if sub.Required {
+				v.Add(field.String()+"."+sub.Name, "is required")
+				good = false
+			}
+			continue
+		}
+		declared++
+		field.push(sub.Name, 0)
+		val, ok := checkValue(sub, field, rv, fromString, v)
+		field.pop()
+		if ok {
+			m[sub.Name] = val
+		} else {
+			delete(m, sub.Name)
+			declared--
+			good = false
+		}
+	}
+	if declared < len(m) { // undeclared properties are dropped
+		for k := range m {
+			if !declaredProp(p.Props, k) {
+				delete(m, k)
+			}
+		}
+	}
+	return m, good
+}
+
+// checkFileValue is checkValue of a KFile value (multipart form files).
+func checkFileValue(p *Param, field *fieldPath, raw any, _ bool, v Validation) (any, bool) {
+	fs, ok := raw.([]*multipart.FileHeader)
+	if !ok || len(fs) == 0 {
+		v.Add(field.String(), "must be a file sent as multipart/form-data")
+		return nil, false
+	}
+	if p.MaxItems > 0 && len(fs) > p.MaxItems {
+		v.Add(field.String(), fmt.Sprintf("must not have more than %d files", p.MaxItems))
+		return nil, false
+	}
+	return fs, true
+}
+
+// checkArrayValue is checkValue of a KArray value: its items are checked and converted in
+// place.
+func checkArrayValue(p *Param, field *fieldPath, raw any, fromString bool, v Validation) (any, bool) {
+	a, ok := raw.([]any)
+	if !ok {
+		v.Add(field.String(), "must be an array")
+		return nil, false
+	}
+	if p.MinItems > 0 && len(a) < p.MinItems {
+		v.Add(field.String(), fmt.Sprintf("must have at least %d item%s", p.MinItems, Plural(p.MinItems)))
+		return nil, false
+	}
+	if p.MaxItems > 0 && len(a) > p.MaxItems {
+		v.Add(field.String(), fmt.Sprintf("must not have more than %d items", p.MaxItems))
+		return nil, false
+	}
+	if p.Items == nil {
+		return a, nestingOK(a, field, v)
+	}
+	good := true
+	for i, item := range a {
+		field.push("", i)
+		val, ok := checkValue(p.Items, field, item, fromString, v)
+		field.pop()
+		a[i] = val
+		good = good && ok
+	}
+	return a, good
 }
 
 // MaxNesting is how deep a free-form value (metadata, a product's payload) may nest objects

@@ -401,104 +401,26 @@ func limited(w http.ResponseWriter, err error) bool {
 // limited per IP (Options.RateLimit); a public client that never obtains a code or a token is
 // purged after Options.UnusedClientTTL.
 func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	var in struct {
-		RedirectURIs  []string `json:"redirect_uris"`
-		Name          string   `json:"client_name"`
-		URI           string   `json:"client_uri"`
-		GrantTypes    []string `json:"grant_types"`
-		ResponseTypes []string `json:"response_types"`
-		AuthMethod    string   `json:"token_endpoint_auth_method"`
-		Scope         string   `json:"scope"`
-	}
-	bad := func(code, msg string) {
-		writeJSON(w, 400, map[string]any{"error": code, "error_description": msg})
-	}
+	var in registerRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&in); err != nil {
-		bad("invalid_client_metadata", "the body must be a JSON object of client metadata")
+		badMetadata(w, "invalid_client_metadata", "the body must be a JSON object of client metadata")
 		return
 	}
 	if len(in.Name) > 255 || len(in.URI) > 2048 {
-		bad("invalid_client_metadata", "client_name is at most 255 characters and client_uri 2048")
+		badMetadata(w, "invalid_client_metadata", "client_name is at most 255 characters and client_uri 2048")
 		return
 	}
 	now := time.Now().UTC()
 	c := &Client{ID: randomToken("fbc_", 12), Name: in.Name, URI: in.URI, Source: "dcr", CreatedAt: now,
 		ResponseTypes: []string{"code"}}
-	cc := slices.Contains(in.GrantTypes, "client_credentials")
 	var secret string
-	if cc {
-		if !s.limit(w, r, "register", "client registrations") {
+	if slices.Contains(in.GrantTypes, "client_credentials") {
+		var ok bool
+		if secret, ok = s.registerKeyClient(w, r, &in, c); !ok {
 			return
 		}
-		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		key, err := s.st.KeyByHash(storage.HashSecret(strings.TrimSpace(tok)))
-		if tok == "" || err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="flipbook"`)
-			writeJSON(w, 401, map[string]any{"error": "invalid_token",
-				"error_description": "a client_credentials client is registered with an API key of the workspace as bearer token"})
-			return
-		}
-		scopes, missing := grantScopes(key.Scopes, strings.Fields(in.Scope))
-		if len(missing) > 0 {
-			bad("invalid_client_metadata", "the API key lacks "+strings.Join(missing, ", "))
-			return
-		}
-		c.GrantTypes, c.ResponseTypes, c.AuthMethod = []string{"client_credentials"}, []string{}, "client_secret_basic"
-		if in.AuthMethod == "client_secret_post" {
-			c.AuthMethod = in.AuthMethod
-		}
-		c.Workspace, c.Mode, c.KeyID, c.KeyHash, c.Scopes = key.Workspace, key.Mode.String(), key.ID, keyHashPrefix(key.Hash), scopes
-		c.Source = "key"
-		secret = randomToken("fbcs_", 24)
-		h, err := s.hashSecret(ctx, secret)
-		if err != nil {
-			writeJSON(w, 500, map[string]any{"error": "server_error"})
-			return
-		}
-		c.SecretHash = h
-	} else {
-		// Registered without credentials, a client is public whatever token_endpoint_auth_method
-		// it asked for: RFC 7591 §3.2.1 lets the server replace a requested value, and the
-		// answer says "none". claude.ai registers asking for client_secret_post and reads the
-		// method from the answer (refusing it fails Claude's connector at registration).
-		if len(in.RedirectURIs) == 0 {
-			bad("invalid_redirect_uri", "redirect_uris is required")
-			return
-		}
-		if err := checkRedirects(in.RedirectURIs); err != nil {
-			bad("invalid_redirect_uri", err.Error())
-			return
-		}
-		c.RedirectURIs, c.GrantTypes, c.AuthMethod = in.RedirectURIs, publicGrants(in.GrantTypes), "none"
-		// The same metadata registered again is the same client (publicClientID): hosts
-		// register on every new connection (Claude does), and hosted ones from few addresses.
-		// The answer is the client as first registered; it is not counted against the limit,
-		// and it restarts the time an unused client is kept (RegisteredAt, written at most
-		// hourly: repeating a registration costs a read, not a write).
-		c.ID = s.publicClientID(c)
-		if old, err := s.store.clients.registered(c.ID); err == nil && old.Source == "dcr" {
-			if now.Sub(old.CreatedAt) < time.Hour || now.Sub(old.RegisteredAt) < time.Hour {
-				writeJSON(w, 201, registration(old, ""))
-				return
-			}
-			old.RegisteredAt = now
-			b := s.st.NewOAuthBatch()
-			if err := b.Put(kindClient, old.ID, old); err != nil {
-				b.Close()
-				writeJSON(w, 500, map[string]any{"error": "server_error"})
-				return
-			}
-			if err := b.Commit(); err != nil {
-				writeJSON(w, 500, map[string]any{"error": "server_error"})
-				return
-			}
-			writeJSON(w, 201, registration(old, ""))
-			return
-		}
-		if !s.limit(w, r, "register", "client registrations") {
-			return
-		}
+	} else if !s.registerPublicClient(w, r, &in, c, now) {
+		return
 	}
 	b := s.st.NewOAuthBatch()
 	if err := b.Put(kindClient, c.ID, c); err != nil {
@@ -514,6 +436,109 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, 201, registration(c, secret))
+}
+
+// registerRequest is the client metadata of a registration (RFC 7591 §2).
+type registerRequest struct {
+	RedirectURIs  []string `json:"redirect_uris"`
+	Name          string   `json:"client_name"`
+	URI           string   `json:"client_uri"`
+	GrantTypes    []string `json:"grant_types"`
+	ResponseTypes []string `json:"response_types"`
+	AuthMethod    string   `json:"token_endpoint_auth_method"`
+	Scope         string   `json:"scope"`
+}
+
+// badMetadata answers a registration with a 400 error.
+func badMetadata(w http.ResponseWriter, code, msg string) {
+	writeJSON(w, 400, map[string]any{"error": code, "error_description": msg})
+}
+
+// registerKeyClient makes c a confidential client-credentials client acting for the API key
+// given as bearer token, and returns its new secret. It reports false when it has answered
+// the request (rate limited, no valid key, scopes the key lacks, an error).
+func (s *Server) registerKeyClient(w http.ResponseWriter, r *http.Request, in *registerRequest, c *Client) (string, bool) {
+	if !s.limit(w, r, "register", "client registrations") {
+		return "", false
+	}
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	key, err := s.st.KeyByHash(storage.HashSecret(strings.TrimSpace(tok)))
+	if tok == "" || err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="flipbook"`)
+		writeJSON(w, 401, map[string]any{"error": "invalid_token",
+			"error_description": "a client_credentials client is registered with an API key of the workspace as bearer token"})
+		return "", false
+	}
+	scopes, missing := grantScopes(key.Scopes, strings.Fields(in.Scope))
+	if len(missing) > 0 {
+		badMetadata(w, "invalid_client_metadata", "the API key lacks "+strings.Join(missing, ", "))
+		return "", false
+	}
+	c.GrantTypes, c.ResponseTypes, c.AuthMethod = []string{"client_credentials"}, []string{}, "client_secret_basic"
+	if in.AuthMethod == "client_secret_post" {
+		c.AuthMethod = in.AuthMethod
+	}
+	c.Workspace, c.Mode, c.KeyID, c.KeyHash, c.Scopes = key.Workspace, key.Mode.String(), key.ID, keyHashPrefix(key.Hash), scopes
+	c.Source = "key"
+	secret := randomToken("fbcs_", 24)
+	h, err := s.hashSecret(r.Context(), secret)
+	if err != nil {
+		writeJSON(w, 500, map[string]any{"error": "server_error"})
+		return "", false
+	}
+	c.SecretHash = h
+	return secret, true
+}
+
+// registerPublicClient makes c a public client (authorization code with PKCE, refresh). It
+// reports false when it has answered the request: bad redirect URIs, rate limited, or the same
+// metadata registered before (answered with that client).
+func (s *Server) registerPublicClient(w http.ResponseWriter, r *http.Request, in *registerRequest, c *Client, now time.Time) bool {
+	// Registered without credentials, a client is public whatever token_endpoint_auth_method
+	// it asked for: RFC 7591 §3.2.1 lets the server replace a requested value, and the
+	// answer says "none". claude.ai registers asking for client_secret_post and reads the
+	// method from the answer (refusing it fails Claude's connector at registration).
+	if len(in.RedirectURIs) == 0 {
+		badMetadata(w, "invalid_redirect_uri", "redirect_uris is required")
+		return false
+	}
+	if err := checkRedirects(in.RedirectURIs); err != nil {
+		badMetadata(w, "invalid_redirect_uri", err.Error())
+		return false
+	}
+	c.RedirectURIs, c.GrantTypes, c.AuthMethod = in.RedirectURIs, publicGrants(in.GrantTypes), "none"
+	// The same metadata registered again is the same client (publicClientID): hosts
+	// register on every new connection (Claude does), and hosted ones from few addresses.
+	// The answer is the client as first registered; it is not counted against the limit,
+	// and it restarts the time an unused client is kept (RegisteredAt, written at most
+	// hourly: repeating a registration costs a read, not a write).
+	c.ID = s.publicClientID(c)
+	if old, err := s.store.clients.registered(c.ID); err == nil && old.Source == "dcr" {
+		s.reregister(w, old, now)
+		return false
+	}
+	return s.limit(w, r, "register", "client registrations")
+}
+
+// reregister answers a registration of the public client old's metadata again with old,
+// recording the time of the registration (at most hourly).
+func (s *Server) reregister(w http.ResponseWriter, old *Client, now time.Time) {
+	if now.Sub(old.CreatedAt) < time.Hour || now.Sub(old.RegisteredAt) < time.Hour {
+		writeJSON(w, 201, registration(old, ""))
+		return
+	}
+	old.RegisteredAt = now
+	b := s.st.NewOAuthBatch()
+	if err := b.Put(kindClient, old.ID, old); err != nil {
+		b.Close()
+		writeJSON(w, 500, map[string]any{"error": "server_error"})
+		return
+	}
+	if err := b.Commit(); err != nil {
+		writeJSON(w, 500, map[string]any{"error": "server_error"})
+		return
+	}
+	writeJSON(w, 201, registration(old, ""))
 }
 
 // publicClientID is the id of a public client: an HMAC of its metadata (name, URI, redirect

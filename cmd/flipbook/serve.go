@@ -10,15 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"time"
 
 	"flipbook/actors"
-	"flipbook/analytics"
-	"flipbook/cluster"
 	"flipbook/httpapi"
-	"flipbook/mcp"
 )
 
 // envFlag reads a flag's default from the environment (FLIPBOOK_<NAME>), so flags and env vars
@@ -35,158 +31,19 @@ type serveFlags struct {
 }
 
 func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer) (*serveFlags, error) {
-	def := httpapi.DefaultConfig()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	str := func(name, value, help string) *string {
-		if v := getenv(envName(name)); v != "" {
-			value = v
-		}
-		return fs.String(name, value, help+" (env "+envName(name)+")")
-	}
-	envErrs := map[string]error{} // bad env values, reported unless the flag overrides them
-	num := func(name string, value int, help string) *int {
-		if v := getenv(envName(name)); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				envErrs[name] = fmt.Errorf("%s: %q is not an integer", envName(name), v)
-			}
-			value = n
-		}
-		return fs.Int(name, value, help+" (env "+envName(name)+")")
-	}
-	addr := str("addr", def.Addr, "listen address")
-	data := str("data", def.DataDir, "data directory")
-	public := str("public-url", "", "public base URL of preview_url, embed_code and files (default http://<addr>)")
-	token := str("admin-token", "", "admin API token (default: <data>/admin-token, created on first start)")
-	rws := num("rate-limit-workspace", def.RateWorkspace, "requests per minute per workspace, 0 = off")
-	rep := num("rate-limit-endpoint", def.RateEndpoint, "requests per minute per workspace and operation, 0 = off")
-	run := num("rate-limit-unauthenticated", def.RateUnauthenticated, "requests per minute per IP without valid credentials (API calls; each of OAuth registration, authorization and client metadata fetches has its own budget of this size), 0 = off")
-	rcol := num("rate-limit-collect", def.RateCollect, "requests per minute per IP to the collector and the email gate, 0 = off")
-	amem := str("analytics-memory", analytics.DefaultMemoryLimit, "DuckDB's memory limit for the analytics store (compaction sorts spill beyond it)")
-	backlog := num("ingest-backlog", def.IngestBacklog, "reader events DuckDB may lag behind the event log before collector requests wait for it (at most 2 s), 0 = no limit")
-	kafka := str("kafka-brokers", "", "comma-separated Kafka brokers for the event log (default: the embedded log)")
-	topic := str("kafka-topic", "", "Kafka topic of reader events (default flipbook-events)")
-	maxBody := num("max-body-bytes", def.MaxBodyBytes, "largest request body accepted")
-	maxBuffered := num("max-buffered-bytes", httpapi.DefaultMaxBufferedBytes, "memory request bodies may hold at once (each counted 3 times its size); past it a request gets 503, -1 = no limit")
-	bodyTimeout := str("body-read-timeout", "30s", "how long a request body may take beyond its length at 256 KiB/s (slower senders are cut with 408)")
-	maxUpload := num("max-upload-bytes", def.MaxUploadBytes, "largest file POST /books accepts")
-	blobURL := str("blob-url", "", "keep page images, thumbnails and logos in an S3-compatible store: s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT&region=REGION, credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (default: <data>/blobs)")
-	workers := num("conversion-workers", 0, "batches converted at once and renderer processes at once (0 = number of cores)")
-	longEdge := num("page-long-edge", 1600, "page image size: pixels of the longer side")
-	maxPages := num("max-pages", 2000, "most pages of an uploaded PDF or Office document (more: the file fails before rendering)")
-	private := boolVar(fs, getenv, "allow-private-targets", "allow http and private, loopback and link-local addresses for outbound requests (webhook targets, template images): local use and tests only")
-	whSchedule := str("webhook-retry-schedule", "", "delays before each delivery attempt, comma-separated (default 0s,10s,1m,5m,30m,2h,6h,12h)")
-	whTimeout := str("webhook-timeout", actors.DefaultWebhookTimeout.String(), "how long a webhook receiver has to answer")
-	oauthTTL := str("oauth-access-ttl", "1h", "how long an OAuth access token lives")
-	oauthRefresh := str("oauth-refresh-ttl", "720h", "how long an OAuth refresh token lives")
-	whDisable := str("webhook-disable-after", actors.DefaultWebhookDisableAfter.String(), "a subscription whose deliveries fail this long without a success is deactivated")
-	geoHdr := boolVar(fs, getenv, "trust-geo-headers", "take readers' locations from an edge's visitor-location headers (Cloudflare, CloudFront)")
-	mcpOrigins := str("mcp-allowed-origins", "", "comma-separated browser origins (https://app.example) allowed to call the MCP endpoint besides the service's own")
-	mcpPage := num("mcp-page-size", mcp.DefaultPageSize, "tools per page of the MCP tools/list answer")
-	idle := str("book-idle", actors.DefaultBookIdle.String(), "how long an idle book actor lives")
-	grace := str("shutdown-timeout", "30s", "how long shutdown waits for in-flight requests")
-	cpuprofile := str("cpuprofile", "", "write a CPU profile of the service to this file, from start to shutdown")
-	logLevel := str("log-level", "info", "log level: debug, info (one line per HTTP request), warn or error")
-	logFormat := str("log-format", "json", "log format: json (one object per line) or text")
-	metricsAddr := str("metrics-addr", "", "also serve GET /metrics without a token on this address, for a private network (default off; /metrics on the main address needs the admin token)")
-	pprofOn := boolVar(fs, getenv, "pprof", "mount net/http/pprof at /debug/pprof/ behind the admin token")
-	clusterNode := str("cluster-node", "", "cluster mode: this node's name, unique in the cluster (needs --kafka-brokers, --advertise-url and the --admin-token every node shares; docs/OPERATIONS.md)")
-	advertise := str("advertise-url", "", "cluster mode: how the other nodes reach this one, http://HOST:PORT")
-	clusterParts := num("cluster-partitions", cluster.DefaultPartitions, "cluster mode: partitions of the workspaces, used when the cluster's topics are first created")
-	clusterWait := str("cluster-wait", httpapi.DefaultClusterWait.String(), "cluster mode: how long a request for a workspace whose partition is moving waits before a 503")
-	clusterSession := str("cluster-session-timeout", cluster.DefaultSessionTimeout.String(), "cluster mode: how long a silent node keeps its partitions")
-	clusterStandby := boolVar(fs, getenv, "cluster-standby", "cluster mode: be a standby replica of the partitions this node does not own (follow their changelog and store their events), so a takeover only catches up")
+	r := &serveFlagSet{fs: fs, getenv: getenv, envErrs: map[string]error{}}
+	var raw rawServeFlags
+	raw.register(r)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	fs.Visit(func(f *flag.Flag) { delete(envErrs, f.Name) })
-	for _, err := range envErrs {
+	fs.Visit(func(f *flag.Flag) { delete(r.envErrs, f.Name) })
+	for _, err := range r.envErrs {
 		return nil, err
 	}
-	bookIdle, err := time.ParseDuration(*idle)
-	if err != nil {
-		return nil, fmt.Errorf("--book-idle: %w", err)
-	}
-	allowPrivate, err := strconv.ParseBool(private.s)
-	if err != nil {
-		return nil, fmt.Errorf("--allow-private-targets: %w", err)
-	}
-	trustGeo, err := strconv.ParseBool(geoHdr.s)
-	if err != nil {
-		return nil, fmt.Errorf("--trust-geo-headers: %w", err)
-	}
-	var wh actors.WebhookOptions
-	if *whSchedule != "" {
-		for _, v := range splitList(*whSchedule) {
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 {
-				return nil, fmt.Errorf("--webhook-retry-schedule: %q is not a duration", v)
-			}
-			wh.Schedule = append(wh.Schedule, d)
-		}
-	}
-	if wh.Timeout, err = time.ParseDuration(*whTimeout); err != nil || wh.Timeout <= 0 {
-		return nil, fmt.Errorf("--webhook-timeout: %q is not a positive duration", *whTimeout)
-	}
-	if wh.DisableAfter, err = time.ParseDuration(*whDisable); err != nil || wh.DisableAfter <= 0 {
-		return nil, fmt.Errorf("--webhook-disable-after: %q is not a positive duration", *whDisable)
-	}
-	accessTTL, err := time.ParseDuration(*oauthTTL)
-	if err != nil || accessTTL <= 0 {
-		return nil, fmt.Errorf("--oauth-access-ttl: %q is not a positive duration", *oauthTTL)
-	}
-	refreshTTL, err := time.ParseDuration(*oauthRefresh)
-	if err != nil || refreshTTL <= 0 {
-		return nil, fmt.Errorf("--oauth-refresh-ttl: %q is not a positive duration", *oauthRefresh)
-	}
-	bodyRead, err := time.ParseDuration(*bodyTimeout)
-	if err != nil || bodyRead <= 0 {
-		return nil, fmt.Errorf("--body-read-timeout: %q is not a positive duration", *bodyTimeout)
-	}
-	shutdown, err := time.ParseDuration(*grace)
-	if err != nil {
-		return nil, fmt.Errorf("--shutdown-timeout: %w", err)
-	}
-	var cc *httpapi.ClusterConfig
-	if *clusterNode != "" {
-		cc = &httpapi.ClusterConfig{Node: *clusterNode, AdvertiseURL: *advertise, Partitions: *clusterParts}
-		if cc.Standby, err = strconv.ParseBool(clusterStandby.s); err != nil {
-			return nil, fmt.Errorf("--cluster-standby: %w", err)
-		}
-		if cc.Wait, err = time.ParseDuration(*clusterWait); err != nil || cc.Wait <= 0 {
-			return nil, fmt.Errorf("--cluster-wait: %q is not a positive duration", *clusterWait)
-		}
-		if cc.SessionTimeout, err = time.ParseDuration(*clusterSession); err != nil || cc.SessionTimeout <= 0 {
-			return nil, fmt.Errorf("--cluster-session-timeout: %q is not a positive duration", *clusterSession)
-		}
-		switch {
-		case *advertise == "":
-			return nil, errors.New("--cluster-node needs --advertise-url (how the other nodes reach this one)")
-		case *kafka == "":
-			return nil, errors.New("--cluster-node needs --kafka-brokers")
-		case *token == "":
-			return nil, errors.New("--cluster-node needs --admin-token, the same on every node")
-		case *blobURL == "":
-			return nil, errors.New("--cluster-node needs --blob-url, an S3-compatible store every node reaches")
-		case *clusterParts < 1 || *clusterParts > 1<<15:
-			return nil, fmt.Errorf("--cluster-partitions: %d is not between 1 and 32768", *clusterParts)
-		}
-	}
-	obs, err := parseObserveFlags(*logLevel, *logFormat, *metricsAddr, pprofOn.s)
-	if err != nil {
-		return nil, err
-	}
-	return &serveFlags{shutdown: shutdown, cpuprofile: *cpuprofile, observe: obs, cfg: httpapi.Config{
-		Addr: *addr, DataDir: *data, PublicURL: *public, AdminToken: *token,
-		RateWorkspace: *rws, RateEndpoint: *rep, RateUnauthenticated: *run,
-		MaxBodyBytes: *maxBody, MaxBufferedBytes: int64(*maxBuffered), BodyReadTimeout: bodyRead, BookIdle: bookIdle, AllowPrivateTargets: allowPrivate,
-		OAuthAccessTTL: accessTTL, OAuthRefreshTTL: refreshTTL,
-		MaxUploadBytes: *maxUpload, BlobURL: *blobURL, ConversionWorkers: *workers, PageLongEdge: *longEdge, MaxPages: *maxPages,
-		RateCollect: *rcol, IngestBacklog: *backlog, AnalyticsMemory: *amem, KafkaBrokers: splitList(*kafka), KafkaTopic: *topic,
-		TrustGeoHeaders: trustGeo, MCPAllowedOrigins: splitList(*mcpOrigins), MCPPageSize: *mcpPage,
-		Webhooks: wh, PProf: obs.pprof, Cluster: cc,
-	}}, nil
+	return raw.check()
 }
 
 // adminTokenFile is where the generated admin token is kept.
@@ -264,15 +121,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	if f.cpuprofile != "" {
-		pf, err := os.Create(f.cpuprofile)
+		stop, err := startCPUProfile(f.cpuprofile)
 		if err != nil {
 			return err
 		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	cfg := f.cfg
 	// Request lines are batched (at most httpapi.LogFlushEvery late); other lines go out at once.
@@ -310,6 +163,34 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		_ = svc.Shutdown(context.Background())
 		return err
 	}
+	printStartup(stdout, &cfg, first, createdToken)
+	if err := serveMetricsListener(svc, f.observe, cfg.Logger, stdout); err != nil {
+		ln.Close()
+		_ = svc.Shutdown(context.Background())
+		return err
+	}
+	return runService(ctx, svc, ln, cfg.Addr, f.shutdown, stdout, ready)
+}
+
+// startCPUProfile starts writing a CPU profile to path; stop stops it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	pf, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		pf.Close()
+	}, nil
+}
+
+// printStartup tells where the service listens and, at the first start, where the first API
+// key and the admin token were written.
+func printStartup(stdout io.Writer, cfg *httpapi.Config, first *httpapi.FirstStart, createdToken bool) {
 	base := "http://" + cfg.Addr
 	fmt.Fprintf(stdout, "flipbook %s listening on %s (data in %s)\n", httpapi.Version, base, cfg.DataDir)
 	if first != nil {
@@ -331,24 +212,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if createdToken {
 		fmt.Fprintf(stdout, "Admin token written to %s (used by `flipbook admin`).\n", adminTokenFile(cfg.DataDir))
 	}
-	if err := serveMetricsListener(svc, f.observe, cfg.Logger, stdout); err != nil {
-		ln.Close()
-		_ = svc.Shutdown(context.Background())
-		return err
-	}
+}
+
+// runService serves on ln until the server fails or ctx ends, then shuts down, giving
+// in-flight requests up to shutdown. ready, if not nil, receives addr once serving.
+func runService(ctx context.Context, svc *httpapi.Service, ln net.Listener, addr string, shutdown time.Duration,
+	stdout io.Writer, ready chan<- string) error {
 	errc := make(chan error, 1)
 	go func() { errc <- svc.Serve(ln) }()
 	if ready != nil {
-		ready <- cfg.Addr
+		ready <- addr
 	}
 	select {
-	case err = <-errc:
+	case err := <-errc:
 		_ = svc.Shutdown(context.Background())
 		return err
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(stdout, "shutting down: finishing in-flight requests")
-	sctx, cancel := context.WithTimeout(context.Background(), f.shutdown)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdown)
 	defer cancel()
 	if err := svc.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err

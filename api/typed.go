@@ -41,10 +41,31 @@ import (
 // A field without a param tag is not a parameter.
 
 // ParamsOf is the parameter list of In's tagged fields, in field order. It panics on a tag it
-// cannot read (a declaration error, met when the table is built). The slice is the caller's
-// to change.
+// cannot read (a declaration error, met when the table is built). The list is the caller's
+// to change, nested items and properties included (a deep copy: the declarations are cached
+// per type and shared by every service built in the process).
 func ParamsOf[In any]() []Param {
-	return slices.Clone(typedOf(reflect.TypeFor[In]()).params)
+	return cloneParams(typedOf(reflect.TypeFor[In]()).params)
+}
+
+// cloneParams copies ps and what its parameters point to that a caller may change (items,
+// properties, enums).
+func cloneParams(ps []Param) []Param {
+	if ps == nil {
+		return nil
+	}
+	out := slices.Clone(ps)
+	for i := range out {
+		p := &out[i]
+		p.Enum = slices.Clone(p.Enum)
+		p.Refuse = slices.Clone(p.Refuse)
+		p.Props = cloneParams(p.Props)
+		if p.Items != nil {
+			it := cloneParams([]Param{*p.Items})[0]
+			p.Items = &it
+		}
+	}
+	return out
 }
 
 // Adjust returns ps with f applied to the parameter called name (a schema a tag cannot say:
@@ -207,7 +228,7 @@ func kindOf(p *Param, ft reflect.Type) error {
 		p.Kind = KBool
 	case ft.Kind() == reflect.Struct && !isOpt(ft):
 		p.Kind = KObject
-		p.Props = slices.Clone(typedOf(ft).params)
+		p.Props = cloneParams(typedOf(ft).params)
 	case ft.Kind() == reflect.Slice:
 		p.Kind = KArray
 		et := ft.Elem()

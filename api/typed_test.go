@@ -147,6 +147,13 @@ func TestTypedComposite(t *testing.T) {
 	require.Equal(t, "changed", ps[1].Desc)
 	require.Empty(t, ParamsOf[in]()[1].Desc)
 	require.Panics(t, func() { Adjust(ParamsOf[in](), "nope", func(*Param) {}) })
+	// Nested declarations too: a caller changing an array's items or an object's properties
+	// leaves the cached declaration alone (two services built at once adjust their own copies).
+	mine := ParamsOf[in]()
+	mine[2].Items.Props[0].MaxLen = 1
+	mine[4].Items.Enum[0] = "changed"
+	require.Equal(t, 64, ParamsOf[in]()[2].Items.Props[0].MaxLen)
+	require.Equal(t, "1", ParamsOf[in]()[4].Items.Enum[0])
 
 	fh := []*multipart.FileHeader{{Filename: "a.pdf"}}
 	var got *in

@@ -11,6 +11,7 @@ import (
 	"flipbook/analytics"
 	"flipbook/api"
 	"flipbook/ingest"
+	"flipbook/storage"
 )
 
 // The collector (POST /collect) and the email gate (POST /view/{book}/access): the public
@@ -76,89 +77,16 @@ func (s *Service) collect(r *api.Request) (*api.Result, error) {
 	if billingExpired(b, r.Now) {
 		return nil, errBookGone
 	}
-	host := strings.ToLower(r.Str("source_host"))
-	if host != "" {
-		ok, err := s.hostAllowed(b, host)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, &api.Error{Status: 403, Type: TypeAccessDenied, Message: "this site may not embed the flipbook"}
-		}
-	}
-	var who readerIdentity
-	if tok := r.Str("reader_token"); tok != "" {
-		c, ok, err := s.verifyReader(tok, b, r.Now)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, &api.Error{Status: 403, Type: TypeAccessDenied, Message: "the reader token is not valid for this flipbook"}
-		}
-		who = readerIdentity{viewer: c.Viewer, email: c.Email}
-	} else if b.Settings.EODEnabled {
-		return nil, &api.Error{Status: 403, Type: TypeAccessDenied, Message: "this flipbook is gated: pass the email gate first"}
-	}
-	var linkID int64
-	if slug := r.Str("tracked_link"); slug != "" {
-		if l, err := s.Store.TrackedLinkBySlug(slug); err == nil && l.BookID == b.RandomID {
-			linkID = l.ID
-		}
-	}
-	source := "direct"
-	switch {
-	case linkID != 0:
-		source = "tracked_link"
-	case host != "":
-		source = "embed"
+	o, err := s.collectOrigin(r, b)
+	if err != nil {
+		return nil, err
 	}
 	raw := collectEvents(r)
 	events := make([]ingest.Event, 0, len(raw))
 	v := api.Validation{}
 	session := r.Str("session_id")
-	latest, earliest := r.Now.Add(maxClockSkewAhead), r.Now.Add(-maxEventAge)
 	for i := range raw {
-		m := &raw[i]
-		e := ingest.Event{
-			Workspace: b.Workspace, Mode: byte(b.Mode), BookID: b.RandomID, SessionID: session,
-			ViewerID: who.viewer, ViewerEmail: who.email, TrackedLinkID: linkID, SourceHost: host, SourceType: source,
-			OccurredAt: r.Now, ReceivedAt: r.Now, BookPages: int32(b.PageCount),
-			Type: m.typ, PageNumber: int32(m.page), ActiveMs: m.activeMs, URL: m.url, ExitReason: m.exit,
-		}
-		readerGeo(r).apply(&e)
-		if t := m.at; m.hasAt {
-			if t.After(latest) || t.Before(earliest) {
-				v.Add(fmt.Sprintf("events.%d.occurred_at", i), "must be within the last 7 days and not in the future")
-			}
-			e.OccurredAt = t
-		}
-		if len(m.form) > 0 {
-			data, err := sonic.ConfigStd.Marshal(m.form)
-			if err == nil {
-				e.Metadata = string(data)
-			}
-		}
-		field := func(name, msg string) { v.Add(fmt.Sprintf("events.%d.%s", i, name), msg) }
-		if msg := ingest.URLProblem(e.URL); e.URL != "" && msg != "" {
-			field("url", msg)
-		}
-		switch e.Type {
-		case ingest.PageSegmentCompleted:
-			if e.PageNumber == 0 {
-				field("page_number", "is required for page_segment_completed")
-			}
-			if !m.hasActiveMs {
-				field("active_ms", "is required for page_segment_completed")
-			}
-		case ingest.LinkClicked, ingest.CheckoutRedirectClicked:
-			if e.URL == "" {
-				field("url", "is required for "+e.Type)
-			}
-		}
-		if e.PageNumber > 0 && b.PageCount > 0 && int(e.PageNumber) > b.PageCount {
-			field("page_number", fmt.Sprintf("is beyond the book's %d pages", b.PageCount))
-		}
-		events = append(events, e)
+		events = append(events, o.event(r, b, session, i, &raw[i], v))
 	}
 	if err := v.Err(); err != nil {
 		return nil, err
@@ -167,6 +95,98 @@ func (s *Service) collect(r *api.Request) (*api.Result, error) {
 		return nil, err
 	}
 	return &api.Result{Status: 202, Data: map[string]any{"accepted": len(events)}}, nil
+}
+
+// collectOrigin is where a batch of reader events comes from: the embedding site, the reader
+// and the tracked link, each checked against the book.
+type collectOrigin struct {
+	host   string
+	who    readerIdentity
+	linkID int64
+	source string // direct, embed or tracked_link
+}
+
+// collectOrigin checks the batch's source_host (the book's embed domains), reader_token (the
+// email gate) and tracked_link (one of the book's links; another's is ignored).
+func (s *Service) collectOrigin(r *api.Request, b *storage.Book) (collectOrigin, error) {
+	o := collectOrigin{host: strings.ToLower(r.Str("source_host")), source: "direct"}
+	if o.host != "" {
+		ok, err := s.hostAllowed(b, o.host)
+		if err != nil {
+			return o, err
+		}
+		if !ok {
+			return o, &api.Error{Status: 403, Type: TypeAccessDenied, Message: "this site may not embed the flipbook"}
+		}
+	}
+	if tok := r.Str("reader_token"); tok != "" {
+		c, ok, err := s.verifyReader(tok, b, r.Now)
+		if err != nil {
+			return o, err
+		}
+		if !ok {
+			return o, &api.Error{Status: 403, Type: TypeAccessDenied, Message: "the reader token is not valid for this flipbook"}
+		}
+		o.who = readerIdentity{viewer: c.Viewer, email: c.Email}
+	} else if b.Settings.EODEnabled {
+		return o, &api.Error{Status: 403, Type: TypeAccessDenied, Message: "this flipbook is gated: pass the email gate first"}
+	}
+	if slug := r.Str("tracked_link"); slug != "" {
+		if l, err := s.Store.TrackedLinkBySlug(slug); err == nil && l.BookID == b.RandomID {
+			o.linkID = l.ID
+		}
+	}
+	switch {
+	case o.linkID != 0:
+		o.source = "tracked_link"
+	case o.host != "":
+		o.source = "embed"
+	}
+	return o, nil
+}
+
+// event is event i of a batch (m) as the log stores it; what is wrong with it is added to v.
+func (o *collectOrigin) event(r *api.Request, b *storage.Book, session string, i int, m *collectEvent, v api.Validation) ingest.Event {
+	e := ingest.Event{
+		Workspace: b.Workspace, Mode: byte(b.Mode), BookID: b.RandomID, SessionID: session,
+		ViewerID: o.who.viewer, ViewerEmail: o.who.email, TrackedLinkID: o.linkID, SourceHost: o.host, SourceType: o.source,
+		OccurredAt: r.Now, ReceivedAt: r.Now, BookPages: int32(b.PageCount),
+		Type: m.typ, PageNumber: int32(m.page), ActiveMs: m.activeMs, URL: m.url, ExitReason: m.exit,
+	}
+	readerGeo(r).apply(&e)
+	if t := m.at; m.hasAt {
+		if t.After(r.Now.Add(maxClockSkewAhead)) || t.Before(r.Now.Add(-maxEventAge)) {
+			v.Add(fmt.Sprintf("events.%d.occurred_at", i), "must be within the last 7 days and not in the future")
+		}
+		e.OccurredAt = t
+	}
+	if len(m.form) > 0 {
+		data, err := sonic.ConfigStd.Marshal(m.form)
+		if err == nil {
+			e.Metadata = string(data)
+		}
+	}
+	field := func(name, msg string) { v.Add(fmt.Sprintf("events.%d.%s", i, name), msg) }
+	if msg := ingest.URLProblem(e.URL); e.URL != "" && msg != "" {
+		field("url", msg)
+	}
+	switch e.Type {
+	case ingest.PageSegmentCompleted:
+		if e.PageNumber == 0 {
+			field("page_number", "is required for page_segment_completed")
+		}
+		if !m.hasActiveMs {
+			field("active_ms", "is required for page_segment_completed")
+		}
+	case ingest.LinkClicked, ingest.CheckoutRedirectClicked:
+		if e.URL == "" {
+			field("url", "is required for "+e.Type)
+		}
+	}
+	if e.PageNumber > 0 && b.PageCount > 0 && int(e.PageNumber) > b.PageCount {
+		field("page_number", fmt.Sprintf("is beyond the book's %d pages", b.PageCount))
+	}
+	return e
 }
 
 // Intake pacing (appendEvents).

@@ -98,77 +98,27 @@ func (s *bookService) createKonvaBook(ctx context.Context, t storage.Tenant, b *
 			_ = s.Store.Blobs.DeleteBook(rid)
 		}
 	}()
-	pages := make([]storage.Page, len(raws))
-	bad := make([]error, len(raws)) // the page does not decode (422)
-	var failed atomic.Bool          // a page is bad or an internal error happened
-	var mu sync.Mutex
-	var internal error
-	fatal := func(err error) {
-		failed.Store(true)
-		mu.Lock()
-		if internal == nil {
-			internal = err
-		}
-		mu.Unlock()
-	}
-	var thumb []byte // made from page 1 when no thumbnail is given
-	check := func(i int) {
-		data, err := convert.DecodeBase64(raws[i])
-		if err != nil { // the header pass decoded it
-			fatal(err)
-			return
-		}
-		var use func(image.Image) error
-		if i == 0 && thumbRaw == "" {
-			use = func(img image.Image) (err error) { thumb, err = convert.Thumbnail(img); return err }
-		}
-		if err := convert.CheckImage(ctx, data, heads[i], use); err != nil {
-			if errors.Is(err, convert.ErrNotImage) {
-				bad[i] = err
-				failed.Store(true)
-			} else {
-				fatal(err)
-			}
-			return
-		}
-		if failed.Load() {
-			return
-		}
-		name, err := s.Store.Blobs.Put(rid, data, heads[i].Ext)
-		if err != nil {
-			fatal(err)
-			return
-		}
-		pages[i] = storage.Page{Number: i + 1, File: name, Width: heads[i].Width, Height: heads[i].Height}
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for i := range raws {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int) {
-			defer func() { <-sem; wg.Done() }()
-			check(i)
-		}(i)
-	}
+	k := &konvaPages{s: s, ctx: ctx, rid: rid, raws: raws, heads: heads, makeThumb: thumbRaw == "",
+		pages: make([]storage.Page, len(raws)), bad: make([]error, len(raws))}
+	wg := k.start()
 	v := api.Validation{}
 	var thumbData []byte
 	if thumbRaw != "" {
 		var err error
 		if thumbData, err = convert.DecodeBase64(thumbRaw); err != nil {
-			fatal(err)
+			k.fatal(err)
 		} else if err = convert.CheckImage(ctx, thumbData, thumbHead, nil); errors.Is(err, convert.ErrNotImage) {
 			v.Add("thumbnail", err.Error())
-			failed.Store(true)
+			k.failed.Store(true)
 		} else if err != nil {
-			fatal(err)
+			k.fatal(err)
 		}
 	}
 	wg.Wait()
-	if internal != nil {
-		return nil, internal
+	if k.internal != nil {
+		return nil, k.internal
 	}
-	for i, err := range bad {
+	for i, err := range k.bad {
 		if err != nil {
 			v.Add("page_images."+strconv.Itoa(i), err.Error())
 		}
@@ -177,12 +127,12 @@ func (s *bookService) createKonvaBook(ctx context.Context, t storage.Tenant, b *
 		return nil, err
 	}
 
-	b.Pages, b.PageCount = pages, len(pages)
+	b.Pages, b.PageCount = k.pages, len(k.pages)
 	var err error
 	if thumbRaw != "" {
 		b.Thumbnail, err = s.Store.Blobs.Put(rid, thumbData, thumbHead.Ext)
 	} else {
-		b.Thumbnail, err = s.Store.Blobs.Put(rid, thumb, "jpg")
+		b.Thumbnail, err = s.Store.Blobs.Put(rid, k.thumb, "jpg")
 	}
 	if err != nil {
 		return nil, err
@@ -193,6 +143,81 @@ func (s *bookService) createKonvaBook(ctx context.Context, t storage.Tenant, b *
 	}
 	ok = true
 	return created, nil
+}
+
+// konvaPages checks an editor book's page images (decoded whole, under the decode budget) and
+// stores them, as many at a time as there are cores; once one fails the others are checked but
+// not stored.
+type konvaPages struct {
+	s         *bookService
+	ctx       context.Context
+	rid       string
+	raws      []string
+	heads     []convert.Header
+	makeThumb bool // make the thumbnail from page 1 while it is decoded
+
+	pages    []storage.Page
+	bad      []error // the page does not decode (422)
+	thumb    []byte
+	failed   atomic.Bool // a page is bad or an internal error happened
+	mu       sync.Mutex  // guards internal
+	internal error
+}
+
+// start checks every page, each in a goroutine; it returns when the last has started.
+func (k *konvaPages) start() *sync.WaitGroup {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i := range k.raws {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			k.check(i)
+		}(i)
+	}
+	return &wg
+}
+
+// fatal records an internal error (the first one is answered).
+func (k *konvaPages) fatal(err error) {
+	k.failed.Store(true)
+	k.mu.Lock()
+	if k.internal == nil {
+		k.internal = err
+	}
+	k.mu.Unlock()
+}
+
+// check decodes page i and stores it unless a page failed already.
+func (k *konvaPages) check(i int) {
+	data, err := convert.DecodeBase64(k.raws[i])
+	if err != nil { // the header pass decoded it
+		k.fatal(err)
+		return
+	}
+	var use func(image.Image) error
+	if i == 0 && k.makeThumb {
+		use = func(img image.Image) (err error) { k.thumb, err = convert.Thumbnail(img); return err }
+	}
+	if err := convert.CheckImage(k.ctx, data, k.heads[i], use); err != nil {
+		if errors.Is(err, convert.ErrNotImage) {
+			k.bad[i] = err
+			k.failed.Store(true)
+		} else {
+			k.fatal(err)
+		}
+		return
+	}
+	if k.failed.Load() {
+		return
+	}
+	name, err := k.s.Store.Blobs.Put(k.rid, data, k.heads[i].Ext)
+	if err != nil {
+		k.fatal(err)
+		return
+	}
+	k.pages[i] = storage.Page{Number: i + 1, File: name, Width: k.heads[i].Width, Height: k.heads[i].Height}
 }
 
 // newBook is a book record with the service's default settings (not yet stored).

@@ -169,7 +169,7 @@ func queryRows(ctx context.Context, q Querier, what, query string, args []any, s
 
 // PageSummary is spec §2.8's page summary (GET /analytics/page-performance).
 type PageSummary struct {
-	ID                            int64   `json:"id"` // the page number
+	ID                            int64   `json:"id" desc:"the page number"`
 	BookID                        string  `json:"book_id"`
 	PageNumber                    int64   `json:"page_number"`
 	UniqueReaders                 int64   `json:"unique_readers"`
@@ -227,12 +227,12 @@ FROM pages LEFT JOIN p USING (page_number) ORDER BY pages.page_number`
 // reader's key (reader_id, as in the readers operation) and, for an anonymous reader, its
 // session.
 type ReaderPage struct {
-	ID                         int64   `json:"id"` // stable: a hash of book, reader and page
+	ID                         int64   `json:"id" desc:"stable: derived from the book, the reader and the page"` // FNV-1a: ReaderPageID
 	BookID                     string  `json:"book_id"`
 	ReaderID                   string  `json:"reader_id"`
 	ViewerID                   *int64  `json:"viewer_id"`
 	ViewerEmail                string  `json:"viewer_email"`
-	SessionID                  *string `json:"session_id"` // anonymous readers only
+	SessionID                  *string `json:"session_id" desc:"anonymous readers only"`
 	PageNumber                 int64   `json:"page_number"`
 	TotalActiveMs              int64   `json:"total_active_ms"`
 	TotalActiveSeconds         float64 `json:"total_active_seconds"`

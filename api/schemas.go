@@ -2,6 +2,8 @@ package api
 
 import (
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"flipbook/analytics"
 )
 
 // Response schemas of the resources of spec §2, as the service renders them (JSON Schema
@@ -217,52 +219,12 @@ var (
 	// pageSummarySchema and readerPageSchema are spec §2.8's page summary and reader page
 	// summary; a reader page also names its reader (reader_id, as the readers operation does)
 	// and, for an anonymous reader, its session.
-	pageSummarySchema = object(
-		prop("id", integer).describe("the page number"), prop("book_id", str), prop("page_number", integer), prop("unique_readers", integer),
-		prop("total_active_ms", integer), prop("avg_active_ms_per_reader", integer),
-		prop("avg_active_ms_per_segment", integer), prop("median_active_ms_per_segment", integer),
-		prop("total_segments", integer), prop("total_active_seconds", number),
-		prop("avg_active_seconds_per_reader", number), prop("avg_active_seconds_per_segment", number),
-		prop("median_active_seconds_per_segment", number))
-
-	readerPageSchema = object(
-		prop("id", integer).describe("stable: derived from the book, the reader and the page"), prop("book_id", str),
-		prop("reader_id", str), prop("viewer_id", intN), prop("session_id", strN).describe("anonymous readers only"),
-		prop("page_number", integer), prop("total_active_ms", integer),
-		prop("segments", integer), prop("avg_active_ms_per_segment", integer), prop("total_active_seconds", number),
-		prop("avg_active_seconds_per_segment", number), prop("viewer_email", str),
-		prop("first_viewed_at", strN), prop("last_viewed_at", strN))
-
-	// readerSummarySchema is a row of the readers operation (spec §4.4: sessions, time spent,
-	// distinct pages, downloads, link clicks).
-	readerSummarySchema = object(
-		prop("id", str), prop("book_id", str), prop("viewer_id", intN), prop("viewer_email", str),
-		prop("session_id", strN), prop("anonymous", boolean), prop("sessions", integer),
-		prop("pages_viewed", integer), prop("total_active_ms", integer), prop("total_active_seconds", number),
-		prop("duration_seconds", integer), prop("downloads", integer), prop("link_clicks", integer),
-		prop("engagement_score", str), prop("first_seen_at", strN), prop("last_seen_at", strN))
-
-	sessionPageSchema = object(
-		prop("id", integer), prop("view_event_id", integer), prop("book_id", str), prop("session_id", str),
-		prop("page_number", integer), prop("visit_order", integer), prop("segments", integer),
-		prop("total_active_ms", integer), prop("total_active_seconds", number),
-		prop("avg_active_ms_per_segment", integer), prop("avg_active_seconds_per_segment", number),
-		prop("first_viewed_at", strN), prop("last_viewed_at", strN))
-
-	countStats = []kv{prop("count", integer), prop("unique_readers", integer)}
-
-	// bookFlowSchema is the book-flow operation's answer.
-	bookFlowSchema = object(
-		prop("book_id", str), prop("page_count", integer), prop("readers", integer),
-		prop("readers_with_page_views", integer), prop("sessions", integer),
-		prop("pages", arrayOf(object(prop("page_number", integer), prop("readers", integer), prop("reach_rate", number),
-			prop("drop_offs", integer), prop("drop_off_rate", number)))),
-		prop("transitions", arrayOf(object(prop("from_page", integer), prop("to_page", integer), prop("count", integer),
-			prop("readers", integer)))),
-		prop("downloads", object(countStats...)),
-		prop("link_clicks", object(append(append([]kv{}, countStats...), prop("top_urls",
-			arrayOf(object(prop("url", str), prop("count", integer), prop("unique_readers", integer)))))...)),
-	)
+	// The analytics rows are the analytics package's types (SchemaOf, output.go).
+	pageSummarySchema   = SchemaOf[analytics.PageSummary]()
+	readerPageSchema    = SchemaOf[analytics.ReaderPage]()
+	readerSummarySchema = SchemaOf[analytics.ReaderSummary]()
+	sessionPageSchema   = SchemaOf[analytics.SessionPage]()
+	bookFlowSchema      = SchemaOf[analytics.BookFlow]()
 
 	journeySchema = object(
 		prop("viewer", object(prop("id", str), prop("email", str))),

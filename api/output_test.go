@@ -1,0 +1,117 @@
+package api
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/stretchr/testify/require"
+
+	"flipbook/analytics"
+)
+
+// normalized is s as JSON with every required list sorted (the order of required names says
+// nothing).
+func normalized(t *testing.T, s *jsonschema.Schema) string {
+	t.Helper()
+	var walk func(*jsonschema.Schema)
+	walk = func(s *jsonschema.Schema) {
+		if s == nil {
+			return
+		}
+		slices.Sort(s.Required)
+		for _, p := range s.Properties {
+			walk(p)
+		}
+		walk(s.Items)
+		for _, a := range s.AnyOf {
+			walk(a)
+		}
+	}
+	c := s.CloneSchemas()
+	walk(c)
+	b, err := json.Marshal(c)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// The analytics rows' schemas, derived from the types the handlers answer with, say what the
+// hand-written ones said (kept here as the expected values).
+func TestSchemaOfAnalyticsRows(t *testing.T) {
+	t.Parallel()
+	want := map[string]*jsonschema.Schema{
+		"page summary": object(
+			prop("id", integer).describe("the page number"), prop("book_id", str), prop("page_number", integer), prop("unique_readers", integer),
+			prop("total_active_ms", integer), prop("avg_active_ms_per_reader", integer),
+			prop("avg_active_ms_per_segment", integer), prop("median_active_ms_per_segment", integer),
+			prop("total_segments", integer), prop("total_active_seconds", number),
+			prop("avg_active_seconds_per_reader", number), prop("avg_active_seconds_per_segment", number),
+			prop("median_active_seconds_per_segment", number)),
+		"reader page": object(
+			prop("id", integer).describe("stable: derived from the book, the reader and the page"), prop("book_id", str),
+			prop("reader_id", str), prop("viewer_id", intN), prop("session_id", strN).describe("anonymous readers only"),
+			prop("page_number", integer), prop("total_active_ms", integer),
+			prop("segments", integer), prop("avg_active_ms_per_segment", integer), prop("total_active_seconds", number),
+			prop("avg_active_seconds_per_segment", number), prop("viewer_email", str),
+			prop("first_viewed_at", strN), prop("last_viewed_at", strN)),
+		"reader summary": object(
+			prop("id", str), prop("book_id", str), prop("viewer_id", intN), prop("viewer_email", str),
+			prop("session_id", strN), prop("anonymous", boolean), prop("sessions", integer),
+			prop("pages_viewed", integer), prop("total_active_ms", integer), prop("total_active_seconds", number),
+			prop("duration_seconds", integer), prop("downloads", integer), prop("link_clicks", integer),
+			prop("engagement_score", str), prop("first_seen_at", strN), prop("last_seen_at", strN)),
+		"session page": object(
+			prop("id", integer), prop("view_event_id", integer), prop("book_id", str), prop("session_id", str),
+			prop("page_number", integer), prop("visit_order", integer), prop("segments", integer),
+			prop("total_active_ms", integer), prop("total_active_seconds", number),
+			prop("avg_active_ms_per_segment", integer), prop("avg_active_seconds_per_segment", number),
+			prop("first_viewed_at", strN), prop("last_viewed_at", strN)),
+		"book flow": object(
+			prop("book_id", str), prop("page_count", integer), prop("readers", integer),
+			prop("readers_with_page_views", integer), prop("sessions", integer),
+			prop("pages", arrayOf(object(prop("page_number", integer), prop("readers", integer), prop("reach_rate", number),
+				prop("drop_offs", integer), prop("drop_off_rate", number)))),
+			prop("transitions", arrayOf(object(prop("from_page", integer), prop("to_page", integer), prop("count", integer),
+				prop("readers", integer)))),
+			prop("downloads", object(prop("count", integer), prop("unique_readers", integer))),
+			prop("link_clicks", object(prop("count", integer), prop("unique_readers", integer), prop("top_urls",
+				arrayOf(object(prop("url", str), prop("count", integer), prop("unique_readers", integer))))))),
+	}
+	got := map[string]*jsonschema.Schema{
+		"page summary":   SchemaOf[analytics.PageSummary](),
+		"reader page":    SchemaOf[analytics.ReaderPage](),
+		"reader summary": SchemaOf[analytics.ReaderSummary](),
+		"session page":   SchemaOf[analytics.SessionPage](),
+		"book flow":      SchemaOf[analytics.BookFlow](),
+	}
+	for name, w := range want {
+		require.JSONEq(t, normalized(t, w), normalized(t, got[name]), name)
+	}
+}
+
+// SchemaOf's rules: omitempty is optional, json:"-" is left out, pointers are nullable,
+// embedded structs lend their fields, a type it cannot describe is a declaration error.
+func TestSchemaOfRules(t *testing.T) {
+	t.Parallel()
+	type inner struct {
+		X int `json:"x"`
+	}
+	type row struct {
+		inner
+		A  string            `json:"a,omitempty"`
+		B  *int64            `json:"b"`
+		C  *inner            `json:"c"`
+		D  []string          `json:"d"`
+		E  json.RawMessage   `json:"e"`
+		F  map[string]any    `json:"f"`
+		G  bool              `json:"-"`
+		H  analytics.Time    `json:"h" desc:"when"`
+		Ms map[string]string `json:"-"`
+	}
+	want := optional(object(prop("x", integer), prop("b", intN), prop("c", nullable(object(prop("x", integer)))),
+		prop("d", arrayOf(str)), prop("e", &jsonschema.Schema{}), prop("f", typ("object")),
+		prop("h", strN).describe("when")), prop("a", str))
+	require.JSONEq(t, normalized(t, want), normalized(t, SchemaOf[row]()))
+	require.Panics(t, func() { SchemaOf[struct{ C chan int }]() })
+}

@@ -462,7 +462,7 @@ func exportedRecv(r *ast.FieldList) bool {
 
 // The ratchets: these figures may fall, never rise (lower them as the code improves).
 const (
-	maxUndocumented = 121
+	maxUndocumented = 78
 	maxLongFuncs    = 0
 )
 

@@ -15,7 +15,7 @@ import (
 // JSON Schema of T's JSON encoding, written as the hand-made schemas of schemas.go are. A
 // struct is an object whose properties are its JSON fields (embedded structs lend theirs; a
 // field tagged json:"-" is left out), all required but those tagged omitempty; a `desc` tag
-// is the property's description. int types are integer, float types number, a pointer to a
+// is the property's description, `format` its format and `enum:"a|b"` its values. int types are integer, float types number, a pointer to a
 // scalar is that type or null, a pointer to a struct is the object or null, a slice is an
 // array; the types of outputTypes have their own schema (a time stored as text, raw JSON).
 // The response of an operation whose rows are such a type is declared from it, so the
@@ -28,7 +28,7 @@ var outputTypes = map[reflect.Type]func() *jsonschema.Schema{
 	reflect.TypeFor[analytics.Time]():  func() *jsonschema.Schema { return orNull("string") }, // an RFC 3339 string or null
 	reflect.TypeFor[json.RawMessage](): func() *jsonschema.Schema { return &jsonschema.Schema{} },
 	timeType:                           func() *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Format: "date-time"} },
-	mapType:                            func() *jsonschema.Schema { return typ("object") },
+	mapType:                            func() *jsonschema.Schema { return orNull("object") }, // a nil map is null
 	anyType:                            func() *jsonschema.Schema { return &jsonschema.Schema{} },
 }
 
@@ -81,6 +81,14 @@ func addFields(s *jsonschema.Schema, t reflect.Type) {
 		p := schemaOfType(f.Type)
 		if d := f.Tag.Get("desc"); d != "" {
 			p.Description = d
+		}
+		if v := f.Tag.Get("format"); v != "" {
+			p.Format = v
+		}
+		if v, ok := f.Tag.Lookup("enum"); ok {
+			for _, e := range strings.Split(v, "|") {
+				p.Enum = append(p.Enum, e)
+			}
 		}
 		s.Properties[name] = p
 		if !strings.Contains(","+opts+",", ",omitempty,") {

@@ -90,6 +90,40 @@ func TestSchemaOfAnalyticsRows(t *testing.T) {
 	}
 }
 
+// The resources' schemas, derived from the types httpapi answers with (outputs.go), say what
+// the hand-written ones said (kept here as the expected values).
+func TestSchemaOfResources(t *testing.T) {
+	t.Parallel()
+	settings := object(
+		prop("background", strN), prop("downloadable", boolean), prop("fullscreen_enabled", boolean),
+		prop("sound_enabled", boolean), prop("copyright_enabled", boolean), prop("share_social_media", boolean),
+		prop("privacy", strN), prop("image_display", strN), prop("animation_type", str),
+		prop("mobile_animation_type", strN), prop("eod_enabled", boolean), prop("domains_enabled", boolean),
+	)
+	want := map[string]*jsonschema.Schema{
+		"book": object(
+			prop("id", integer), prop("random_id", str), prop("batch_id", strN), prop("external_catalog_id", intN),
+			prop("name", str), prop("description", strN), prop("status", strN), prop("page_count", integer),
+			prop("page_images_status", enumOf("ready", "processing", "failed")),
+			prop("preview_url", strN), prop("thumbnail_url", strN), prop("embed_code", strN),
+			prop("published_date", strN), prop("expires_at", strN), prop("billing_expires_at", strN),
+			prop("created_at", dateTime), prop("updated_at", dateTime), prop("settings", settings),
+			prop("settings_revision", str)),
+		"subscriber": object(prop("id", integer), prop("book_id", str), prop("email", str),
+			prop("type", enumOf("email", "domain")), prop("created_at", dateTime)),
+		"embed domain": object(prop("id", str), prop("domain", str), prop("includes_subdomains", boolean),
+			prop("created_at", dateTime)),
+		"tracked link": object(prop("id", integer), prop("book_id", str), prop("name", str), prop("slug", str),
+			prop("channel", strN), prop("kind", str), prop("metadata", orNull("object")), prop("url", str),
+			prop("created_at", dateTime)),
+	}
+	got := map[string]*jsonschema.Schema{"book": bookSchema, "subscriber": subscriberSchema,
+		"embed domain": embedDomainSchema, "tracked link": trackedLinkSchema}
+	for name, w := range want {
+		require.JSONEq(t, normalized(t, w), normalized(t, got[name]), name)
+	}
+}
+
 // SchemaOf's rules: omitempty is optional, json:"-" is left out, pointers are nullable,
 // embedded structs lend their fields, a type it cannot describe is a declaration error.
 func TestSchemaOfRules(t *testing.T) {
@@ -110,7 +144,7 @@ func TestSchemaOfRules(t *testing.T) {
 		Ms map[string]string `json:"-"`
 	}
 	want := optional(object(prop("x", integer), prop("b", intN), prop("c", nullable(object(prop("x", integer)))),
-		prop("d", arrayOf(str)), prop("e", &jsonschema.Schema{}), prop("f", typ("object")),
+		prop("d", arrayOf(str)), prop("e", &jsonschema.Schema{}), prop("f", orNull("object")),
 		prop("h", strN).describe("when")), prop("a", str))
 	require.JSONEq(t, normalized(t, want), normalized(t, SchemaOf[row]()))
 	require.Panics(t, func() { SchemaOf[struct{ C chan int }]() })

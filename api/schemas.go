@@ -93,23 +93,8 @@ var (
 	anyObject = typ("object")
 	dateTime  = &jsonschema.Schema{Types: []string{"string", "null"}, Format: "date-time"}
 
-	settingsSchema = object(
-		prop("background", strN), prop("downloadable", boolean), prop("fullscreen_enabled", boolean),
-		prop("sound_enabled", boolean), prop("copyright_enabled", boolean), prop("share_social_media", boolean),
-		prop("privacy", strN), prop("image_display", strN), prop("animation_type", str),
-		prop("mobile_animation_type", strN), prop("eod_enabled", boolean), prop("domains_enabled", boolean),
-	)
-
 	// bookSchema is spec §2.1, plus settings_revision (bulk settings, spec §4.1).
-	bookSchema = object(
-		prop("id", integer), prop("random_id", str), prop("batch_id", strN), prop("external_catalog_id", intN),
-		prop("name", str), prop("description", strN), prop("status", strN), prop("page_count", integer),
-		prop("page_images_status", enumOf("ready", "processing", "failed")),
-		prop("preview_url", strN), prop("thumbnail_url", strN), prop("embed_code", strN),
-		prop("published_date", strN), prop("expires_at", strN), prop("billing_expires_at", strN),
-		prop("created_at", dateTime), prop("updated_at", dateTime), prop("settings", settingsSchema),
-		prop("settings_revision", str),
-	)
+	bookSchema = SchemaOf[Book]()
 
 	// cursorMetaSchema is the meta of every cursor-paginated list (docs/API.md, Pagination):
 	// limit is the page size used (the default when the request gave none).
@@ -140,19 +125,15 @@ var (
 	batchStatusSchema   = batchSchema
 	activeUploadsSchema = object(prop("state", enumOf("idle", "queued", "processing")), prop("batches", arrayOf(batchSchema)))
 
-	subscriberSchema = object(prop("id", integer), prop("book_id", str), prop("email", str),
-		prop("type", enumOf("email", "domain")), prop("created_at", dateTime))
+	subscriberSchema        = SchemaOf[Subscriber]()
 	subscriberDeletedSchema = with(messageSchema, prop("id", integer))
 
 	// embedDomainSchema is spec §2.3.
-	embedDomainSchema = object(prop("id", str), prop("domain", str), prop("includes_subdomains", boolean),
-		prop("created_at", dateTime))
+	embedDomainSchema        = SchemaOf[EmbedDomain]()
 	embedDomainDeletedSchema = with(messageSchema, prop("id", str))
 	embedDomainsMetaSchema   = object(prop("total", integer), prop("domains_enabled", boolean))
 
-	trackedLinkSchema = object(prop("id", integer), prop("book_id", str), prop("name", str), prop("slug", str),
-		prop("channel", strN), prop("kind", str), prop("metadata", orNull("object")), prop("url", str),
-		prop("created_at", dateTime))
+	trackedLinkSchema = SchemaOf[TrackedLink]()
 
 	workspaceSchema = object(prop("id", integer), prop("name", str), prop("slug", str), prop("plan", str),
 		prop("can_rename", boolean))

@@ -18,16 +18,8 @@ import (
 
 // Access lists (spec §4.2), embed allowlists (§4.3) and tracked links (§4.9).
 
-type subscriberJSON struct {
-	ID        int64   `json:"id"`
-	BookID    string  `json:"book_id"`
-	Email     string  `json:"email"`
-	Type      string  `json:"type"`
-	CreatedAt *string `json:"created_at"`
-}
-
-func subJSON(s *storage.Subscriber) subscriberJSON {
-	return subscriberJSON{ID: s.ID, BookID: s.BookID, Email: s.Email, Type: s.Type, CreatedAt: fmtTime(s.CreatedAt)}
+func subJSON(s *storage.Subscriber) api.Subscriber {
+	return api.Subscriber{ID: s.ID, BookID: s.BookID, Email: s.Email, Type: s.Type, CreatedAt: fmtTime(s.CreatedAt)}
 }
 
 // normalizeAccessEntry checks an access-list entry and returns it in its stored form: an
@@ -117,7 +109,7 @@ func (s *accessService) ListSubscribers(r *api.Request, in *api.SubscriberList) 
 	if err != nil {
 		return nil, err
 	}
-	data := make([]subscriberJSON, len(subs))
+	data := make([]api.Subscriber, len(subs))
 	for i, sub := range subs {
 		data[i] = subJSON(sub)
 	}
@@ -174,15 +166,8 @@ func (s *accessService) DeleteSubscriber(r *api.Request, in *api.SubscriberDelet
 	return &api.Result{Data: map[string]any{"message": "The subscriber was removed.", "id": id}}, nil
 }
 
-type embedDomainJSON struct {
-	ID                 string  `json:"id"`
-	Domain             string  `json:"domain"`
-	IncludesSubdomains bool    `json:"includes_subdomains"`
-	CreatedAt          *string `json:"created_at"`
-}
-
-func embJSON(d *storage.EmbedDomain) embedDomainJSON {
-	return embedDomainJSON{ID: strconv.FormatInt(d.ID, 10), Domain: d.Domain, IncludesSubdomains: true, CreatedAt: fmtTime(d.CreatedAt)}
+func embJSON(d *storage.EmbedDomain) api.EmbedDomain {
+	return api.EmbedDomain{ID: strconv.FormatInt(d.ID, 10), Domain: d.Domain, IncludesSubdomains: true, CreatedAt: fmtTime(d.CreatedAt)}
 }
 
 func (s *accessService) ListEmbedDomains(r *api.Request, in *api.BookPath) (*api.Result, error) {
@@ -194,7 +179,7 @@ func (s *accessService) ListEmbedDomains(r *api.Request, in *api.BookPath) (*api
 	if err != nil {
 		return nil, err
 	}
-	data := make([]embedDomainJSON, len(list))
+	data := make([]api.EmbedDomain, len(list))
 	for i, d := range list {
 		data[i] = embJSON(d)
 	}
@@ -232,20 +217,8 @@ func (s *accessService) DeleteEmbedDomain(r *api.Request, in *api.EmbedDomainDel
 	return &api.Result{Data: map[string]any{"message": "The embed domain was removed.", "id": strconv.FormatInt(d.ID, 10)}}, nil
 }
 
-type trackedLinkJSON struct {
-	ID        int64          `json:"id"`
-	BookID    string         `json:"book_id"`
-	Name      string         `json:"name"`
-	Slug      string         `json:"slug"`
-	Channel   *string        `json:"channel"`
-	Kind      string         `json:"kind"`
-	Metadata  map[string]any `json:"metadata"`
-	URL       string         `json:"url"`
-	CreatedAt *string        `json:"created_at"`
-}
-
-func (s *accessService) tlJSON(l *storage.TrackedLink) trackedLinkJSON {
-	return trackedLinkJSON{ID: l.ID, BookID: l.BookID, Name: l.Name, Slug: l.Slug, Channel: l.Channel, Kind: l.Kind,
+func (s *accessService) tlJSON(l *storage.TrackedLink) api.TrackedLink {
+	return api.TrackedLink{ID: l.ID, BookID: l.BookID, Name: l.Name, Slug: l.Slug, Channel: l.Channel, Kind: l.Kind,
 		Metadata: l.Metadata, URL: s.publicURL + "/l/" + l.Slug, CreatedAt: fmtTime(l.CreatedAt)}
 }
 
@@ -258,7 +231,7 @@ func (s *accessService) ListTrackedLinks(r *api.Request, in *api.BookPath) (*api
 	if err != nil {
 		return nil, err
 	}
-	data := make([]trackedLinkJSON, len(list))
+	data := make([]api.TrackedLink, len(list))
 	for i, l := range list {
 		data[i] = s.tlJSON(l)
 	}

@@ -31,31 +31,6 @@ func fmtTimePtr(t *time.Time) *string {
 	return fmtTime(*t)
 }
 
-// bookJSON is the Book of spec §2.1: exactly these fields, plus settings_revision.
-type bookJSON struct {
-	ID                int64            `json:"id"`
-	RandomID          string           `json:"random_id"`
-	BatchID           *string          `json:"batch_id"`
-	ExternalCatalogID *int64           `json:"external_catalog_id"`
-	Name              string           `json:"name"`
-	Description       *string          `json:"description"`
-	Status            *string          `json:"status"`
-	PageCount         int              `json:"page_count"`
-	PageImagesStatus  string           `json:"page_images_status"`
-	PreviewURL        *string          `json:"preview_url"`
-	ThumbnailURL      *string          `json:"thumbnail_url"`
-	EmbedCode         *string          `json:"embed_code"`
-	PublishedDate     *string          `json:"published_date"`
-	ExpiresAt         *string          `json:"expires_at"`
-	BillingExpiresAt  *string          `json:"billing_expires_at"`
-	CreatedAt         *string          `json:"created_at"`
-	UpdatedAt         *string          `json:"updated_at"`
-	Settings          storage.Settings `json:"settings"`
-	// SettingsRevision changes with every change of PUT /books/{book} or a bulk settings item
-	// (spec §4.1: the revision bulk settings batches expect).
-	SettingsRevision string `json:"settings_revision"`
-}
-
 // links builds the public URLs answers carry (Config.PublicURL) and the books' wire JSON:
 // every domain that answers with a book or a link embeds one.
 type links struct{ publicURL string }
@@ -65,12 +40,12 @@ func (s links) fileURL(rid, name string) string {
 	return s.publicURL + "/files/" + rid + "/" + name
 }
 
-func (s links) bookJSON(b *storage.Book) *bookJSON {
+func (s links) bookJSON(b *storage.Book) *api.Book {
 	preview := s.previewURL(b.RandomID)
 	embed := fmt.Sprintf(`<iframe src="%s" width="100%%" height="600" style="border:0" allow="fullscreen" allowfullscreen title="%s"></iframe>`,
 		html.EscapeString(preview), html.EscapeString(b.Name))
 	status := b.Status
-	out := &bookJSON{
+	out := &api.Book{
 		ID: b.ID, RandomID: b.RandomID, BatchID: b.BatchID, ExternalCatalogID: b.ExternalCatalogID,
 		Name: b.Name, Description: b.Description, Status: &status, PageCount: b.PageCount,
 		PageImagesStatus: b.PageImagesStatus, PreviewURL: &preview, EmbedCode: &embed,

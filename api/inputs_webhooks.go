@@ -36,11 +36,11 @@ type WebhookSettings struct {
 }
 
 // WebhookFilters are the filters of a subscription (spec §4.7): nil or empty lists do not
-// narrow.
+// narrow. The same type is the filters of an answer (Webhook), where every list is present.
 type WebhookFilters struct {
-	BookIDs         []string `param:"book_ids,body,nullable" maxitems:"100" itemmax:"64"`
-	TrackedLinkIDs  []int64  `param:"tracked_link_ids,body,nullable" maxitems:"100" itemmin:"1"`
-	RecipientEmails []string `param:"recipient_emails,body,nullable" maxitems:"100" itemmax:"255" itemformat:"email"`
+	BookIDs         []string `json:"book_ids" param:"book_ids,body,nullable" maxitems:"100" itemmax:"64"`
+	TrackedLinkIDs  []int64  `json:"tracked_link_ids" param:"tracked_link_ids,body,nullable" maxitems:"100" itemmin:"1"`
+	RecipientEmails []string `json:"recipient_emails" param:"recipient_emails,body,nullable" maxitems:"100" itemmax:"255" itemformat:"email"`
 }
 
 // WebhookSampleEvents is the input of webhooks.sample_events (spec §4.7).

@@ -15,7 +15,8 @@ import (
 // JSON Schema of T's JSON encoding, written as the hand-made schemas of schemas.go are. A
 // struct is an object whose properties are its JSON fields (embedded structs lend theirs; a
 // field tagged json:"-" is left out), all required but those tagged omitempty; a `desc` tag
-// is the property's description, `format` its format and `enum:"a|b"` its values. int types are integer, float types number, a pointer to a
+// is the property's description, `format` its format, `enum:"a|b"` its values and `type` its
+// type where the Go type does not say (raw JSON). int types are integer, float types number, a pointer to a
 // scalar is that type or null, a pointer to a struct is the object or null, a slice is an
 // array; the types of outputTypes have their own schema (a time stored as text, raw JSON).
 // The response of an operation whose rows are such a type is declared from it, so the
@@ -84,6 +85,9 @@ func addFields(s *jsonschema.Schema, t reflect.Type) {
 		}
 		if v := f.Tag.Get("format"); v != "" {
 			p.Format = v
+		}
+		if v := f.Tag.Get("type"); v != "" { // raw JSON known to be of one type
+			p.Type, p.Types = v, nil
 		}
 		if v, ok := f.Tag.Lookup("enum"); ok {
 			for _, e := range strings.Split(v, "|") {

@@ -1,6 +1,10 @@
 package api
 
-import "flipbook/storage"
+import (
+	"encoding/json"
+
+	"flipbook/storage"
+)
 
 // The resources answers carry (spec §2), as Go types: httpapi builds them, and their response
 // schemas are derived from them (SchemaOf), so the two cannot drift apart.
@@ -58,4 +62,56 @@ type TrackedLink struct {
 	Metadata  map[string]any `json:"metadata"`
 	URL       string         `json:"url"`
 	CreatedAt *string        `json:"created_at" format:"date-time"`
+}
+
+// LabelValue is a choice as the webhook operations list it: a label for people, a value for
+// requests.
+type LabelValue struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+}
+
+// Webhook is spec §2.6's webhook subscription; the signing secret is never returned.
+type Webhook struct {
+	ID               int64          `json:"id"`
+	Name             string         `json:"name"`
+	Provider         string         `json:"provider" enum:"generic|zapier"`
+	TargetURL        string         `json:"target_url"`
+	EventTypes       []LabelValue   `json:"event_types"`
+	Filters          WebhookFilters `json:"filters"`
+	HasSigningSecret bool           `json:"has_signing_secret"`
+	IsActive         bool           `json:"is_active"`
+	DisabledReason   *string        `json:"disabled_reason"`
+	DisabledAt       *string        `json:"disabled_at" format:"date-time"`
+	DeliveriesCount  int64          `json:"deliveries_count"`
+	CreatedAt        *string        `json:"created_at" format:"date-time"`
+	UpdatedAt        *string        `json:"updated_at" format:"date-time"`
+}
+
+// WebhookDelivery is spec §2.6's delivery with its attempts.
+type WebhookDelivery struct {
+	ID             int64            `json:"id"`
+	SubscriptionID int64            `json:"subscription_id"`
+	EventID        string           `json:"event_id"`
+	EventType      string           `json:"event_type"`
+	Status         string           `json:"status" enum:"pending|retrying|succeeded|failed"`
+	Attempts       int              `json:"attempts"`
+	Payload        json.RawMessage  `json:"payload" type:"object"`
+	ResponseStatus *int             `json:"response_status"`
+	ResponseBody   *string          `json:"response_body"`
+	ErrorMessage   *string          `json:"error_message"`
+	Test           bool             `json:"test"`
+	CreatedAt      *string          `json:"created_at" format:"date-time"`
+	DeliveredAt    *string          `json:"delivered_at" format:"date-time"`
+	NextAttemptAt  *string          `json:"next_attempt_at" format:"date-time"`
+	History        []WebhookAttempt `json:"history"`
+}
+
+// WebhookAttempt is one attempt of a delivery.
+type WebhookAttempt struct {
+	Number         int     `json:"number"`
+	At             *string `json:"attempted_at" format:"date-time"`
+	ResponseStatus *int    `json:"response_status"`
+	ErrorMessage   *string `json:"error_message"`
+	DurationMs     int64   `json:"duration_ms"`
 }

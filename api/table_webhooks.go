@@ -48,27 +48,10 @@ func WebhookEventValues() []string {
 var (
 	labelValueSchema = object(prop("label", str), prop("value", str))
 
-	// webhookSubscriptionSchema is spec §2.6's subscription.
-	webhookSubscriptionSchema = object(
-		prop("id", integer), prop("name", str), prop("provider", enumOf(WebhookProviders...)),
-		prop("target_url", str), prop("event_types", arrayOf(labelValueSchema)),
-		prop("filters", object(prop("book_ids", arrayOf(str)), prop("tracked_link_ids", arrayOf(integer)),
-			prop("recipient_emails", arrayOf(str)))),
-		prop("has_signing_secret", boolean), prop("is_active", boolean), prop("disabled_reason", strN),
-		prop("disabled_at", dateTime), prop("deliveries_count", integer),
-		prop("created_at", dateTime), prop("updated_at", dateTime),
-	)
-
-	// webhookDeliverySchema is spec §2.6's delivery.
-	webhookDeliverySchema = object(
-		prop("id", integer), prop("subscription_id", integer), prop("event_id", str), prop("event_type", str),
-		prop("status", enumOf("pending", "retrying", "succeeded", "failed")), prop("attempts", integer),
-		prop("payload", anyObject), prop("response_status", intN), prop("response_body", strN),
-		prop("error_message", strN), prop("test", boolean), prop("created_at", dateTime),
-		prop("delivered_at", dateTime), prop("next_attempt_at", dateTime),
-		prop("history", arrayOf(object(prop("number", integer), prop("attempted_at", dateTime),
-			prop("response_status", intN), prop("error_message", strN), prop("duration_ms", integer)))),
-	)
+	// webhookSubscriptionSchema is spec §2.6's subscription; webhookDeliverySchema its
+	// delivery (outputs.go).
+	webhookSubscriptionSchema = SchemaOf[Webhook]()
+	webhookDeliverySchema     = SchemaOf[WebhookDelivery]()
 
 	webhookOptionsSchema = object(
 		prop("books", arrayOf(object(prop("id", str), prop("name", str)))),

@@ -21,33 +21,6 @@ import (
 
 // Webhook subscriptions, deliveries and sample sends (spec §2.6, §4.7, §6; docs/WEBHOOKS.md).
 
-type labelValue struct {
-	Label string `json:"label"`
-	Value string `json:"value"`
-}
-
-type webhookFiltersJSON struct {
-	BookIDs         []string `json:"book_ids"`
-	TrackedLinkIDs  []int64  `json:"tracked_link_ids"`
-	RecipientEmails []string `json:"recipient_emails"`
-}
-
-type webhookJSON struct {
-	ID               int64              `json:"id"`
-	Name             string             `json:"name"`
-	Provider         string             `json:"provider"`
-	TargetURL        string             `json:"target_url"`
-	EventTypes       []labelValue       `json:"event_types"`
-	Filters          webhookFiltersJSON `json:"filters"`
-	HasSigningSecret bool               `json:"has_signing_secret"`
-	IsActive         bool               `json:"is_active"`
-	DisabledReason   *string            `json:"disabled_reason"`
-	DisabledAt       *string            `json:"disabled_at"`
-	DeliveriesCount  int64              `json:"deliveries_count"`
-	CreatedAt        *string            `json:"created_at"`
-	UpdatedAt        *string            `json:"updated_at"`
-}
-
 func eventLabel(v string) string {
 	for _, t := range actors.WebhookEventTypes {
 		if t.Value == v {
@@ -68,19 +41,19 @@ type webhookService struct {
 	allowPrivate bool // Config.AllowPrivateTargets: the SSRF guard's policy
 }
 
-func (s *webhookService) webhookJSON(w *storage.WebhookSubscription) (webhookJSON, error) {
+func (s *webhookService) webhookJSON(w *storage.WebhookSubscription) (api.Webhook, error) {
 	n, err := s.Store.WebhookCount(w.Tenant(), w.ID)
 	if err != nil {
-		return webhookJSON{}, err
+		return api.Webhook{}, err
 	}
-	out := webhookJSON{ID: w.ID, Name: w.Name, Provider: w.Provider, TargetURL: w.TargetURL,
-		EventTypes: make([]labelValue, len(w.EventTypes)),
-		Filters: webhookFiltersJSON{BookIDs: orEmpty(w.Filters.BookIDs), TrackedLinkIDs: orEmpty(w.Filters.TrackedLinkIDs),
+	out := api.Webhook{ID: w.ID, Name: w.Name, Provider: w.Provider, TargetURL: w.TargetURL,
+		EventTypes: make([]api.LabelValue, len(w.EventTypes)),
+		Filters: api.WebhookFilters{BookIDs: orEmpty(w.Filters.BookIDs), TrackedLinkIDs: orEmpty(w.Filters.TrackedLinkIDs),
 			RecipientEmails: orEmpty(w.Filters.RecipientEmails)},
 		HasSigningSecret: len(w.Secret) > 0, IsActive: w.IsActive, DisabledAt: fmtTimePtr(w.DisabledAt),
 		DeliveriesCount: n, CreatedAt: fmtTime(w.CreatedAt), UpdatedAt: fmtTime(w.UpdatedAt)}
 	for i, t := range w.EventTypes {
-		out.EventTypes[i] = labelValue{Label: eventLabel(t), Value: t}
+		out.EventTypes[i] = api.LabelValue{Label: eventLabel(t), Value: t}
 	}
 	if w.DisabledReason != "" {
 		out.DisabledReason = &w.DisabledReason
@@ -106,7 +79,7 @@ func (s *webhookService) ListWebhooks(r *api.Request) (*api.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := make([]webhookJSON, len(list))
+	data := make([]api.Webhook, len(list))
 	for i, w := range list {
 		if data[i], err = s.webhookJSON(w); err != nil {
 			return nil, err
@@ -329,13 +302,13 @@ func (s *webhookService) WebhookOptions(r *api.Request) (*api.Result, error) {
 	for i, l := range links {
 		lopts[i] = linkOpt{ID: l.ID, Name: l.Name, BookID: l.BookID}
 	}
-	types := make([]labelValue, len(actors.WebhookEventTypes))
+	types := make([]api.LabelValue, len(actors.WebhookEventTypes))
 	for i, t := range actors.WebhookEventTypes {
-		types[i] = labelValue{Label: t.Label, Value: t.Value}
+		types[i] = api.LabelValue{Label: t.Label, Value: t.Value}
 	}
 	return &api.Result{Data: map[string]any{
 		"books": books, "tracked_links": lopts, "event_types": types,
-		"providers": []labelValue{{Label: "Generic (any HTTPS endpoint)", Value: "generic"}, {Label: "Zapier", Value: "zapier"}},
+		"providers": []api.LabelValue{{Label: "Generic (any HTTPS endpoint)", Value: "generic"}, {Label: "Zapier", Value: "zapier"}},
 	}, Meta: map[string]any{"books_truncated": page.HasMore, "max_books": MaxOptionBooks}}, nil
 }
 
@@ -435,32 +408,6 @@ func (s *webhookService) WebhookSampleEvents(r *api.Request, in *api.WebhookSamp
 		"limit": limit}}, nil
 }
 
-type attemptJSON struct {
-	Number         int     `json:"number"`
-	At             *string `json:"attempted_at"`
-	ResponseStatus *int    `json:"response_status"`
-	ErrorMessage   *string `json:"error_message"`
-	DurationMs     int64   `json:"duration_ms"`
-}
-
-type deliveryJSON struct {
-	ID             int64           `json:"id"`
-	SubscriptionID int64           `json:"subscription_id"`
-	EventID        string          `json:"event_id"`
-	EventType      string          `json:"event_type"`
-	Status         string          `json:"status"`
-	Attempts       int             `json:"attempts"`
-	Payload        json.RawMessage `json:"payload"`
-	ResponseStatus *int            `json:"response_status"`
-	ResponseBody   *string         `json:"response_body"`
-	ErrorMessage   *string         `json:"error_message"`
-	Test           bool            `json:"test"`
-	CreatedAt      *string         `json:"created_at"`
-	DeliveredAt    *string         `json:"delivered_at"`
-	NextAttemptAt  *string         `json:"next_attempt_at"`
-	History        []attemptJSON   `json:"history"`
-}
-
 func nonZero[T comparable](v T) *T {
 	var zero T
 	if v == zero {
@@ -469,17 +416,17 @@ func nonZero[T comparable](v T) *T {
 	return &v
 }
 
-func deliveryWire(d *storage.WebhookDelivery) deliveryJSON {
-	out := deliveryJSON{ID: d.ID, SubscriptionID: d.SubscriptionID, EventID: d.EventID, EventType: d.EventType,
+func deliveryWire(d *storage.WebhookDelivery) api.WebhookDelivery {
+	out := api.WebhookDelivery{ID: d.ID, SubscriptionID: d.SubscriptionID, EventID: d.EventID, EventType: d.EventType,
 		Status: d.Status, Attempts: d.Attempts, Payload: d.Payload, ResponseStatus: nonZero(d.ResponseStatus),
 		ResponseBody: nonZero(d.ResponseBody), ErrorMessage: nonZero(d.ErrorMessage), Test: d.Test,
 		CreatedAt: fmtTime(d.CreatedAt), DeliveredAt: fmtTimePtr(d.DeliveredAt), NextAttemptAt: fmtTimePtr(d.NextAttemptAt),
-		History: make([]attemptJSON, len(d.History))}
+		History: make([]api.WebhookAttempt, len(d.History))}
 	if d.Attempts > 0 && d.ResponseStatus == 0 {
 		out.ResponseBody = nil
 	}
 	for i, a := range d.History {
-		out.History[i] = attemptJSON{Number: a.Number, At: fmtTime(a.At), ResponseStatus: nonZero(a.ResponseStatus),
+		out.History[i] = api.WebhookAttempt{Number: a.Number, At: fmtTime(a.At), ResponseStatus: nonZero(a.ResponseStatus),
 			ErrorMessage: nonZero(a.ErrorMessage), DurationMs: a.DurationMs}
 	}
 	return out
@@ -519,7 +466,7 @@ func (s *webhookService) ListWebhookDeliveries(r *api.Request, in *api.WebhookDe
 	if err != nil {
 		return nil, err
 	}
-	data := make([]deliveryJSON, len(list))
+	data := make([]api.WebhookDelivery, len(list))
 	for i, d := range list {
 		if err := s.Store.FillPayload(r.Auth.Tenant, d); err != nil && !errors.Is(err, errs.ErrNotFound) {
 			return nil, err

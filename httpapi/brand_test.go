@@ -44,6 +44,7 @@ func (h *harness) viewerHTML(t *testing.T, rid string) string {
 }
 
 func TestBrandLifecycleAndViewer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "pro", "live", "*")
 	rid := h.konva(t, key, "Branded book", "publish")

@@ -340,6 +340,7 @@ func TestBulkSettingsValidation(t *testing.T) {
 // unfinished batch is the last one allowed, a queued batch is cancelled at once, and queued
 // batches run after a restart.
 func TestBulkSettingsQueuedCancelAndLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	ids := h.makeBooks(t, key, 3, "q")

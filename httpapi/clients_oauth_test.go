@@ -18,6 +18,7 @@ import (
 // consent approved with a key, code + PKCE + resource, tools/list, a tool call, a refresh and
 // another call; each with and without a host-supplied state.
 func TestOAuthSDKClientFlow(t *testing.T) {
+	t.Parallel()
 	docs := newCIMDServer(t, true)
 	roots := x509.NewCertPool()
 	roots.AddCert(docs.Certificate())
@@ -31,6 +32,9 @@ func TestOAuthSDKClientFlow(t *testing.T) {
 		"redirect_uris": []string{"http://localhost/callback"}, "grant_types": []string{"authorization_code", "refresh_token"},
 		"response_types": []string{"code"}, "token_endpoint_auth_method": "none"})
 
+	// The cases run one after another (no t.Parallel): they share the service and the document
+	// server, whose fetches are counted after the loop (the document is cached), and each runs
+	// a Node process.
 	for _, c := range []struct {
 		mode, state, redirect, register string
 	}{

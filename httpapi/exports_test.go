@@ -514,6 +514,7 @@ func within(t *testing.T, d time.Duration, what string, f func()) {
 // once. The service then still answers, and restarts in-process without hanging (no context
 // was ever cancelled inside DuckDB).
 func TestExportClientDisconnect(t *testing.T) {
+	t.Parallel()
 	const total = 400_000
 	h := newHarness(t, nil)
 	key, rid, _ := bigExport(t, h, total)
@@ -553,6 +554,7 @@ func TestExportClientDisconnect(t *testing.T) {
 // full, the export blocked writing) does not hold up Shutdown beyond its timeout: the stream is
 // aborted, its connection returned, DuckDB closed, and the service starts again in-process.
 func TestExportShutdownStalledClient(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, rid, _ := bigExport(t, h, 400_000)
 	c, _ := rawGet(t, h, "/api/v1/exports/books/"+rid+"/interaction-events", key, 4096)
@@ -585,6 +587,7 @@ func TestExportShutdownStalledClient(t *testing.T) {
 // goroutine): the client's disconnect ends the query's row callbacks long before the first of
 // the two keyset batches (67,667 readers) is through.
 func TestExportAggregateDisconnect(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, rid, _ := bigExport(t, h, 800_000)
 	db := h.svc.Analytics

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +31,9 @@ type harness struct {
 	// document in the OpenAPI hook (openapi_contract_test.go; tests of the hook itself).
 	tb       testing.TB
 	contract *apiContract
+	// ln is the loopback listener every start serves on: bound once, so a restart serves
+	// where the first start did.
+	ln *keptListener
 }
 
 const testAdminToken = "adm_test_token"
@@ -50,25 +54,27 @@ func newHarness(tb testing.TB, mod func(*Config)) *harness {
 		// document (benchmarks measure streaming and memory: not there).
 		h.http.Transport = &contractTransport{h: h, next: http.DefaultTransport}
 	}
+	tb.Cleanup(func() { // registered first: a start that fails still closes its listener
+		h.stop(tb)
+		h.ln.close()
+	})
 	h.start(tb)
-	tb.Cleanup(func() { h.stop(tb) })
 	return h
 }
 
 func (h *harness) start(tb testing.TB) {
 	tb.Helper()
-	addr := "127.0.0.1:0"
-	if h.base != "" { // a restart listens where the first start did
-		addr = strings.TrimPrefix(h.base, "http://")
+	if h.ln == nil {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(tb, err)
+		h.ln = keepListener(ln)
 	}
-	ln, err := net.Listen("tcp", addr)
-	require.NoError(tb, err)
 	cfg := h.cfg
-	cfg.Addr = ln.Addr().String()
+	cfg.Addr = h.ln.Addr().String()
 	svc, err := New(cfg)
 	require.NoError(tb, err)
 	h.svc, h.base = svc, "http://"+cfg.Addr
-	go svc.Serve(ln)
+	go svc.Serve(h.ln.handle())
 }
 
 func (h *harness) stop(tb testing.TB) {
@@ -85,6 +91,91 @@ func (h *harness) stop(tb testing.TB) {
 func (h *harness) restart(tb testing.TB) {
 	h.stop(tb)
 	h.start(tb)
+}
+
+// keptListener is a harness's listener, open from its first start to its end. A restart used to
+// bind the address again once the stopped service had closed it, which only serial tests could
+// do safely: in between, another test's listener or outgoing connection may take the port. Now
+// each start serves on a handle instead: the service's Shutdown closes the handle (Accept
+// answers net.ErrClosed, as a closed listener does), not the socket, and the next start's
+// handle accepts where it left off. A connection made while no service runs waits in the
+// backlog for the next one rather than being refused.
+type keptListener struct {
+	net.Listener
+	conns chan net.Conn // accepted by the accept loop, taken by the serving handle
+	quit  chan struct{} // closed by close
+	done  chan struct{} // closed when the accept loop ends (err says why)
+	err   error
+}
+
+func keepListener(ln net.Listener) *keptListener {
+	l := &keptListener{Listener: ln, conns: make(chan net.Conn), quit: make(chan struct{}), done: make(chan struct{})}
+	go l.acceptLoop()
+	return l
+}
+
+func (l *keptListener) acceptLoop() {
+	defer close(l.done)
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			l.err = err // read after done is closed
+			return
+		}
+		l.give(c)
+	}
+}
+
+// give hands c to the next Accept of an open handle; it closes c if the listener closes first.
+func (l *keptListener) give(c net.Conn) {
+	select {
+	case l.conns <- c:
+	case <-l.quit:
+		c.Close()
+	}
+}
+
+// close closes the socket: for good, at the harness's end.
+func (l *keptListener) close() {
+	if l != nil {
+		close(l.quit)
+		l.Listener.Close()
+		<-l.done
+	}
+}
+
+// handle is a listener for one start of the service.
+func (l *keptListener) handle() net.Listener {
+	return &listenerHandle{keptListener: l, closed: make(chan struct{})}
+}
+
+type listenerHandle struct {
+	*keptListener
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (h *listenerHandle) Accept() (net.Conn, error) {
+	select {
+	case c := <-h.conns:
+		select {
+		case <-h.closed: // closed while c was being taken: c is the next start's
+			go h.give(c)
+			return nil, net.ErrClosed
+		default:
+			return c, nil
+		}
+	case <-h.closed:
+		return nil, net.ErrClosed
+	case <-h.done:
+		return nil, h.err
+	}
+}
+
+// Close stops this handle's Accept; the socket stays open for the next start.
+func (h *listenerHandle) Close() error {
+	h.once.Do(func() { close(h.closed) })
+	return nil
 }
 
 // resp is a decoded response.

@@ -177,6 +177,7 @@ func (h *harness) rawRPC(tb testing.TB, key, body string, headers ...string) (in
 // TestMCPIDsFastPathAndSDK: a tools/call answered by the fast path and by the SDK write back
 // the same ids, as sent.
 func TestMCPIDsFastPathAndSDK(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key := h.workspace(t, "company", "live")
 	ids := []string{`1.0`, `12e1`, `9007199254740993`, `"x"`}
@@ -206,6 +207,7 @@ func TestMCPIDsFastPathAndSDK(t *testing.T) {
 // argument before anything is made; a failure of the file system later is logged with the
 // request id and answered -32603 without any server path.
 func TestMCPExportPathLimits(t *testing.T) {
+	t.Parallel()
 	logs := &logSink{}
 	h := newHarness(t, func(c *Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
 	key, ws := h.workspaceKey(t, "company", "live", "*")

@@ -122,6 +122,7 @@ func TestMCPRawJSONRPC(t *testing.T) {
 // TestMCPFastPathMatchesSDK: the tools/call fast path answers exactly what the SDK's handler
 // answers, for results, tool errors and protocol errors, under both revisions.
 func TestMCPFastPathMatchesSDK(t *testing.T) {
+	t.Parallel()
 	fast := newHarness(t, nil)
 	key := fast.workspace(t, "company", "live")
 	rid := fast.konva(t, key, "same answers", "draft")

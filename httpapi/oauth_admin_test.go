@@ -42,6 +42,7 @@ func adminByField(r *resp, field string) map[string]map[string]any {
 }
 
 func TestAdminOAuthClientsAndGrants(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	keyA, wsA := h.workspaceKey(t, "company", "live", "*")
 	keyB, wsB := h.workspaceKey(t, "company", "live", "*")
@@ -222,6 +223,7 @@ func TestAdminOAuthClientsAndGrants(t *testing.T) {
 
 // A metadata-document client's id is a URL: the admin API takes it percent-encoded in the path.
 func TestAdminOAuthRevokeCIMDClient(t *testing.T) {
+	t.Parallel()
 	var docURL string
 	doc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

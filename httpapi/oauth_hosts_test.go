@@ -23,6 +23,7 @@ var mcpAccept = []string{"Accept", "application/json, text/event-stream"}
 // TestOAuthXNoState: an authorization request without state (the TypeScript SDK's, unless its
 // host supplies one) is accepted with PKCE; the redirect carries no state.
 func TestOAuthXNoState(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, _ := h.workspaceKey(t, "company", "live", "books:read")
 	cfg := oauthClient(t, h, "http://127.0.0.1:9/cb")
@@ -63,6 +64,7 @@ func tokenForm(t *testing.T, h *harness, form url.Values) (int, map[string]any) 
 // TestOAuthXResourceAndRefresh: resource on the code exchange and on refresh (RFC 8707), as
 // hosts write it (trailing slash, case of the host), and refresh scopes (RFC 6749 §6).
 func TestOAuthXResourceAndRefresh(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, _ := h.workspaceKey(t, "company", "live", "books:read", "books:write")
 	cfg := oauthClient(t, h, "http://127.0.0.1:9/cb")
@@ -121,6 +123,7 @@ func TestOAuthXResourceAndRefresh(t *testing.T) {
 // TestOAuthXLoopbackRedirects: a loopback redirect is registered without (or with) a port and
 // used on any port (RFC 8252 §7.3), localhost included; nothing else about it may differ.
 func TestOAuthXLoopbackRedirects(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, _ := h.workspaceKey(t, "company", "live", "books:read")
 	for _, reg := range []string{"http://localhost/callback", "http://localhost:33418/callback", "http://127.0.0.1/callback", "http://[::1]:8/callback"} {
@@ -170,6 +173,7 @@ func TestOAuthXLoopbackRedirects(t *testing.T) {
 // TestOAuthXRegistrationAnswer: the RFC 7591 answer hosts read and store, and registering the
 // same metadata again (hosts do on every connection) names the same client.
 func TestOAuthXRegistrationAnswer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	meta := map[string]any{"client_name": "Claude", "client_uri": "https://claude.ai",
 		"redirect_uris": []string{"https://claude.ai/api/mcp/auth_callback", "https://claude.com/api/mcp/auth_callback"},
@@ -225,6 +229,7 @@ func TestOAuthXRegistrationAnswer(t *testing.T) {
 // fewer gets the overlap, and the token answer says which; a key with none of them is refused
 // on the consent page.
 func TestOAuthXNarrowerKey(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, _ := h.workspaceKey(t, "company", "live", "books:read")
 	cfg := oauthClient(t, h, "http://127.0.0.1:9/cb")

@@ -12,6 +12,7 @@ import (
 // registrations and authorization requests (oauth.Options.RateLimit); the redirect URIs of a
 // registration are bounded.
 func TestOAuthRegistrationRateLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.RateUnauthenticated = 3 })
 	body := func(i int) map[string]any {
 		return map[string]any{"client_name": "x" + itoa(int64(i)), "redirect_uris": []string{"https://app.example/cb"}}

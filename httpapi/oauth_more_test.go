@@ -136,6 +136,7 @@ func (s *cimdServer) count(path string) int {
 }
 
 func TestOAuthXClientMetadataDocument(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.AllowPrivateTargets = true })
 	key, _ := h.workspaceKey(t, "company", "live", "books:read")
 	rid := h.konva(t, h.workspace(t, "company", "live"), "other ws", "draft") // another workspace's book
@@ -200,6 +201,7 @@ func TestOAuthXClientMetadataDocument(t *testing.T) {
 }
 
 func TestOAuthXClientMetadataDocumentSSRF(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil) // private targets not allowed (the default)
 	docs := newCIMDServer(t, true)
 	plain := newCIMDServer(t, false)
@@ -225,6 +227,7 @@ func TestOAuthXClientMetadataDocumentSSRF(t *testing.T) {
 }
 
 func TestOAuthXExpiredAccessToken(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.OAuthAccessTTL = 2 * time.Second })
 	key, _ := h.workspaceKey(t, "company", "live", "books:read")
 	cfg := oauthClient(t, h, "http://127.0.0.1:9/cb")
@@ -277,6 +280,7 @@ func TestOAuthXExpiredAccessToken(t *testing.T) {
 }
 
 func TestOAuthXRevokedKey(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "books:read")
 	other := h.key(t, ws, "live", "books:read") // another key of the workspace: its grants live on
@@ -348,6 +352,7 @@ func approveStatus(t *testing.T, h *harness, cfg *oauth2.Config, key string) (in
 }
 
 func TestOAuthXRevokedRefreshToken(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, _ := h.workspaceKey(t, "company", "live", "books:read")
 	cfg := oauthClient(t, h, "http://127.0.0.1:9/cb")
@@ -615,6 +620,7 @@ func otherScope(op *api.Operation) string {
 // token holding exactly that scope is authorized like a key with that scope (same status, never
 // 401/403), and that a token without it is refused exactly when such a key is.
 func TestOAuthXTokenScopesMatchKeys(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	_, ws := h.workspaceKey(t, "company", "live", "books:read") // company: every plan-gated operation is allowed
 	// Client-credentials tokens for a Company-plan scope and the two scopes of a catalog render;

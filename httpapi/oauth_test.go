@@ -74,6 +74,7 @@ func oauthErr(err error) string {
 }
 
 func TestOAuthAuthorizationCodeFlow(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, _ := h.workspaceKey(t, "company", "live", "books:read", "books:write")
 	rid := h.konva(t, key, "oauth book", "draft")
@@ -164,6 +165,7 @@ func TestOAuthAuthorizationCodeFlow(t *testing.T) {
 }
 
 func TestOAuthMCPAndRevocation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, _ := h.workspaceKey(t, "company", "live", "*")
 	ctx := context.Background()
@@ -199,6 +201,7 @@ func TestOAuthMCPAndRevocation(t *testing.T) {
 }
 
 func TestOAuthClientCredentialsAndKeyRevocation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "company", "live", "books:read")
 	rid := h.konva(t, h.key(t, ws, "live", "*"), "cc book", "draft")

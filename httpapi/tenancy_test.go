@@ -78,6 +78,7 @@ func TestLiveKeyNeverSeesTestBooks(t *testing.T) {
 }
 
 func TestDataSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	key, ws := h.workspaceKey(t, "pro", "live", "*")
 	rid := h.konva(t, key, "durable", "draft")

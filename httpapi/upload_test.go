@@ -857,6 +857,7 @@ func TestTwentyUploadsAtOnce(t *testing.T) {
 // A restart while one batch converts and another waits: both complete after it, with one book
 // each, under the random ids the upload answered with.
 func TestConversionResumesAfterRestart(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.ConversionWorkers = 1; c.PageLongEdge = 800 })
 	key, ws := h.workspaceKey(t, "company", "live", "*")
 	const bigPages = 200
@@ -923,6 +924,7 @@ func TestDeleteBookDuringConversion(t *testing.T) {
 // are, the batch completes once the server runs long enough. MaxConversionAttempts is meant
 // for files that crash the process.
 func TestGracefulRestartsDoNotUseUpAttempts(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.ConversionWorkers = 1 })
 	key := h.workspace(t, "company", "live")
 	const pages = 300

@@ -1130,6 +1130,7 @@ func TestWebhookAutoDeactivation(t *testing.T) {
 
 // 14. Restart in the middle of retries: nothing lost, nothing delivered twice.
 func TestWebhookRestart(t *testing.T) {
+	t.Parallel()
 	// 12 failed attempts per subscription: the breaker (10 by default) would pause the lanes for
 	// its cooldown; this test is about the restart.
 	h := newHarness(t, whOpts([]time.Duration{0, ms(300), ms(600), ms(600), ms(600), ms(600)},

@@ -45,8 +45,10 @@ type Args struct {
 // path argument of a tool is still 422 "is required".
 func Validate(params []Param, a *Args) (map[string]any, error) {
 	out := make(map[string]any, len(params))
+	// v and the field path stay on the stack (a valid call allocates neither): v leaves only
+	// as a copy, in the error.
 	v := Validation{}
-	elems := make([]pathElem, 0, 8)
+	var elems []pathElem // the nested names' stack, reused from one parameter to the next
 	tool := a.Values != nil
 	var notFound *Error
 	for i := range params {
@@ -82,7 +84,7 @@ func Validate(params []Param, a *Args) (map[string]any, error) {
 			}
 			continue
 		}
-		field := &fieldPath{elems: append(elems[:0], pathElem{name: name})}
+		field := &fieldPath{top: name, elems: elems[:0]}
 		if p.In == InPath {
 			pv := Validation{}
 			if val, ok := checkValue(p, field, raw, fromString, pv); ok {
@@ -98,7 +100,14 @@ func Validate(params []Param, a *Args) (map[string]any, error) {
 	if notFound != nil {
 		return nil, notFound
 	}
-	return out, v.Err()
+	if len(v) > 0 {
+		errs := make(Validation, len(v))
+		for k, m := range v {
+			errs[k] = m
+		}
+		return out, errs.Err()
+	}
+	return out, nil
 }
 
 // pathNouns name what a path value identifies, as the handlers' own 404s name it ("catalog
@@ -117,10 +126,11 @@ func pathNoun(name string) string {
 	return "resource"
 }
 
-// fieldPath names the value being checked (events.3.type) as a stack of names and indexes
-// shared down the recursion; the string is only made for an error, so a valid request builds
-// no names.
+// fieldPath names the value being checked (events.3.type) as the parameter's name and a stack
+// of names and indexes below it, shared down the recursion; the string is only made for an
+// error, so a valid request builds no names, and a scalar parameter no stack.
 type fieldPath struct {
+	top   string
 	elems []pathElem
 }
 
@@ -136,11 +146,13 @@ func (f *fieldPath) push(name string, index int) {
 func (f *fieldPath) pop() { f.elems = f.elems[:len(f.elems)-1] }
 
 func (f *fieldPath) String() string {
+	if len(f.elems) == 0 {
+		return f.top
+	}
 	var b strings.Builder
-	for i, e := range f.elems {
-		if i > 0 {
-			b.WriteByte('.')
-		}
+	b.WriteString(f.top)
+	for _, e := range f.elems {
+		b.WriteByte('.')
 		if e.name == "" {
 			b.WriteString(strconv.Itoa(e.index))
 		} else {

@@ -211,14 +211,8 @@ type Request struct {
 	Extra any
 }
 
-// Has reports whether a parameter was given (possibly as null).
-func (r *Request) Has(name string) bool { _, ok := r.Params[name]; return ok }
-
 // Str returns a string parameter ("" when absent or null).
 func (r *Request) Str(name string) string { s, _ := r.Params[name].(string); return s }
-
-// Int returns an integer parameter and whether it was given.
-func (r *Request) Int(name string) (int64, bool) { v, ok := r.Params[name].(int64); return v, ok }
 
 // Result is a handler's success: status, data and optional meta, rendered as {data, meta};
 // or, with Stream, a body written as it is produced (the CSV exports).

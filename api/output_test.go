@@ -133,7 +133,22 @@ func TestSchemaOfResources(t *testing.T) {
 		prop("delivered_at", dateTime), prop("next_attempt_at", dateTime),
 		prop("history", arrayOf(object(prop("number", integer), prop("attempted_at", dateTime),
 			prop("response_status", intN), prop("error_message", strN), prop("duration_ms", integer)))))
-	got := map[string]*jsonschema.Schema{"book": bookSchema, "subscriber": subscriberSchema,
+	workspace := object(prop("id", integer), prop("name", str), prop("slug", str), prop("plan", str),
+		prop("can_rename", boolean))
+	want["workspace"] = workspace
+	want["brand"] = object(
+		prop("id", integer), prop("workspace_id", integer), prop("company_name", strN), prop("logo", strN),
+		prop("contact_number", strN), prop("website_url", strN), prop("google_analytics", strN),
+		prop("about_brand", strN), prop("take_over_branding", boolean),
+		prop("brand_color", object(prop("id", integer), prop("brand_id", integer), prop("primary_color", strN),
+			prop("secondary_color", strN), prop("tertiary_color", strN), prop("created_at", dateTime), prop("updated_at", dateTime))),
+		prop("brand_social_media", object(prop("id", integer), prop("brand_id", integer), prop("twitter", strN),
+			prop("linkedin", strN), prop("facebook", strN), prop("youtube", strN), prop("instagram", strN),
+			prop("pinterest", strN), prop("created_at", dateTime), prop("updated_at", dateTime))),
+		prop("workspace", workspace),
+		prop("created_at", dateTime), prop("updated_at", dateTime))
+	got := map[string]*jsonschema.Schema{"workspace": workspaceSchema, "brand": brandSchema,
+		"book": bookSchema, "subscriber": subscriberSchema,
 		"embed domain": embedDomainSchema, "tracked link": trackedLinkSchema,
 		"webhook": webhookSubscriptionSchema, "delivery": webhookDeliverySchema}
 	for name, w := range want {

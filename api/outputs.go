@@ -115,3 +115,55 @@ type WebhookAttempt struct {
 	ErrorMessage   *string `json:"error_message"`
 	DurationMs     int64   `json:"duration_ms"`
 }
+
+// Workspace is a workspace as answers show it (the brand's, the caller's in GET /me).
+type Workspace struct {
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Slug      string `json:"slug"`
+	Plan      string `json:"plan"`
+	CanRename bool   `json:"can_rename"`
+}
+
+// Brand is spec §2.4's brand with its colours, social accounts and workspace.
+type Brand struct {
+	ID               int64       `json:"id"`
+	WorkspaceID      int64       `json:"workspace_id"`
+	CompanyName      *string     `json:"company_name"`
+	Logo             *string     `json:"logo"`
+	ContactNumber    *string     `json:"contact_number"`
+	WebsiteURL       *string     `json:"website_url"`
+	GoogleAnalytics  *string     `json:"google_analytics"`
+	AboutBrand       *string     `json:"about_brand"`
+	TakeOverBranding bool        `json:"take_over_branding"`
+	BrandColor       BrandColor  `json:"brand_color"`
+	BrandSocialMedia BrandSocial `json:"brand_social_media"`
+	Workspace        Workspace   `json:"workspace"`
+	CreatedAt        *string     `json:"created_at" format:"date-time"`
+	UpdatedAt        *string     `json:"updated_at" format:"date-time"`
+}
+
+// BrandColor is a brand's colours.
+type BrandColor struct {
+	ID        int64   `json:"id"`
+	BrandID   int64   `json:"brand_id"`
+	Primary   *string `json:"primary_color"`
+	Secondary *string `json:"secondary_color"`
+	Tertiary  *string `json:"tertiary_color"`
+	CreatedAt *string `json:"created_at" format:"date-time"`
+	UpdatedAt *string `json:"updated_at" format:"date-time"`
+}
+
+// BrandSocial is a brand's social accounts.
+type BrandSocial struct {
+	ID        int64   `json:"id"`
+	BrandID   int64   `json:"brand_id"`
+	Twitter   *string `json:"twitter"`
+	Linkedin  *string `json:"linkedin"`
+	Facebook  *string `json:"facebook"`
+	Youtube   *string `json:"youtube"`
+	Instagram *string `json:"instagram"`
+	Pinterest *string `json:"pinterest"`
+	CreatedAt *string `json:"created_at" format:"date-time"`
+	UpdatedAt *string `json:"updated_at" format:"date-time"`
+}

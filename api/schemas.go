@@ -135,22 +135,10 @@ var (
 
 	trackedLinkSchema = SchemaOf[TrackedLink]()
 
-	workspaceSchema = object(prop("id", integer), prop("name", str), prop("slug", str), prop("plan", str),
-		prop("can_rename", boolean))
+	workspaceSchema = SchemaOf[Workspace]()
 
 	// brandSchema is spec §2.4.
-	brandSchema = object(
-		prop("id", integer), prop("workspace_id", integer), prop("company_name", strN), prop("logo", strN),
-		prop("contact_number", strN), prop("website_url", strN), prop("google_analytics", strN),
-		prop("about_brand", strN), prop("take_over_branding", boolean),
-		prop("brand_color", object(prop("id", integer), prop("brand_id", integer), prop("primary_color", strN),
-			prop("secondary_color", strN), prop("tertiary_color", strN), prop("created_at", dateTime), prop("updated_at", dateTime))),
-		prop("brand_social_media", object(prop("id", integer), prop("brand_id", integer), prop("twitter", strN),
-			prop("linkedin", strN), prop("facebook", strN), prop("youtube", strN), prop("instagram", strN),
-			prop("pinterest", strN), prop("created_at", dateTime), prop("updated_at", dateTime))),
-		prop("workspace", workspaceSchema),
-		prop("created_at", dateTime), prop("updated_at", dateTime),
-	)
+	brandSchema     = SchemaOf[Brand]()
 	brandMetaSchema = object(prop("plan", str), prop("take_over_branding_available", boolean))
 
 	healthSchema = object(prop("status", str), prop("timestamp", str), prop("version", str),

@@ -22,19 +22,11 @@ import (
 // the admin token. Its operations share the table's validation and error envelope but have no
 // MCP tools and are left out of the public OpenAPI document.
 
-type workspaceJSON struct {
-	ID        int64  `json:"id"`
-	Name      string `json:"name"`
-	Slug      string `json:"slug"`
-	Plan      string `json:"plan"`
-	CanRename bool   `json:"can_rename"`
-}
-
 // wsJSON is a workspace as the API shows it. can_rename holds only for a workspace the Shopify
 // connector generated and that was not renamed yet (records written before signup_source
 // existed have can_rename stored true, but cannot be renamed).
-func wsJSON(w *storage.Workspace) workspaceJSON {
-	return workspaceJSON{ID: w.ID, Name: w.Name, Slug: w.Slug, Plan: w.Plan,
+func wsJSON(w *storage.Workspace) api.Workspace {
+	return api.Workspace{ID: w.ID, Name: w.Name, Slug: w.Slug, Plan: w.Plan,
 		CanRename: w.CanRename && w.SignupSource == actors.SignupShopify}
 }
 

@@ -26,46 +26,6 @@ var logoTypes = map[string]string{"image/png": "png", "image/jpeg": "jpg", "imag
 
 var hexColor = regexp.MustCompile(`^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
 
-type brandColorJSON struct {
-	ID        int64   `json:"id"`
-	BrandID   int64   `json:"brand_id"`
-	Primary   *string `json:"primary_color"`
-	Secondary *string `json:"secondary_color"`
-	Tertiary  *string `json:"tertiary_color"`
-	CreatedAt *string `json:"created_at"`
-	UpdatedAt *string `json:"updated_at"`
-}
-
-type brandSocialJSON struct {
-	ID        int64   `json:"id"`
-	BrandID   int64   `json:"brand_id"`
-	Twitter   *string `json:"twitter"`
-	Linkedin  *string `json:"linkedin"`
-	Facebook  *string `json:"facebook"`
-	Youtube   *string `json:"youtube"`
-	Instagram *string `json:"instagram"`
-	Pinterest *string `json:"pinterest"`
-	CreatedAt *string `json:"created_at"`
-	UpdatedAt *string `json:"updated_at"`
-}
-
-type brandJSON struct {
-	ID               int64           `json:"id"`
-	WorkspaceID      int64           `json:"workspace_id"`
-	CompanyName      *string         `json:"company_name"`
-	Logo             *string         `json:"logo"`
-	ContactNumber    *string         `json:"contact_number"`
-	WebsiteURL       *string         `json:"website_url"`
-	GoogleAnalytics  *string         `json:"google_analytics"`
-	AboutBrand       *string         `json:"about_brand"`
-	TakeOverBranding bool            `json:"take_over_branding"`
-	BrandColor       brandColorJSON  `json:"brand_color"`
-	BrandSocialMedia brandSocialJSON `json:"brand_social_media"`
-	Workspace        workspaceJSON   `json:"workspace"`
-	CreatedAt        *string         `json:"created_at"`
-	UpdatedAt        *string         `json:"updated_at"`
-}
-
 // logoURL is the public URL of a brand's logo, or nil.
 func (s links) logoURL(b *storage.Brand) *string {
 	if b.Logo == "" {
@@ -75,15 +35,15 @@ func (s links) logoURL(b *storage.Brand) *string {
 	return &u
 }
 
-func (s links) brandJSON(b *storage.Brand, ws *storage.Workspace) brandJSON {
+func (s links) brandJSON(b *storage.Brand, ws *storage.Workspace) api.Brand {
 	c, so := b.Color, b.Social
-	return brandJSON{
+	return api.Brand{
 		ID: b.ID, WorkspaceID: b.Workspace, CompanyName: b.CompanyName, Logo: s.logoURL(b),
 		ContactNumber: b.ContactNumber, WebsiteURL: b.WebsiteURL, GoogleAnalytics: b.GoogleAnalytics,
 		AboutBrand: b.AboutBrand, TakeOverBranding: b.TakeOverBranding,
-		BrandColor: brandColorJSON{ID: c.ID, BrandID: b.ID, Primary: c.Primary, Secondary: c.Secondary,
+		BrandColor: api.BrandColor{ID: c.ID, BrandID: b.ID, Primary: c.Primary, Secondary: c.Secondary,
 			Tertiary: c.Tertiary, CreatedAt: fmtTime(c.CreatedAt), UpdatedAt: fmtTime(c.UpdatedAt)},
-		BrandSocialMedia: brandSocialJSON{ID: so.ID, BrandID: b.ID, Twitter: so.Twitter, Linkedin: so.Linkedin,
+		BrandSocialMedia: api.BrandSocial{ID: so.ID, BrandID: b.ID, Twitter: so.Twitter, Linkedin: so.Linkedin,
 			Facebook: so.Facebook, Youtube: so.Youtube, Instagram: so.Instagram, Pinterest: so.Pinterest,
 			CreatedAt: fmtTime(so.CreatedAt), UpdatedAt: fmtTime(so.UpdatedAt)},
 		Workspace: wsJSON(ws), CreatedAt: fmtTime(b.CreatedAt), UpdatedAt: fmtTime(b.UpdatedAt),

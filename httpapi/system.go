@@ -61,7 +61,7 @@ func (s *Service) LogConverters() {
 }
 
 type meJSON struct {
-	Workspace workspaceJSON `json:"workspace"`
+	Workspace api.Workspace `json:"workspace"`
 	Plan      planJSON      `json:"plan"`
 	Key       keyInfoJSON   `json:"key"`
 	Scopes    []string      `json:"scopes"`

@@ -172,7 +172,7 @@ func TestCatalogBulkShopifyInputs(t *testing.T) {
 func TestCatalogInputsBind(t *testing.T) {
 	t.Parallel()
 	var create CatalogCreate
-	BindInto(&create, map[string]any{"name": "N", "metadata": nil, "template_key": "grid",
+	bindInto(&create, map[string]any{"name": "N", "metadata": nil, "template_key": "grid",
 		"items": []any{map[string]any{"external_product_id": "p", "title": "T", "price": nil}}})
 	require.Equal(t, "N", create.Name)
 	require.Nil(t, create.ExternalID)
@@ -182,12 +182,12 @@ func TestCatalogInputsBind(t *testing.T) {
 	require.Equal(t, []map[string]any{{"external_product_id": "p", "title": "T", "price": nil}}, create.Items)
 
 	create = CatalogCreate{}
-	BindInto(&create, map[string]any{"metadata": []any{}, "source_url": nil})
+	bindInto(&create, map[string]any{"metadata": []any{}, "source_url": nil})
 	require.Equal(t, actors.Val([]map[string]any{}), create.Metadata)
 	require.Equal(t, actors.Opt[string]{Set: true, Null: true}, create.SourceURL)
 
 	var render CatalogRender
-	BindInto(&render, map[string]any{"catalog": int64(4), "items": []any{"a", "b:c"}, "cover": map[string]any{"title": "C", "website": nil},
+	bindInto(&render, map[string]any{"catalog": int64(4), "items": []any{"a", "b:c"}, "cover": map[string]any{"title": "C", "website": nil},
 		"settings": map[string]any{"flip_sound": true}, "template_id": int64(2)})
 	require.Equal(t, int64(4), render.Catalog)
 	require.Equal(t, []string{"a", "b:c"}, render.Items)
@@ -200,17 +200,17 @@ func TestCatalogInputsBind(t *testing.T) {
 
 	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	var avail CatalogAvailability
-	BindInto(&avail, map[string]any{"catalog": int64(1), "items": []any{map[string]any{"external_product_id": "p"}}, "snapshot_at": at})
+	bindInto(&avail, map[string]any{"catalog": int64(1), "items": []any{map[string]any{"external_product_id": "p"}}, "snapshot_at": at})
 	require.Equal(t, at, *avail.SnapshotAt)
 	require.Len(t, avail.Items, 1)
 
 	var bulk BulkSettingsCreate
-	BindInto(&bulk, map[string]any{"books": []any{map[string]any{"id": "b1", "settings_revision": "r"}}, "settings": map[string]any{"title": "x"}})
+	bindInto(&bulk, map[string]any{"books": []any{map[string]any{"id": "b1", "settings_revision": "r"}}, "settings": map[string]any{"title": "x"}})
 	require.Equal(t, []BulkBook{{ID: "b1", SettingsRevision: "r"}}, bulk.Books)
 	require.Equal(t, map[string]any{"title": "x"}, bulk.Settings)
 
 	var hook ShopifyWebhook
-	BindInto(&hook, map[string]any{"topic": ShopifyCustomerRedact, "shopDomain": "s.myshopify.com",
+	bindInto(&hook, map[string]any{"topic": ShopifyCustomerRedact, "shopDomain": "s.myshopify.com",
 		"payload": map[string]any{"shop_domain": "s.myshopify.com", "shop_id": int64(7), "customer": map[string]any{}}})
 	require.Equal(t, int64(7), hook.Payload.ShopID)
 	require.NotNil(t, hook.Payload.Customer)
@@ -218,6 +218,6 @@ func TestCatalogInputsBind(t *testing.T) {
 	require.Nil(t, hook.Payload.DataRequest)
 
 	var rename ShopifyWorkspaceName
-	BindInto(&rename, map[string]any{"workspace_name": "W"})
+	bindInto(&rename, map[string]any{"workspace_name": "W"})
 	require.Nil(t, rename.WorkspaceSlug)
 }

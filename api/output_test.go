@@ -147,7 +147,14 @@ func TestSchemaOfResources(t *testing.T) {
 			prop("pinterest", strN), prop("created_at", dateTime), prop("updated_at", dateTime))),
 		prop("workspace", workspace),
 		prop("created_at", dateTime), prop("updated_at", dateTime))
-	got := map[string]*jsonschema.Schema{"workspace": workspaceSchema, "brand": brandSchema,
+	want["me"] = object(prop("workspace", workspace),
+		prop("plan", object(prop("name", str), prop("published_book_limit", intN), prop("analytics", boolean),
+			prop("exports", boolean), prop("leads_export", boolean), prop("webhooks", boolean), prop("catalogs", boolean),
+			prop("bulk_settings", boolean), prop("take_over_branding", boolean))),
+		prop("key", object(prop("id", integer), prop("name", str))), prop("scopes", arrayOf(str)),
+		prop("mode", enumOf("live", "test")),
+		prop("endpoints", object(prop("api", str), prop("mcp", str), prop("openapi", str), prop("oauth", str))))
+	got := map[string]*jsonschema.Schema{"workspace": workspaceSchema, "brand": brandSchema, "me": meSchema,
 		"book": bookSchema, "subscriber": subscriberSchema,
 		"embed domain": embedDomainSchema, "tracked link": trackedLinkSchema,
 		"webhook": webhookSubscriptionSchema, "delivery": webhookDeliverySchema}

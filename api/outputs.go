@@ -167,3 +167,43 @@ type BrandSocial struct {
 	CreatedAt *string `json:"created_at" format:"date-time"`
 	UpdatedAt *string `json:"updated_at" format:"date-time"`
 }
+
+// Me is GET /me: the authenticated workspace, its plan's features, the key and where the
+// service's faces are.
+type Me struct {
+	Workspace Workspace `json:"workspace"`
+	Plan      Plan      `json:"plan"`
+	Key       KeyInfo   `json:"key"`
+	Scopes    []string  `json:"scopes"`
+	Mode      string    `json:"mode" enum:"live|test"`
+	Endpoints Endpoints `json:"endpoints"`
+}
+
+// Plan is the workspace's plan as GET /me reports it. Each feature is true exactly when the
+// operations it stands for answer on this plan; published_book_limit is null when unlimited.
+type Plan struct {
+	Name               string `json:"name"`
+	PublishedBookLimit *int   `json:"published_book_limit"`
+	Analytics          bool   `json:"analytics"`
+	Exports            bool   `json:"exports"`
+	LeadsExport        bool   `json:"leads_export"`
+	Webhooks           bool   `json:"webhooks"`
+	Catalogs           bool   `json:"catalogs"`
+	BulkSettings       bool   `json:"bulk_settings"`
+	TakeOverBranding   bool   `json:"take_over_branding"`
+}
+
+// KeyInfo names the API key a call authenticated with.
+type KeyInfo struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+}
+
+// Endpoints tell a client where the service's faces are.
+type Endpoints struct {
+	API     string `json:"api"`
+	MCP     string `json:"mcp"`
+	OpenAPI string `json:"openapi"`
+	// OAuth is the authorization server's metadata document (RFC 8414).
+	OAuth string `json:"oauth"`
+}

@@ -151,13 +151,7 @@ var (
 				prop("restoring", arrayOf(object(prop("partition", integer), prop("from", integer), prop("to", integer), prop("applied", integer)))),
 				prop("global_lag", integer)), prop("takeover_error", str))))))
 
-	meSchema = object(prop("workspace", workspaceSchema),
-		prop("plan", object(prop("name", str), prop("published_book_limit", intN), prop("analytics", boolean),
-			prop("exports", boolean), prop("leads_export", boolean), prop("webhooks", boolean), prop("catalogs", boolean),
-			prop("bulk_settings", boolean), prop("take_over_branding", boolean))),
-		prop("key", object(prop("id", integer), prop("name", str))), prop("scopes", arrayOf(str)),
-		prop("mode", enumOf("live", "test")),
-		prop("endpoints", object(prop("api", str), prop("mcp", str), prop("openapi", str), prop("oauth", str))))
+	meSchema = SchemaOf[Me]()
 
 	location = []kv{prop("country", strN), prop("region", strN), prop("city", strN), prop("latitude", numN), prop("longitude", numN)}
 

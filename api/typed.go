@@ -91,13 +91,6 @@ func Bind[In any](h func(*Request, *In) (*Result, error)) Handler {
 	}
 }
 
-// BindInto fills in (a pointer to an input struct) from validated parameters: what Bind does,
-// for a handler that is not itself typed (a fast path, a tool with its own arguments).
-func BindInto(in any, params map[string]any) {
-	v := reflect.ValueOf(in).Elem()
-	typedOf(v.Type()).bind(v, params)
-}
-
 // typedStruct is what one input struct declares: its parameters and the field of each.
 type typedStruct struct {
 	params []Param

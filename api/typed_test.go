@@ -2,6 +2,7 @@ package api
 
 import (
 	"mime/multipart"
+	"reflect"
 	"testing"
 	"time"
 
@@ -180,7 +181,14 @@ func TestTypedComposite(t *testing.T) {
 	require.Equal(t, actors.Opt[time.Time]{}, got.Unused)
 
 	var direct in
-	BindInto(&direct, map[string]any{"book": "b2", "title": "T"})
+	bindInto(&direct, map[string]any{"book": "b2", "title": "T"})
 	require.Equal(t, "b2", direct.Book)
 	require.Equal(t, actors.Val("T"), direct.Title)
+}
+
+// bindInto fills in (a pointer to an input struct) from validated parameters, as Bind does
+// for a handler.
+func bindInto(in any, params map[string]any) {
+	v := reflect.ValueOf(in).Elem()
+	typedOf(v.Type()).bind(v, params)
 }

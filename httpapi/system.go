@@ -60,44 +60,20 @@ func (s *Service) LogConverters() {
 	}
 }
 
-type meJSON struct {
-	Workspace api.Workspace `json:"workspace"`
-	Plan      planJSON      `json:"plan"`
-	Key       keyInfoJSON   `json:"key"`
-	Scopes    []string      `json:"scopes"`
-	Mode      string        `json:"mode"`
-	Endpoints endpointsJSON `json:"endpoints"`
-}
-
-// planJSON is the workspace's plan as /me reports it. Each feature is true exactly when the
-// operations it stands for answer on this plan (derived from the operation table, so /me cannot
-// advertise what answers 403 or 404); published_book_limit is null when unlimited.
-type planJSON struct {
-	Name               string `json:"name"`
-	PublishedBookLimit *int   `json:"published_book_limit"`
-	Analytics          bool   `json:"analytics"`
-	Exports            bool   `json:"exports"`
-	LeadsExport        bool   `json:"leads_export"`
-	Webhooks           bool   `json:"webhooks"`
-	Catalogs           bool   `json:"catalogs"`
-	BulkSettings       bool   `json:"bulk_settings"`
-	TakeOverBranding   bool   `json:"take_over_branding"`
-}
-
 // planFeatures are the /me features and the operations each stands for: "exports" is every
 // CSV export except the leads export, which is its own feature (open on every plan).
 var planFeatures = []struct {
 	name  string
 	match func(id string) bool
-	field func(*planJSON) *bool
+	field func(*api.Plan) *bool
 }{
-	{"analytics", prefix("analytics."), func(p *planJSON) *bool { return &p.Analytics }},
+	{"analytics", prefix("analytics."), func(p *api.Plan) *bool { return &p.Analytics }},
 	{"exports", func(id string) bool { return strings.HasPrefix(id, "exports.") && id != "exports.leads" },
-		func(p *planJSON) *bool { return &p.Exports }},
-	{"leads_export", func(id string) bool { return id == "exports.leads" }, func(p *planJSON) *bool { return &p.LeadsExport }},
-	{"webhooks", prefix("webhooks."), func(p *planJSON) *bool { return &p.Webhooks }},
-	{"catalogs", prefix("catalogs."), func(p *planJSON) *bool { return &p.Catalogs }},
-	{"bulk_settings", prefix("bulk_settings."), func(p *planJSON) *bool { return &p.BulkSettings }},
+		func(p *api.Plan) *bool { return &p.Exports }},
+	{"leads_export", func(id string) bool { return id == "exports.leads" }, func(p *api.Plan) *bool { return &p.LeadsExport }},
+	{"webhooks", prefix("webhooks."), func(p *api.Plan) *bool { return &p.Webhooks }},
+	{"catalogs", prefix("catalogs."), func(p *api.Plan) *bool { return &p.Catalogs }},
+	{"bulk_settings", prefix("bulk_settings."), func(p *api.Plan) *bool { return &p.BulkSettings }},
 }
 
 func prefix(p string) func(string) bool {
@@ -119,9 +95,9 @@ func featureAnswers(ops []*api.Operation, match func(string) bool, plan string) 
 	return n > 0
 }
 
-func (s *Service) planJSON(plan string) planJSON {
+func (s *Service) planJSON(plan string) api.Plan {
 	p := actors.Plans[plan]
-	out := planJSON{Name: p.Name, TakeOverBranding: p.TakeOverBrand && featureAnswers(s.ops, prefix("brand.toggle_take_over"), plan)}
+	out := api.Plan{Name: p.Name, TakeOverBranding: p.TakeOverBrand && featureAnswers(s.ops, prefix("brand.toggle_take_over"), plan)}
 	if p.PublishedBooks > 0 {
 		n := p.PublishedBooks
 		out.PublishedBookLimit = &n
@@ -132,29 +108,15 @@ func (s *Service) planJSON(plan string) planJSON {
 	return out
 }
 
-// endpointsJSON tells a client where the service's faces are.
-type endpointsJSON struct {
-	API     string `json:"api"`
-	MCP     string `json:"mcp"`
-	OpenAPI string `json:"openapi"`
-	// OAuth is the authorization server's metadata document (RFC 8414).
-	OAuth string `json:"oauth"`
-}
-
-type keyInfoJSON struct {
-	ID   int64  `json:"id"`
-	Name string `json:"name"`
-}
-
 func (s *Service) Me(r *api.Request) (*api.Result, error) {
 	p := r.Auth
-	return &api.Result{Data: meJSON{
+	return &api.Result{Data: api.Me{
 		Workspace: wsJSON(p.Workspace),
 		Plan:      s.planJSON(p.Workspace.Plan),
-		Key:       keyInfoJSON{ID: p.Key.ID, Name: p.Key.Name},
+		Key:       api.KeyInfo{ID: p.Key.ID, Name: p.Key.Name},
 		Scopes:    p.Key.Scopes,
 		Mode:      p.Key.Mode.String(),
-		Endpoints: endpointsJSON{API: s.cfg.PublicURL + APIBase, MCP: s.cfg.PublicURL + mcp.Path,
+		Endpoints: api.Endpoints{API: s.cfg.PublicURL + APIBase, MCP: s.cfg.PublicURL + mcp.Path,
 			OpenAPI: s.cfg.PublicURL + APIBase + "/openapi.json",
 			OAuth:   s.cfg.PublicURL + "/.well-known/oauth-authorization-server"},
 	}}, nil

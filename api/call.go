@@ -259,10 +259,17 @@ func (c *Caller) call(ctx context.Context, in *Input, p *Principal, now time.Tim
 // encodeResult renders a result: the {data, meta} envelope, or Data itself for a Bare
 // operation. Data that is already JSON without meta (a cached book) is framed, not encoded.
 func encodeResult(op *Operation, res *Result) ([]byte, error) {
+	raw := res.Raw
+	if r, ok := res.Data.(json.RawMessage); ok && res.Meta == nil && raw == nil {
+		raw = r
+	}
 	if op.Bare {
+		if raw != nil {
+			return raw, nil
+		}
 		return ResponseJSON.Marshal(res.Data)
 	}
-	if raw, ok := res.Data.(json.RawMessage); ok && res.Meta == nil && len(raw) > 0 {
+	if len(raw) > 0 {
 		b := make([]byte, 0, len(raw)+10)
 		b = append(b, `{"data":`...)
 		b = append(b, raw...)

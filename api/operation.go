@@ -220,6 +220,9 @@ type Result struct {
 	Status int
 	Data   any
 	Meta   any
+	// Raw, when set, is the data already encoded (a Reply of Raw[T]: the cached book JSON),
+	// framed without being encoded again; Data and Meta are then unused.
+	Raw []byte
 	// Stream, when set, is the body instead of the envelope, sent with ContentType and, when
 	// Filename is set, Content-Disposition: attachment.
 	Stream      Stream

@@ -37,6 +37,9 @@ func schemaOfType(t reflect.Type) *jsonschema.Schema {
 	if f, ok := outputTypes[t]; ok {
 		return f()
 	}
+	if s, ok := schemaOfRaw(t); ok {
+		return s
+	}
 	switch t.Kind() {
 	case reflect.Pointer:
 		inner := schemaOfType(t.Elem())

@@ -66,8 +66,8 @@ type BookBackend interface {
 	UploadStatus(*Request, *BatchPath) (*Result, error)
 	GetBatch(*Request, *BatchPath) (*Result, error)
 	CancelBatch(*Request, *BatchPath) (*Result, error)
-	GetBook(*Request, *BookPath) (*Result, error)
-	UpdateBook(*Request, *BookUpdate) (*Result, error)
+	GetBook(*Request, *BookPath) (*Data[Raw[Book]], error)
+	UpdateBook(*Request, *BookUpdate) (*Data[Raw[Book]], error)
 	DeleteBook(*Request, *BookPath) (*Result, error)
 	CreateKonva(*Request, *KonvaCreate) (*Result, error)
 	CreateFromTemplate(*Request, *TemplateCreate) (*Result, error)
@@ -191,14 +191,10 @@ func bookOperations(b BookBackend, o TableOptions) []*Operation {
 		{ID: "batches.cancel", Method: "DELETE", Path: "/batches/{batchId}", Scope: "books:write", Write: true, Destructive: true,
 			Summary: "Cancel a queued or converting batch; its partial output is removed.",
 			Params:  ParamsOf[BatchPath](), Response: batchSchema, Handler: Bind(b.CancelBatch)},
-		{ID: "books.get", Method: "GET", Path: "/books/{book}", Tool: "books_get", Scope: "books:read", ReadOnly: true,
-			Summary: "Get one flipbook.",
-			Params:  ParamsOf[BookPath](), Response: bookSchema,
-			Handler: Bind(b.GetBook)},
-		{ID: "books.update", Method: "PUT", Path: "/books/{book}", Tool: "books_update_settings", Scope: "books:write", Write: true,
-			Summary: "Update a flipbook's name, status, dates and settings.",
-			Params:  ParamsOf[BookUpdate](), Response: bookSchema,
-			Handler: Bind(b.UpdateBook)},
+		Define(Operation{ID: "books.get", Method: "GET", Path: "/books/{book}", Tool: "books_get", Scope: "books:read", ReadOnly: true,
+			Summary: "Get one flipbook."}, b.GetBook),
+		Define(Operation{ID: "books.update", Method: "PUT", Path: "/books/{book}", Tool: "books_update_settings", Scope: "books:write", Write: true,
+			Summary: "Update a flipbook's name, status, dates and settings."}, b.UpdateBook),
 		{ID: "books.delete", Method: "DELETE", Path: "/books/{book}", Scope: "books:write", Write: true, Destructive: true,
 			Summary: "Delete a flipbook and its files.",
 			Params:  ParamsOf[BookPath](), Response: messageSchema,

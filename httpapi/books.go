@@ -159,15 +159,15 @@ func tenantBook(st *storage.Store, r *api.Request, rid string) (*storage.Book, e
 	return b, err
 }
 
-func (s *bookService) GetBook(r *api.Request, in *api.BookPath) (*api.Result, error) {
+func (s *bookService) GetBook(r *api.Request, in *api.BookPath) (*api.Data[api.Raw[api.Book]], error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: s.bookWire(b)}, nil
+	return api.OK(api.Raw[api.Book](s.bookWire(b))), nil
 }
 
-func (s *bookService) UpdateBook(r *api.Request, in *api.BookUpdate) (*api.Result, error) {
+func (s *bookService) UpdateBook(r *api.Request, in *api.BookUpdate) (*api.Data[api.Raw[api.Book]], error) {
 	if _, err := s.bookOf(r, in.Book); err != nil { // 404 without spawning an actor for unknown ids
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func (s *bookService) UpdateBook(r *api.Request, in *api.BookUpdate) (*api.Resul
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: s.bookWire(b)}, nil
+	return api.OK(api.Raw[api.Book](s.bookWire(b))), nil
 }
 
 func (s *bookService) DeleteBook(r *api.Request, in *api.BookPath) (*api.Result, error) {

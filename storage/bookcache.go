@@ -23,6 +23,9 @@ type bookShard struct {
 	epoch   uint64
 	m       map[string]*Book
 	pending map[string]int // keys with a write being committed: not served, not filled
+	// overlapped marks pending keys that another write began on before the first ended: which
+	// of them committed last is not known, so neither fills the cache when it ends.
+	overlapped map[string]bool
 }
 
 // bookCacheShardMax bounds each shard (64 shards: about 128k books in all).
@@ -44,7 +47,7 @@ func (c *bookCache) get(k string) (*Book, uint64) {
 	sh := c.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.pending[k] > 0 {
+	if len(sh.pending) > 0 && sh.pending[k] > 0 {
 		return nil, sh.epoch
 	}
 	return sh.m[k], sh.epoch
@@ -57,8 +60,13 @@ func (c *bookCache) put(k string, b *Book, epoch uint64) {
 	if sh.epoch != epoch || sh.pending[k] > 0 {
 		return
 	}
-	if len(sh.m) >= bookCacheShardMax {
-		for old := range sh.m { // drop an arbitrary entry
+	sh.insert(k, b)
+}
+
+// insert adds b under k, dropping an arbitrary entry when the shard is full (sh.mu held).
+func (sh *bookShard) insert(k string, b *Book) {
+	if _, ok := sh.m[k]; !ok && len(sh.m) >= bookCacheShardMax {
+		for old := range sh.m {
 			delete(sh.m, old)
 			break
 		}
@@ -71,7 +79,10 @@ func (c *bookCache) begin(k string) {
 	sh := c.shard(k)
 	sh.mu.Lock()
 	if sh.pending == nil {
-		sh.pending = map[string]int{}
+		sh.pending, sh.overlapped = map[string]int{}, map[string]bool{}
+	}
+	if sh.pending[k] > 0 {
+		sh.overlapped[k] = true
 	}
 	sh.pending[k]++
 	delete(sh.m, k)
@@ -79,14 +90,21 @@ func (c *bookCache) begin(k string) {
 	sh.mu.Unlock()
 }
 
-// end clears the mark of begin (after the commit, whether it succeeded or not).
-func (c *bookCache) end(k string) {
+// end clears the mark of begin (after the commit, whether it succeeded or not). fill, when
+// not nil, is the record the commit wrote under k, decoded from what was written: it is
+// cached when no other write of k overlapped this one (write-through: a book is read right
+// after it is written, by the API's answer and by readers of what was just published).
+func (c *bookCache) end(k string, fill *Book) {
 	sh := c.shard(k)
 	sh.mu.Lock()
-	if sh.pending[k]--; sh.pending[k] <= 0 {
-		delete(sh.pending, k)
-	}
 	delete(sh.m, k)
+	if sh.pending[k]--; sh.pending[k] <= 0 {
+		if fill != nil && !sh.overlapped[k] {
+			sh.insert(k, fill)
+		}
+		delete(sh.pending, k)
+		delete(sh.overlapped, k)
+	}
 	sh.epoch++
 	sh.mu.Unlock()
 }

@@ -224,8 +224,26 @@ func (bt *Batch) PutBook(old, b *Book) error {
 	if at, ok := NextTransition(b); ok {
 		bt.set(dueKey(at.UnixNano(), b.Tenant(), b.RandomID), nil)
 	}
-	bt.touched = append(bt.touched, string(bookKey(b.Tenant(), b.RandomID)))
-	return bt.setJSON(bookKey(b.Tenant(), b.RandomID), b)
+	key := bookKey(b.Tenant(), b.RandomID)
+	data, err := codec.Marshal(b)
+	if err != nil {
+		return err
+	}
+	// The cache's copy is decoded from the bytes written, not b: the caller may change b
+	// after the commit, and cached records are shared and read-only.
+	fill := &Book{}
+	if err := codec.Unmarshal(data, fill); err != nil {
+		return err
+	}
+	fill.Memo = &Memo{}
+	ck := string(key)
+	bt.touched = append(bt.touched, ck)
+	if bt.fills == nil {
+		bt.fills = map[string]*Book{}
+	}
+	bt.fills[ck] = fill
+	bt.set(key, data)
+	return nil
 }
 
 // PutPages stages the page list of a book.
@@ -255,7 +273,9 @@ func (bt *Batch) DeleteBook(b *Book) error {
 	bt.unindexBook(b)
 	bt.del(bookLookupKey(b.RandomID))
 	bt.del(bookKey(b.Tenant(), b.RandomID))
-	bt.touched = append(bt.touched, string(bookKey(b.Tenant(), b.RandomID)), string(bookLookupKey(b.RandomID)))
+	ck := string(bookKey(b.Tenant(), b.RandomID))
+	bt.touched = append(bt.touched, ck, string(bookLookupKey(b.RandomID)))
+	delete(bt.fills, ck)
 	return nil
 }
 

@@ -200,6 +200,9 @@ type Batch struct {
 	b       *pebble.Batch
 	s       *Store
 	touched []string // book cache keys to invalidate once committed
+	// fills are the book records the batch writes, by cache key, decoded from the bytes
+	// written: cached once the commit succeeded (bookCache.end).
+	fills map[string]*Book
 }
 
 // NewBatch starts a write batch.
@@ -212,9 +215,7 @@ func (b *Batch) Commit() error {
 	}
 	err := b.s.commit(b.b, pebble.Sync)
 	_ = b.b.Close()
-	for _, k := range b.touched {
-		b.s.books.end(k)
-	}
+	b.endTouched(err)
 	return err
 }
 
@@ -229,10 +230,20 @@ func (b *Batch) CommitNoSync() error {
 	}
 	err := b.s.commit(b.b, pebble.NoSync)
 	_ = b.b.Close()
-	for _, k := range b.touched {
-		b.s.books.end(k)
-	}
+	b.endTouched(err)
 	return err
+}
+
+// endTouched ends the cache marks of the batch's books, filling the cache with the records
+// written when the commit succeeded.
+func (b *Batch) endTouched(err error) {
+	for _, k := range b.touched {
+		var fill *Book
+		if err == nil {
+			fill = b.fills[k]
+		}
+		b.s.books.end(k, fill)
+	}
 }
 
 // Close releases an uncommitted batch.

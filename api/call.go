@@ -127,13 +127,24 @@ type Input struct {
 	// Decode, when set, fills Args from the transport's body once the caller is authorized
 	// and its Idempotency-Key is not a replay (a REST JSON or multipart body: decoding it
 	// before would answer 400 to a caller that should get 401).
-	Decode func(*Args) error
+	Decode Decoder
 	// IdempotencyKey is the Idempotency-Key of a write ("" for none).
 	IdempotencyKey string
 	IP             string // the caller's address (unauthenticated and public per-IP limits)
 	RequestID      string // for the log line of a failure
 	Extra          any    // handed to the handler as Request.Extra
 }
+
+// Decoder fills a call's Args from what the transport received (Input.Decode).
+type Decoder interface {
+	Decode(*Args) error
+}
+
+// DecoderFunc is a function as a Decoder.
+type DecoderFunc func(*Args) error
+
+// Decode calls f.
+func (f DecoderFunc) Decode(a *Args) error { return f(a) }
 
 // JSON codecs. Requests decode with CopyString (strings must not alias a transport's pooled
 // buffers: they are handed to actors and stored) and UseNumber (integers stay exact).
@@ -217,12 +228,16 @@ func (c *Caller) call(ctx context.Context, in *Input, p *Principal, now time.Tim
 		}
 	}
 	if in.Decode != nil {
-		if err := in.Decode(&in.Args); err != nil {
+		if err := in.Decode.Decode(&in.Args); err != nil {
 			return nil, err
 		}
 	}
 	params := in.Args.Valid
-	if params == nil {
+	var bound any
+	if params == nil && op.direct != nil && in.Args.Body == nil {
+		bound = op.direct(&in.Args)
+	}
+	if params == nil && bound == nil {
 		var err error
 		if params, err = Validate(op.Params, &in.Args); err != nil {
 			return nil, err
@@ -231,7 +246,7 @@ func (c *Caller) call(ctx context.Context, in *Input, p *Principal, now time.Tim
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	res, err := op.Handler(&Request{Ctx: ctx, Op: op, Auth: p, Params: params, Now: now, IP: in.IP, Extra: in.Extra})
+	res, err := op.Handler(&Request{Ctx: ctx, Op: op, Auth: p, Params: params, In: bound, Now: now, IP: in.IP, Extra: in.Extra})
 	if err != nil {
 		return nil, err
 	}
@@ -241,11 +256,19 @@ func (c *Caller) call(ctx context.Context, in *Input, p *Principal, now time.Tim
 	if res.Stream != nil {
 		return res, nil
 	}
+	res.ContentType = "application/json"
+	if len(res.Raw) > 0 && !useIdem {
+		// Framed by the transport as it writes (Result.AppendJSON): no copy of the body here.
+		if op.Bare {
+			res.Body = res.Raw
+		}
+		return res, nil
+	}
 	body, err := encodeResult(op, res)
 	if err != nil {
 		return nil, fmt.Errorf("encode response: %w", err)
 	}
-	res.Body, res.ContentType = body, "application/json"
+	res.Body = body
 	if useIdem && res.Status >= 200 && res.Status < 300 {
 		e := &storage.IdemEntry{Fingerprint: fp, Status: res.Status,
 			ContentType: res.ContentType, Body: body, CreatedAt: now}
@@ -254,6 +277,17 @@ func (c *Caller) call(ctx context.Context, in *Input, p *Principal, now time.Tim
 		}
 	}
 	return res, nil
+}
+
+// AppendJSON appends the success's JSON body to dst: Body, or, when Call left it to the
+// transport, Raw framed as the {data} envelope.
+func (r *Result) AppendJSON(dst []byte) []byte {
+	if r.Body != nil || len(r.Raw) == 0 {
+		return append(dst, r.Body...)
+	}
+	dst = append(dst, `{"data":`...)
+	dst = append(dst, r.Raw...)
+	return append(dst, '}')
 }
 
 // encodeResult renders a result: the {data, meta} envelope, or Data itself for a Bare

@@ -147,6 +147,10 @@ type Operation struct {
 	// collector: httpapi/collectfast.go).
 	FastBody func(body []byte) (params map[string]any, ok bool)
 	Handler  Handler
+	// direct, set by Define for an input of path and query strings only, checks and binds a
+	// call's values into the input without Validate's map; nil (the call then goes through
+	// Validate) when a value is missing or refused.
+	direct func(*Args) any
 }
 
 // withErrors adds error statuses to ExtraErrors (for table entries built by a helper).
@@ -204,8 +208,11 @@ type Request struct {
 	Op     *Operation
 	Auth   *Principal
 	Params map[string]any // string, int64, float64, bool, time.Time, map[string]any, []any; nil = JSON null
-	Now    time.Time
-	IP     string // the caller's address (for per-IP limits of public routes)
+	// In, when set, is the operation's input already bound (Define's direct binding; Params
+	// is then nil).
+	In  any
+	Now time.Time
+	IP  string // the caller's address (for per-IP limits of public routes)
 	// Extra is what a transport hands its own handlers beyond the parameters (httpapi: the
 	// reader's location from trusted edge headers); nil otherwise.
 	Extra any
@@ -228,8 +235,9 @@ type Result struct {
 	Stream      Stream
 	ContentType string
 	Filename    string
-	// Body is the rendered JSON (the {data, meta} envelope, or Data itself for a Raw result),
-	// filled by Call; Replayed marks a stored response returned for a repeated
+	// Body is the rendered JSON (the {data, meta} envelope, or Data itself for a Bare
+	// operation), filled by Call, except for Raw data that is not stored for an
+	// Idempotency-Key: the transport then writes AppendJSON's framing of it without a copy; Replayed marks a stored response returned for a repeated
 	// Idempotency-Key (Data and Meta are then nil).
 	Body     []byte
 	Replayed bool

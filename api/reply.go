@@ -81,9 +81,21 @@ func Define[In, D, M any](op Operation, h func(*Request, *In) (*Reply[D, M], err
 		op.ResponseMeta = SchemaOf[M]()
 	}
 	t := typedOf(reflect.TypeFor[In]())
+	if t.stringsOnly(op.Params) {
+		op.direct = func(a *Args) any {
+			in := new(In)
+			if !t.bindStrings(reflect.ValueOf(in).Elem(), op.Params, a) {
+				return nil
+			}
+			return in
+		}
+	}
 	op.Handler = func(r *Request) (*Result, error) {
-		in := new(In)
-		t.bind(reflect.ValueOf(in).Elem(), r.Params)
+		in, ok := r.In.(*In)
+		if !ok {
+			in = new(In)
+			t.bind(reflect.ValueOf(in).Elem(), r.Params)
+		}
 		rep, err := h(r, in)
 		if err != nil {
 			return nil, err

@@ -91,6 +91,65 @@ func Bind[In any](h func(*Request, *In) (*Result, error)) Handler {
 	}
 }
 
+// stringsOnly reports whether params, the declaration of an operation whose input is ts, are
+// ts's own parameters and all plain strings in the path or query read into string fields (a
+// GET by id): their values can be checked and bound without the map Validate builds.
+func (ts *typedStruct) stringsOnly(params []Param) bool {
+	if len(params) != len(ts.params) || len(params) == 0 {
+		return false
+	}
+	for i := range params {
+		p := &params[i]
+		if p.Name != ts.params[i].Name || p.Kind != KString || (p.In != InPath && p.In != InQuery) ||
+			p.Format != "" || p.Nullable || len(ts.fields[i]) != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// bindStrings checks and binds the values of a stringsOnly declaration into v, with the
+// rules of Validate. It returns false, leaving the call to Validate, when a value is missing
+// or refused (so every error, and its status, comes from one place) or is not a string.
+func (ts *typedStruct) bindStrings(v reflect.Value, params []Param, a *Args) bool {
+	problems := Validation{} // stays on the stack; a problem means the generic path
+	for i := range params {
+		p := &params[i]
+		var s string
+		var present bool
+		switch {
+		case a.Values != nil:
+			raw, ok := a.Values[p.Name]
+			if !ok || raw == nil || raw == "" {
+				break
+			}
+			if s, present = raw.(string); !present {
+				return false
+			}
+		case p.In == InPath:
+			s, present = a.Path[p.Name]
+		default:
+			s, present = a.Query[p.Name]
+			present = present && s != ""
+		}
+		if !present {
+			if p.Required {
+				return false
+			}
+			continue
+		}
+		if !checkString(p, &fieldPath{top: p.Name}, s, problems) {
+			return false
+		}
+		f := v.Field(ts.fields[i][0])
+		if f.Kind() != reflect.String {
+			return false
+		}
+		f.SetString(s)
+	}
+	return true
+}
+
 // typedStruct is what one input struct declares: its parameters and the field of each.
 type typedStruct struct {
 	params []Param

@@ -196,6 +196,7 @@ func errBusyBodies() *api.Error {
 type body struct {
 	s        *Service
 	ctx      *fasthttp.RequestCtx
+	op       *api.Operation // set when the body is a call's parameters (Decode)
 	limit    int
 	held     int64
 	loaded   bool
@@ -207,6 +208,15 @@ type body struct {
 // newBody prepares ctx's body for reading; multipart forms are parsed with files on disk.
 func (s *Service) newBody(ctx *fasthttp.RequestCtx, limit int, multipart bool) *body {
 	return &body{s: s, ctx: ctx, limit: limit, multi: multipart, declared: declaredLength(ctx)}
+}
+
+// Decode reads the body and collects the call's path, query and body values (api.Decoder:
+// run by Call once the caller is authorized).
+func (b *body) Decode(a *api.Args) error {
+	if err := b.load(); err != nil {
+		return err
+	}
+	return readArgs(b.ctx, b.op, a)
 }
 
 // overCap says whether the declared length is over the cap (a 413 before anything else).

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/valyala/fasthttp"
 
@@ -88,13 +89,12 @@ func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *api.Operation) {
 	if s.cfg.TrustGeoHeaders && op.Auth == api.AuthNone {
 		in.Extra = geoFromHeaders(&ctx.Request.Header)
 	}
-	in.Decode = func(a *api.Args) error {
-		if err := body.load(); err != nil {
-			return err
-		}
-		return readArgs(ctx, op, a)
-	}
+	body.op, in.Decode = op, body
 	res, err := s.caller.Call(ctx, &in)
+	if in.Args.Path != nil { // nothing holds the map after Call: its values were copied or bound
+		clear(in.Args.Path)
+		pathMaps.Put(in.Args.Path)
+	}
 	if err != nil && !body.loaded && (ctx.Request.IsBodyStream() || body.overCap()) {
 		// Refused before its body was read (401, 403, 429): the unread bytes are still on
 		// the connection.
@@ -117,8 +117,19 @@ func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *api.Operation) {
 	}
 	ctx.SetStatusCode(res.Status)
 	ctx.SetContentType(res.ContentType)
-	ctx.SetBody(res.Body)
+	if res.Body != nil {
+		ctx.SetBody(res.Body)
+		return
+	}
+	// Raw data, framed into the response's own (pooled) buffer.
+	ctx.Response.ResetBody()
+	_, _ = ctx.WriteString(`{"data":`)
+	_, _ = ctx.Write(res.Raw)
+	_, _ = ctx.WriteString("}")
 }
+
+// pathMaps hold the path values of REST calls (Args.Path), reused from call to call.
+var pathMaps = sync.Pool{New: func() any { return make(map[string]string, 2) }}
 
 // readArgs collects path, query and body values, copied out of the pooled request.
 func readArgs(ctx *fasthttp.RequestCtx, op *api.Operation, a *api.Args) error {
@@ -135,7 +146,7 @@ func readArgs(ctx *fasthttp.RequestCtx, op *api.Operation, a *api.Args) error {
 		switch p.In {
 		case api.InPath:
 			if a.Path == nil {
-				a.Path = make(map[string]string, 2)
+				a.Path = pathMaps.Get().(map[string]string)
 			}
 			if v, ok := ctx.UserValue(p.Name).(string); ok {
 				a.Path[p.Name] = v

@@ -74,7 +74,7 @@ func restCall(caller *api.Caller, op *api.Operation, path map[string]string, que
 	}
 	p := &api.Principal{Key: &storage.APIKey{Scopes: []string{"*"}}, Workspace: &storage.Workspace{ID: 1, Plan: "enterprise"}}
 	in := api.Input{Op: op, Principal: p, IP: "127.0.0.1", RequestID: "fuzz"}
-	in.Decode = func(a *api.Args) error { return readArgs(ctx, op, a) }
+	in.Decode = api.DecoderFunc(func(a *api.Args) error { return readArgs(ctx, op, a) })
 	_, err := caller.Call(context.Background(), &in)
 	return err
 }

@@ -713,7 +713,8 @@ func (s *Service) newRequestID(ctx *fasthttp.RequestCtx) string {
 	if v := ctx.Request.Header.Peek("X-Request-Id"); len(v) > 0 && len(v) <= 128 && storage.ValidName(string(v)) {
 		return string(v)
 	}
-	return string(strconv.AppendUint([]byte(s.reqPrefix), s.reqSeq.Add(1), 36))
+	var buf [64]byte // the prefix is 8 characters
+	return string(strconv.AppendUint(append(buf[:0], s.reqPrefix...), s.reqSeq.Add(1), 36))
 }
 
 // publicHost is the host[:port] of the public URL, "" when it names no host a browser could

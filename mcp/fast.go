@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"sync"
 
 	"github.com/bytedance/sonic"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -39,7 +40,7 @@ type fastCall struct {
 	Method  string          `json:"method"`
 	Params  *struct {
 		Name      string                     `json:"name"`
-		Arguments json.RawMessage            `json:"arguments"`
+		Arguments map[string]any             `json:"arguments"` // decoded here: not an object is the SDK's to answer
 		Meta      map[string]json.RawMessage `json:"_meta"`
 	} `json:"params"`
 }
@@ -95,8 +96,9 @@ func (s *Server) serveFast(ctx *fasthttp.RequestCtx, p *api.Principal, reqID str
 	default:
 		return false
 	}
-	res, err := s.run(ctx, op, p, m.Params.Arguments, reqID)
-	out := make([]byte, 0, 2*len(res.json)+len(s.serverMeta)+256)
+	res, err := s.runArgs(ctx, op, p, m.Params.Arguments, reqID)
+	buf := fastBufs.Get().(*[]byte)
+	out := (*buf)[:0]
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, bytes.TrimSpace(m.ID)...)
 	if err != nil {
@@ -125,19 +127,41 @@ func (s *Server) serveFast(ctx *fasthttp.RequestCtx, p *api.Principal, reqID str
 	ctx.Response.Header.Set("Cache-Control", "no-cache, no-transform")
 	ctx.SetContentType("application/json")
 	ctx.SetStatusCode(200)
-	ctx.SetBody(out)
+	ctx.SetBody(out) // a copy: out goes back to the pool
+	if cap(out) <= maxPooledFastBuf {
+		*buf = out[:0]
+		fastBufs.Put(buf)
+	}
 	return true
 }
+
+// fastBufs hold the fast path's answers while they are built; one above maxPooledFastBuf
+// (a large list) is left to the collector.
+var fastBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxPooledFastBuf = 64 << 10
 
 // appendToolResult writes a tool result's fields as the SDK does: content, structuredContent
 // and isError.
 func appendToolResult(out []byte, res toolResult) []byte {
 	out = append(out, `"content":[{"type":"text","text":"`...)
-	out = appendEscaped(out, res.json)
+	if res.json == nil && res.raw != nil {
+		out = append(out, `{\"data\":`...)
+		out = appendEscaped(out, res.raw)
+		out = append(out, '}')
+	} else {
+		out = appendEscaped(out, res.json)
+	}
 	out = append(out, `"}]`...)
 	if !res.isError {
 		out = append(out, `,"structuredContent":`...)
-		out = append(out, res.json...)
+		if res.json == nil && res.raw != nil {
+			out = append(out, `{"data":`...)
+			out = append(out, res.raw...)
+			out = append(out, '}')
+		} else {
+			out = append(out, res.json...)
+		}
 	} else {
 		out = append(out, `,"isError":true`...)
 	}

@@ -120,14 +120,26 @@ func (s *Server) handler(op *api.Operation) sdk.ToolHandler {
 // toolResult is a tool's answer: JSON that is both the text content and, unless isError, the
 // structured content (the REST body: the {data, meta} envelope, or the error envelope).
 type toolResult struct {
-	json    []byte
+	json []byte
+	// raw, when json is nil, is the data already encoded (a cached book): the JSON is the
+	// {data} envelope around it, framed where it is written (appendToolResult, body).
+	raw     []byte
 	isError bool
 }
 
+// body is the result's JSON.
+func (r toolResult) body() []byte {
+	if r.json != nil || r.raw == nil {
+		return r.json
+	}
+	return append(append(append(make([]byte, 0, len(r.raw)+10), `{"data":`...), r.raw...), '}')
+}
+
 func (r toolResult) sdk() *sdk.CallToolResult {
-	res := &sdk.CallToolResult{IsError: r.isError, Content: []sdk.Content{&sdk.TextContent{Text: string(r.json)}}}
+	body := r.body()
+	res := &sdk.CallToolResult{IsError: r.isError, Content: []sdk.Content{&sdk.TextContent{Text: string(body)}}}
 	if !r.isError {
-		res.StructuredContent = json.RawMessage(r.json)
+		res.StructuredContent = json.RawMessage(body)
 	}
 	return res
 }
@@ -141,6 +153,14 @@ func (s *Server) run(ctx context.Context, op *api.Operation, p *api.Principal, r
 		if err := api.RequestJSON.Unmarshal(raw, &args); err != nil {
 			return toolResult{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "arguments must be a JSON object: " + err.Error()}
 		}
+	}
+	return s.runArgs(ctx, op, p, args, reqID)
+}
+
+// runArgs is run on decoded arguments (the fast path decodes them with the envelope).
+func (s *Server) runArgs(ctx context.Context, op *api.Operation, p *api.Principal, args map[string]any, reqID string) (toolResult, error) {
+	if args == nil {
+		args = map[string]any{}
 	}
 	in := api.Input{Op: op, Principal: p, Args: api.Args{Values: map[string]any{}}, RequestID: reqID}
 	forms, aerr := s.bind(op, args, &in)
@@ -164,6 +184,9 @@ func (s *Server) run(ctx context.Context, op *api.Operation, p *api.Principal, r
 		return s.export(ctx, p, args, res, reqID)
 	}
 	// The envelope the REST body carries, as structured content and as text.
+	if res.Body == nil && len(res.Raw) > 0 {
+		return toolResult{raw: res.Raw}, nil
+	}
 	return toolResult{json: res.Body}, nil
 }
 

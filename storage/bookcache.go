@@ -53,6 +53,17 @@ func (c *bookCache) get(k string) (*Book, uint64) {
 	return sh.m[k], sh.epoch
 }
 
+// getBytes is get of the key k as bytes (without making a string of it).
+func (c *bookCache) getBytes(k []byte) (*Book, uint64) {
+	sh := &c.shards[maphash.Bytes(c.seed, k)%uint64(len(c.shards))]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if len(sh.pending) > 0 && sh.pending[string(k)] > 0 {
+		return nil, sh.epoch
+	}
+	return sh.m[string(k)], sh.epoch
+}
+
 func (c *bookCache) put(k string, b *Book, epoch uint64) {
 	sh := c.shard(k)
 	sh.mu.Lock()

@@ -169,9 +169,9 @@ func bookIndexKeys(b *Book) [][]byte {
 // GetBook reads a book of a tenant. The record may be shared with other readers: do not
 // modify it (clone it first).
 func (s *Store) GetBook(t Tenant, rid string) (*Book, error) {
-	key := bookKey(t, rid)
-	ck := string(key)
-	b, epoch := s.books.get(ck)
+	var buf [64]byte // a hit allocates nothing
+	key := appendBookKey(buf[:0], t, rid)
+	b, epoch := s.books.getBytes(key)
 	if b != nil {
 		return b, nil
 	}
@@ -180,7 +180,7 @@ func (s *Store) GetBook(t Tenant, rid string) (*Book, error) {
 		return nil, err
 	}
 	b.Memo = &Memo{}
-	s.books.put(ck, b, epoch)
+	s.books.put(string(key), b, epoch)
 	return b, nil
 }
 

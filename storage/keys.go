@@ -112,7 +112,16 @@ func apiKeyKey(hash []byte) []byte        { return cat([]byte("g/key/"), hash) }
 func apiKeyIDKey(id int64) []byte         { return cat([]byte("g/keyid/"), u64(uint64(id))) }
 func bookLookupKey(rid string) []byte     { return []byte("g/book/" + rid) }
 func bookKey(t Tenant, rid string) []byte {
-	return cat(t.prefix(), []byte("book/"), []byte(rid))
+	return appendBookKey(make([]byte, 0, 2+tenantLen+6+len(rid)), t, rid)
+}
+
+// appendBookKey appends bookKey(t, rid) to dst (a read builds it in a stack buffer).
+func appendBookKey(dst []byte, t Tenant, rid string) []byte {
+	dst = append(dst, "t/"...)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(t.Workspace))
+	dst = append(dst, byte(t.Mode), '/')
+	dst = append(dst, "book/"...)
+	return append(dst, rid...)
 }
 func pagesKey(t Tenant, rid string) []byte {
 	return cat(t.prefix(), []byte("pages/"), []byte(rid))

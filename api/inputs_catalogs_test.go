@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/stretchr/testify/require"
 
 	"flipbook/actors"
+	"flipbook/storage"
 )
 
 // allBackends is every domain's backend in one interface.
@@ -220,4 +222,23 @@ func TestCatalogInputsBind(t *testing.T) {
 	var rename ShopifyWorkspaceName
 	bindInto(&rename, map[string]any{"workspace_name": "W"})
 	require.Nil(t, rename.WorkspaceSlug)
+}
+
+// The enum tags of the catalog and bulk settings outputs name the values the inputs accept and
+// the service writes (a tag is a constant string: it cannot name the variable).
+func TestCatalogOutputEnums(t *testing.T) {
+	t.Parallel()
+	enum := func(s *jsonschema.Schema) []string {
+		out := make([]string, len(s.Enum))
+		for i, v := range s.Enum {
+			out[i] = v.(string)
+		}
+		return out
+	}
+	require.Equal(t, CatalogSources, enum(SchemaOf[Catalog]().Properties["source"]))
+	require.Equal(t, BulkStatuses, enum(SchemaOf[BulkBatch]().Properties["status"]))
+	require.Equal(t, BulkItemStatuses, enum(SchemaOf[BulkItem]().Properties["status"]))
+	require.Equal(t, DownloadablePDFModes, enum(SchemaOf[BulkBookSettings]().Properties["downloadable_pdf"]))
+	jobTypes := []string{storage.SyncCreate, storage.SyncUpdate, storage.SyncBulkUpsert, storage.SyncAvailability}
+	require.Equal(t, jobTypes, enum(SchemaOf[SyncJob]().Properties["type"]))
 }

@@ -12,28 +12,38 @@ import (
 // webhookStub is a WebhookBackend that records the input its last call received.
 type webhookStub struct{ got *any }
 
-func (w webhookStub) keep(in any) (*Result, error) { *w.got = in; return &Result{}, nil }
+// webhookKeep records in and answers an empty reply.
+func webhookKeep[D, M any](w webhookStub, in any) (*Reply[D, M], error) {
+	*w.got = in
+	return &Reply[D, M]{}, nil
+}
 
-func (w webhookStub) ListWebhooks(*Request) (*Result, error)   { return w.keep(nil) }
-func (w webhookStub) WebhookOptions(*Request) (*Result, error) { return w.keep(nil) }
-func (w webhookStub) CreateWebhook(_ *Request, in *WebhookCreate) (*Result, error) {
-	return w.keep(in)
+func (w webhookStub) ListWebhooks(*Request) (*Reply[[]Webhook, WebhookListMeta], error) {
+	return webhookKeep[[]Webhook, WebhookListMeta](w, nil)
 }
-func (w webhookStub) WebhookSampleEvents(_ *Request, in *WebhookSampleEvents) (*Result, error) {
-	return w.keep(in)
+func (w webhookStub) WebhookOptions(*Request) (*Reply[WebhookOptions, WebhookOptionsMeta], error) {
+	return webhookKeep[WebhookOptions, WebhookOptionsMeta](w, nil)
 }
-func (w webhookStub) UpdateWebhook(_ *Request, in *WebhookUpdate) (*Result, error) {
-	return w.keep(in)
+func (w webhookStub) CreateWebhook(_ *Request, in *WebhookCreate) (*Data[Webhook], error) {
+	return webhookKeep[Webhook, None](w, in)
 }
-func (w webhookStub) DeleteWebhook(_ *Request, in *WebhookDelete) (*Result, error) {
-	return w.keep(in)
+func (w webhookStub) WebhookSampleEvents(_ *Request, in *WebhookSampleEvents) (*Reply[[]SampleEvent, SampleEventsMeta], error) {
+	return webhookKeep[[]SampleEvent, SampleEventsMeta](w, in)
 }
-func (w webhookStub) ListWebhookDeliveries(_ *Request, in *WebhookDeliveries) (*Result, error) {
-	return w.keep(in)
+func (w webhookStub) UpdateWebhook(_ *Request, in *WebhookUpdate) (*Data[Webhook], error) {
+	return webhookKeep[Webhook, None](w, in)
 }
-func (w webhookStub) TestWebhook(_ *Request, in *WebhookTest) (*Result, error) { return w.keep(in) }
-func (w webhookStub) DispatchSample(_ *Request, in *WebhookDispatchSample) (*Result, error) {
-	return w.keep(in)
+func (w webhookStub) DeleteWebhook(_ *Request, in *WebhookDelete) (*Reply[WebhookDeleted, WebhookDeletedMeta], error) {
+	return webhookKeep[WebhookDeleted, WebhookDeletedMeta](w, in)
+}
+func (w webhookStub) ListWebhookDeliveries(_ *Request, in *WebhookDeliveries) (*Reply[[]WebhookDelivery, WebhookDeliveriesMeta], error) {
+	return webhookKeep[[]WebhookDelivery, WebhookDeliveriesMeta](w, in)
+}
+func (w webhookStub) TestWebhook(_ *Request, in *WebhookTest) (*Data[WebhookDelivery], error) {
+	return webhookKeep[WebhookDelivery, None](w, in)
+}
+func (w webhookStub) DispatchSample(_ *Request, in *WebhookDispatchSample) (*Reply[WebhookDispatch, WebhookDispatchMeta], error) {
+	return webhookKeep[WebhookDispatch, WebhookDispatchMeta](w, in)
 }
 
 // The declarations of the webhook operations before their input structs (kept as written then):

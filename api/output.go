@@ -14,9 +14,11 @@ import (
 // Response schemas derived from the types handlers answer with (issue 27): SchemaOf[T] is the
 // JSON Schema of T's JSON encoding, written as the hand-made schemas of schemas.go are. A
 // struct is an object whose properties are its JSON fields (embedded structs lend theirs; a
-// field tagged json:"-" is left out), all required but those tagged omitempty; a `desc` tag
+// field tagged json:"-" is left out), all required but those tagged omitempty (a pointer
+// tagged omitempty is absent when nil, so its schema is not nullable); a map with string keys
+// other than map[string]any is an object whose values are its elements'; a `desc` tag
 // is the property's description, `format` its format, `enum:"a|b"` its values and `type` its
-// type where the Go type does not say (raw JSON). int types are integer, float types number, a pointer to a
+// type where the Go type does not say (raw JSON; `type:"array|null"` for a union of types). int types are integer, float types number, a pointer to a
 // scalar is that type or null, a pointer to a struct is the object or null, a slice is an
 // array; the types of outputTypes have their own schema (a time stored as text, raw JSON).
 // The response of an operation whose rows are such a type is declared from it, so the
@@ -31,6 +33,11 @@ var outputTypes = map[reflect.Type]func() *jsonschema.Schema{
 	timeType:                           func() *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Format: "date-time"} },
 	mapType:                            func() *jsonschema.Schema { return orNull("object") }, // a nil map is null
 	anyType:                            func() *jsonschema.Schema { return &jsonschema.Schema{} },
+	// The catalog and bulk settings types whose schemas have always been written so (anyOf
+	// with null, an object without properties), which the rules above would write otherwise.
+	reflect.TypeFor[ArrayOrNull]():      func() *jsonschema.Schema { return nullable(typ("array")) },
+	reflect.TypeFor[BoolOrNull]():       func() *jsonschema.Schema { return nullable(typ("boolean")) },
+	reflect.TypeFor[BulkAcceptedMeta](): func() *jsonschema.Schema { return typ("object") },
 }
 
 func schemaOfType(t reflect.Type) *jsonschema.Schema {
@@ -58,6 +65,10 @@ func schemaOfType(t reflect.Type) *jsonschema.Schema {
 		return typ("number")
 	case reflect.Slice, reflect.Array:
 		return arrayOf(schemaOfType(t.Elem()))
+	case reflect.Map:
+		if t.Key().Kind() == reflect.String { // never nil where it is answered (map[string]any is)
+			return &jsonschema.Schema{Type: "object", AdditionalProperties: schemaOfType(t.Elem())}
+		}
 	case reflect.Struct:
 		s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
 		addFields(s, t)
@@ -82,15 +93,25 @@ func addFields(s *jsonschema.Schema, t reflect.Type) {
 		if name == "" {
 			name = f.Name
 		}
-		p := schemaOfType(f.Type)
+		omitempty := strings.Contains(","+opts+",", ",omitempty,")
+		ft := f.Type
+		if omitempty && ft.Kind() == reflect.Pointer {
+			ft = ft.Elem() // absent when nil, never null
+		}
+		p := schemaOfType(ft)
 		if d := f.Tag.Get("desc"); d != "" {
 			p.Description = d
 		}
 		if v := f.Tag.Get("format"); v != "" {
 			p.Format = v
 		}
-		if v := f.Tag.Get("type"); v != "" { // raw JSON known to be of one type
-			p.Type, p.Types = v, nil
+		if v := f.Tag.Get("type"); v != "" { // raw JSON known to be of one type, or of "a|b"
+			if strings.Contains(v, "|") {
+				p.Type, p.Types = "", strings.Split(v, "|")
+			} else {
+				p.Type, p.Types = v, nil
+			}
+			p.Items, p.AnyOf = nil, nil // the tag says all
 		}
 		if v, ok := f.Tag.Lookup("enum"); ok {
 			for _, e := range strings.Split(v, "|") {
@@ -98,7 +119,7 @@ func addFields(s *jsonschema.Schema, t reflect.Type) {
 			}
 		}
 		s.Properties[name] = p
-		if !strings.Contains(","+opts+",", ",omitempty,") {
+		if !omitempty {
 			s.Required = append(s.Required, name)
 		}
 	}

@@ -119,7 +119,7 @@ func TestSchemaOfResources(t *testing.T) {
 	}
 	want["webhook"] = object(
 		prop("id", integer), prop("name", str), prop("provider", enumOf(WebhookProviders...)),
-		prop("target_url", str), prop("event_types", arrayOf(labelValueSchema)),
+		prop("target_url", str), prop("event_types", arrayOf(object(prop("label", str), prop("value", str)))),
 		prop("filters", object(prop("book_ids", arrayOf(str)), prop("tracked_link_ids", arrayOf(integer)),
 			prop("recipient_emails", arrayOf(str)))),
 		prop("has_signing_secret", boolean), prop("is_active", boolean), prop("disabled_reason", strN),
@@ -154,10 +154,10 @@ func TestSchemaOfResources(t *testing.T) {
 		prop("key", object(prop("id", integer), prop("name", str))), prop("scopes", arrayOf(str)),
 		prop("mode", enumOf("live", "test")),
 		prop("endpoints", object(prop("api", str), prop("mcp", str), prop("openapi", str), prop("oauth", str))))
-	got := map[string]*jsonschema.Schema{"workspace": workspaceSchema, "brand": brandSchema, "me": meSchema,
-		"book": bookSchema, "subscriber": subscriberSchema,
-		"embed domain": embedDomainSchema, "tracked link": trackedLinkSchema,
-		"webhook": webhookSubscriptionSchema, "delivery": webhookDeliverySchema}
+	got := map[string]*jsonschema.Schema{"workspace": SchemaOf[Workspace](), "brand": SchemaOf[Brand](), "me": SchemaOf[Me](),
+		"book": SchemaOf[Book](), "subscriber": SchemaOf[Subscriber](),
+		"embed domain": SchemaOf[EmbedDomain](), "tracked link": SchemaOf[TrackedLink](),
+		"webhook": SchemaOf[Webhook](), "delivery": SchemaOf[WebhookDelivery]()}
 	for name, w := range want {
 		require.JSONEq(t, normalized(t, w), normalized(t, got[name]), name)
 	}

@@ -19,7 +19,7 @@ import (
 // a stream (Result.Stream) and keep Bind.
 
 // Reply is a typed success: Data is the envelope's data, Meta its meta (nil: none). Status,
-// when not 0, is the success status (an operation with OtherStatus: 200 or 201).
+// when not 0, is the success status; 0 is the operation's (Operation.SuccessStatus).
 type Reply[D, M any] struct {
 	Status int
 	Data   D
@@ -100,7 +100,11 @@ func Define[In, D, M any](op Operation, h func(*Request, *In) (*Reply[D, M], err
 		if err != nil {
 			return nil, err
 		}
-		return rep.result(), nil
+		res := rep.result()
+		if res.Status == 0 {
+			res.Status = op.SuccessStatus()
+		}
+		return res, nil
 	}
 	return &op
 }

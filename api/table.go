@@ -56,44 +56,44 @@ type Backends struct {
 
 // BookBackend runs the book, upload and batch operations (spec §4.1).
 type BookBackend interface {
-	ListBooks(*Request, *BookList) (*Result, error)
-	UploadBook(*Request, *BookUpload) (*Result, error)
-	ActiveUploads(*Request) (*Result, error)
-	UploadStatus(*Request, *BatchPath) (*Result, error)
-	GetBatch(*Request, *BatchPath) (*Result, error)
-	CancelBatch(*Request, *BatchPath) (*Result, error)
+	ListBooks(*Request, *BookList) (*Reply[[]Raw[Book], CursorMeta], error)
+	UploadBook(*Request, *BookUpload) (*Data[UploadAccepted], error)
+	ActiveUploads(*Request) (*Data[ActiveUploads], error)
+	UploadStatus(*Request, *BatchPath) (*Data[Batch], error)
+	GetBatch(*Request, *BatchPath) (*Data[Batch], error)
+	CancelBatch(*Request, *BatchPath) (*Data[Batch], error)
 	GetBook(*Request, *BookPath) (*Data[Raw[Book]], error)
 	UpdateBook(*Request, *BookUpdate) (*Data[Raw[Book]], error)
-	DeleteBook(*Request, *BookPath) (*Result, error)
-	CreateKonva(*Request, *KonvaCreate) (*Result, error)
-	CreateFromTemplate(*Request, *TemplateCreate) (*Result, error)
+	DeleteBook(*Request, *BookPath) (*Reply[BookDeleted, BookDeletedMeta], error)
+	CreateKonva(*Request, *KonvaCreate) (*Data[Raw[Book]], error)
+	CreateFromTemplate(*Request, *TemplateCreate) (*Data[BookCreated], error)
 }
 
 // AccessBackend runs the operations on who reads a book and from where: access lists, embed
 // domains and tracked links (spec §4.2, §4.3, §4.9).
 type AccessBackend interface {
-	ListSubscribers(*Request, *SubscriberList) (*Result, error)
-	CreateSubscriber(*Request, *SubscriberCreate) (*Result, error)
-	DeleteSubscriber(*Request, *SubscriberDelete) (*Result, error)
-	ListEmbedDomains(*Request, *BookPath) (*Result, error)
-	CreateEmbedDomain(*Request, *EmbedDomainCreate) (*Result, error)
-	DeleteEmbedDomain(*Request, *EmbedDomainDelete) (*Result, error)
-	ListTrackedLinks(*Request, *BookPath) (*Result, error)
-	CreateTrackedLink(*Request, *TrackedLinkCreate) (*Result, error)
+	ListSubscribers(*Request, *SubscriberList) (*Reply[[]Subscriber, PageMeta], error)
+	CreateSubscriber(*Request, *SubscriberCreate) (*Reply[Subscriber, CreatedMeta], error)
+	DeleteSubscriber(*Request, *SubscriberDelete) (*Data[SubscriberDeleted], error)
+	ListEmbedDomains(*Request, *BookPath) (*Reply[[]EmbedDomain, EmbedDomainsMeta], error)
+	CreateEmbedDomain(*Request, *EmbedDomainCreate) (*Reply[EmbedDomain, CreatedMeta], error)
+	DeleteEmbedDomain(*Request, *EmbedDomainDelete) (*Data[EmbedDomainDeleted], error)
+	ListTrackedLinks(*Request, *BookPath) (*Reply[[]TrackedLink, TrackedLinksMeta], error)
+	CreateTrackedLink(*Request, *TrackedLinkCreate) (*Data[TrackedLink], error)
 }
 
 // BrandBackend runs the brand operations (spec §4.6).
 type BrandBackend interface {
-	GetBrand(*Request) (*Result, error)
-	CreateBrand(*Request, *BrandCreate) (*Result, error)
-	UpdateBrand(*Request, *BrandUpdate) (*Result, error)
-	ToggleTakeOverBranding(*Request) (*Result, error)
+	GetBrand(*Request) (*Reply[BrandOrNull, BrandMeta], error)
+	CreateBrand(*Request, *BrandCreate) (*Data[BrandSaved], error)
+	UpdateBrand(*Request, *BrandUpdate) (*Reply[BrandSaved, BrandMeta], error)
+	ToggleTakeOverBranding(*Request) (*Data[BrandSaved], error)
 }
 
 // GeneralBackend runs health and identity (spec §4.10).
 type GeneralBackend interface {
-	Health(*Request) (*Result, error)
-	Me(*Request) (*Result, error)
+	Health(*Request) (*Data[Health], error)
+	Me(*Request) (*Data[Me], error)
 }
 
 // TableOptions are the settings the table's limits depend on.
@@ -136,142 +136,101 @@ func Table(b Backends, o TableOptions) []*Operation {
 // bookOperations declares the books (spec §4.1).
 func bookOperations(b BookBackend, o TableOptions) []*Operation {
 	return []*Operation{
-		{ID: "books.list", Method: "GET", Path: "/books", Tool: "books_list", Scope: "books:read", ReadOnly: true,
-			Summary:  "List flipbooks, newest first, with cursor pagination.",
-			Params:   ParamsOf[BookList](),
-			Response: arrayOf(bookSchema), ResponseMeta: cursorMetaSchema,
-			Handler: Bind(b.ListBooks)},
-		{ID: "books.upload", Method: "POST", Path: "/books", Tool: "books_upload_pdfs", Scope: "books:write", Write: true, Multipart: true,
+		Define(Operation{ID: "books.list", Method: "GET", Path: "/books", Tool: "books_list", Scope: "books:read", ReadOnly: true,
+			Summary: "List flipbooks, newest first, with cursor pagination."}, b.ListBooks),
+		Define(Operation{ID: "books.upload", Method: "POST", Path: "/books", Tool: "books_upload_pdfs", Scope: "books:write", Write: true, Multipart: true,
 			Status:  202,
 			Summary: "Upload one PDF, Word, Excel, PowerPoint, JPG or PNG file; it is converted in the background.",
-			Params:  ParamsOf[BookUpload](),
 			ToolParams: []Param{
 				{Name: "files", In: InTool, Kind: KArray, MaxItems: 1, Items: &Param{Kind: KString},
 					Desc: "the document as base64 (one file per call; a data: URL is accepted)"},
 				{Name: "pdfs", In: InTool, Kind: KArray, MaxItems: 1, Items: &Param{Kind: KString},
 					Desc: "alias of files"},
 			},
-			Response: uploadSchema,
-			MaxBody:  o.MaxUploadBody, Handler: Bind(b.UploadBook)},
-		{ID: "books.active_upload_status", Method: "GET", Path: "/books/uploads/status/active", Tool: "books_get_active_upload_status",
-			Scope: "books:read", ReadOnly: true, Response: activeUploadsSchema,
-			Summary: "Upload batches still queued or converting (state idle when none).", Handler: b.ActiveUploads},
-		{ID: "books.upload_status", Method: "GET", Path: "/books/uploads/{batchId}/status", Tool: "books_get_upload_status",
-			Scope: "books:read", ReadOnly: true, Summary: "Conversion progress of one upload batch.",
-			Params: ParamsOf[BatchPath](), Response: batchStatusSchema, Handler: Bind(b.UploadStatus)},
-		{ID: "batches.get", Method: "GET", Path: "/batches/{batchId}", Tool: "books_get_batch", Scope: "books:read", ReadOnly: true,
-			Summary: "An upload batch with its progress and the books it produced.",
-			Params:  ParamsOf[BatchPath](), Response: batchSchema, Handler: Bind(b.GetBatch)},
-		{ID: "batches.cancel", Method: "DELETE", Path: "/batches/{batchId}", Scope: "books:write", Write: true, Destructive: true,
-			Summary: "Cancel a queued or converting batch; its partial output is removed.",
-			Params:  ParamsOf[BatchPath](), Response: batchSchema, Handler: Bind(b.CancelBatch)},
+			MaxBody: o.MaxUploadBody}, b.UploadBook),
+		DefineNoParams(Operation{ID: "books.active_upload_status", Method: "GET", Path: "/books/uploads/status/active", Tool: "books_get_active_upload_status",
+			Scope: "books:read", ReadOnly: true,
+			Summary: "Upload batches still queued or converting (state idle when none)."}, b.ActiveUploads),
+		Define(Operation{ID: "books.upload_status", Method: "GET", Path: "/books/uploads/{batchId}/status", Tool: "books_get_upload_status",
+			Scope: "books:read", ReadOnly: true, Summary: "Conversion progress of one upload batch."}, b.UploadStatus),
+		Define(Operation{ID: "batches.get", Method: "GET", Path: "/batches/{batchId}", Tool: "books_get_batch", Scope: "books:read", ReadOnly: true,
+			Summary: "An upload batch with its progress and the books it produced."}, b.GetBatch),
+		Define(Operation{ID: "batches.cancel", Method: "DELETE", Path: "/batches/{batchId}", Scope: "books:write", Write: true, Destructive: true,
+			Summary: "Cancel a queued or converting batch; its partial output is removed."}, b.CancelBatch),
 		Define(Operation{ID: "books.get", Method: "GET", Path: "/books/{book}", Tool: "books_get", Scope: "books:read", ReadOnly: true,
 			Summary: "Get one flipbook."}, b.GetBook),
 		Define(Operation{ID: "books.update", Method: "PUT", Path: "/books/{book}", Tool: "books_update_settings", Scope: "books:write", Write: true,
 			Summary: "Update a flipbook's name, status, dates and settings."}, b.UpdateBook),
-		{ID: "books.delete", Method: "DELETE", Path: "/books/{book}", Scope: "books:write", Write: true, Destructive: true,
-			Summary: "Delete a flipbook and its files.",
-			Params:  ParamsOf[BookPath](), Response: messageSchema,
-			ResponseMeta: object(prop("book_id", str)),
-			Handler:      Bind(b.DeleteBook)},
-		{ID: "books.create_konva", Method: "POST", Path: "/books/konva", Tool: "books_create_konva", Scope: "books:write", Write: true,
+		Define(Operation{ID: "books.delete", Method: "DELETE", Path: "/books/{book}", Scope: "books:write", Write: true, Destructive: true,
+			Summary: "Delete a flipbook and its files."}, b.DeleteBook),
+		Define(Operation{ID: "books.create_konva", Method: "POST", Path: "/books/konva", Tool: "books_create_konva", Scope: "books:write", Write: true,
 			Status:  201,
 			Summary: "Create a flipbook from editor canvas content with page images.",
-			Params:  ParamsOf[KonvaCreate](), MaxBody: o.MaxUploadBody, Response: bookSchema,
-			Handler: Bind(b.CreateKonva)},
-		{ID: "books.create_from_template", Method: "POST", Path: "/books/create-from-template", Tool: "books_create_from_template",
+			MaxBody: o.MaxUploadBody}, b.CreateKonva),
+		Define(Operation{ID: "books.create_from_template", Method: "POST", Path: "/books/create-from-template", Tool: "books_create_from_template",
 			Scope: "books:write", Write: true, Status: 201, OpenWorld: true,
 			Summary: "Create a draft flipbook from blog posts, pages or shop products laid out with a template.",
-			Params:  ParamsOf[TemplateCreate](), MaxBody: 32 << 20, // 50 items × 2 × 50,000 characters, escaped
-			Response: object(prop("book", bookSchema)),
-			Handler:  Bind(b.CreateFromTemplate)},
+			MaxBody: 32 << 20, // 50 items × 2 × 50,000 characters, escaped
+		}, b.CreateFromTemplate),
 	}
 }
 
 // accessOperations declares access lists and embed domains (spec §4.2, §4.3).
 func accessOperations(b AccessBackend) []*Operation {
 	return []*Operation{
-		{ID: "subscribers.list", Method: "GET", Path: "/subscribers", Tool: "subscribers_list", Scope: "subscribers:read", ReadOnly: true,
-			Summary:  "List the workspace's access-list entries (page-based pagination).",
-			Params:   ParamsOf[SubscriberList](),
-			Response: arrayOf(subscriberSchema), ResponseMeta: pageMetaSchema,
-			Handler: Bind(b.ListSubscribers)},
-		{ID: "subscribers.create", Method: "POST", Path: "/subscribers", Tool: "subscribers_create", Scope: "subscribers:write", Write: true,
+		Define(Operation{ID: "subscribers.list", Method: "GET", Path: "/subscribers", Tool: "subscribers_list", Scope: "subscribers:read", ReadOnly: true,
+			Summary: "List the workspace's access-list entries (page-based pagination)."}, b.ListSubscribers),
+		Define(Operation{ID: "subscribers.create", Method: "POST", Path: "/subscribers", Tool: "subscribers_create", Scope: "subscribers:write", Write: true,
 			Status: 201, OtherStatus: 200,
-			Summary:  "Grant an address or a domain access to a gated flipbook (the first entry turns the email gate on).",
-			Params:   ParamsOf[SubscriberCreate](),
-			Response: subscriberSchema, ResponseMeta: createdMetaSchema,
-			Handler: Bind(b.CreateSubscriber)},
-		{ID: "subscribers.delete", Method: "DELETE", Path: "/subscribers/{subscriber}", Scope: "subscribers:write", Write: true, Destructive: true,
-			Summary:  "Remove an access-list entry (removing the last turns the email gate off).",
-			Params:   ParamsOf[SubscriberDelete](),
-			Response: subscriberDeletedSchema,
-			Handler:  Bind(b.DeleteSubscriber)},
+			Summary: "Grant an address or a domain access to a gated flipbook (the first entry turns the email gate on)."}, b.CreateSubscriber),
+		Define(Operation{ID: "subscribers.delete", Method: "DELETE", Path: "/subscribers/{subscriber}", Scope: "subscribers:write", Write: true, Destructive: true,
+			Summary: "Remove an access-list entry (removing the last turns the email gate off)."}, b.DeleteSubscriber),
 
-		{ID: "embed_domains.list", Method: "GET", Path: "/books/{book}/embed-domains", Tool: "books_list_embed_domains", Scope: "books:read", ReadOnly: true,
-			Summary: "Sites allowed to embed a flipbook.",
-			Params:  ParamsOf[BookPath](), Response: arrayOf(embedDomainSchema),
-			ResponseMeta: embedDomainsMetaSchema,
-			Handler:      Bind(b.ListEmbedDomains)},
-		{ID: "embed_domains.create", Method: "POST", Path: "/books/{book}/embed-domains", Tool: "books_create_embed_domain", Scope: "books:write", Write: true,
-			Summary:  "Allow a site (and its subdomains) to embed a flipbook; the first entry restricts embedding.",
-			Params:   ParamsOf[EmbedDomainCreate](),
-			Response: embedDomainSchema, ResponseMeta: createdMetaSchema,
-			Handler: Bind(b.CreateEmbedDomain)},
-		{ID: "embed_domains.delete", Method: "DELETE", Path: "/books/{book}/embed-domains/{embedDomain}", Scope: "books:write", Write: true, Destructive: true,
-			Summary:  "Remove an embed domain (removing the last lifts the restriction).",
-			Params:   ParamsOf[EmbedDomainDelete](),
-			Response: embedDomainDeletedSchema,
-			Handler:  Bind(b.DeleteEmbedDomain)},
+		Define(Operation{ID: "embed_domains.list", Method: "GET", Path: "/books/{book}/embed-domains", Tool: "books_list_embed_domains", Scope: "books:read", ReadOnly: true,
+			Summary: "Sites allowed to embed a flipbook."}, b.ListEmbedDomains),
+		Define(Operation{ID: "embed_domains.create", Method: "POST", Path: "/books/{book}/embed-domains", Tool: "books_create_embed_domain", Scope: "books:write", Write: true,
+			Summary: "Allow a site (and its subdomains) to embed a flipbook; the first entry restricts embedding."}, b.CreateEmbedDomain),
+		Define(Operation{ID: "embed_domains.delete", Method: "DELETE", Path: "/books/{book}/embed-domains/{embedDomain}", Scope: "books:write", Write: true, Destructive: true,
+			Summary: "Remove an embed domain (removing the last lifts the restriction)."}, b.DeleteEmbedDomain),
 	}
 }
 
 // brandOperations declares the brand (spec §4.6).
 func brandOperations(b BrandBackend) []*Operation {
 	return []*Operation{
-		{ID: "brand.get", Method: "GET", Path: "/brand", Tool: "brand_get", Scope: "brand:read", ReadOnly: true,
-			Summary: "The workspace's brand (null when it has none).", Response: object(prop("brand", nullable(brandSchema))),
-			ResponseMeta: brandMetaSchema, Handler: b.GetBrand},
-		{ID: "brand.create", Method: "POST", Path: "/brand", Tool: "brand_create", Scope: "brand:write", Write: true,
+		DefineNoParams(Operation{ID: "brand.get", Method: "GET", Path: "/brand", Tool: "brand_get", Scope: "brand:read", ReadOnly: true,
+			Summary: "The workspace's brand (null when it has none)."}, b.GetBrand),
+		Define(Operation{ID: "brand.create", Method: "POST", Path: "/brand", Tool: "brand_create", Scope: "brand:write", Write: true,
 			Multipart: true, MaxBody: MaxLogoBytes + 1<<20, Status: 201,
 			Summary: "Create the workspace's brand: company name, contact, colours, social accounts and a logo (multipart file part `file`).",
-			Params:  ParamsOf[BrandCreate](), Response: object(prop("brand", brandSchema)),
 			ToolParams: []Param{{Name: "logo_base64", In: InTool, Kind: KString, MaxLen: MaxLogoBytes*4/3 + 64,
-				Desc: "the logo (PNG, JPEG, GIF or WebP) as base64; the REST form sends it as the file part `file`"}},
-			Handler: Bind(b.CreateBrand)},
-		{ID: "brand.update", Method: "PUT", Path: "/brand", Tool: "brand_update", Scope: "brand:write", Write: true,
+				Desc: "the logo (PNG, JPEG, GIF or WebP) as base64; the REST form sends it as the file part `file`"}}},
+			b.CreateBrand),
+		Define(Operation{ID: "brand.update", Method: "PUT", Path: "/brand", Tool: "brand_update", Scope: "brand:write", Write: true,
 			Multipart: true, MaxBody: MaxLogoBytes + 1<<20,
 			Summary: "Update the brand: fields sent are set (an empty value clears one), others are kept.",
-			Params:  ParamsOf[BrandUpdate](), Response: object(prop("brand", brandSchema)), ResponseMeta: brandMetaSchema,
 			ToolParams: []Param{{Name: "logo_base64", In: InTool, Kind: KString, MaxLen: MaxLogoBytes*4/3 + 64,
-				Desc: "a new logo as base64; the REST form sends it as the file part `file`"}},
-			Handler: Bind(b.UpdateBrand)},
-		{ID: "brand.toggle_take_over", Method: "POST", Path: "/toggle-take-over-branding", Tool: "brand_toggle_take_over_branding",
+				Desc: "a new logo as base64; the REST form sends it as the file part `file`"}}},
+			b.UpdateBrand),
+		DefineNoParams(Operation{ID: "brand.toggle_take_over", Method: "POST", Path: "/toggle-take-over-branding", Tool: "brand_toggle_take_over_branding",
 			Scope: "brand:write", Write: true,
-			Summary:  "Flip take-over branding: public flipbook pages show the brand instead of the service's.",
-			Response: object(prop("brand", brandSchema)),
-			Handler:  b.ToggleTakeOverBranding},
+			Summary: "Flip take-over branding: public flipbook pages show the brand instead of the service's."},
+			b.ToggleTakeOverBranding),
 	}
 }
 
 // generalOperations declares tracked links (spec §4.9), health and identity (spec §4.10).
 func generalOperations(a AccessBackend, b GeneralBackend) []*Operation {
 	return []*Operation{
-		{ID: "tracked_links.list", Method: "GET", Path: "/books/{book}/tracked-links", Tool: "books_list_tracked_links", Scope: "tracked-links:read", ReadOnly: true,
-			Summary: "A flipbook's tracked links with their slugs and channels.",
-			Params:  ParamsOf[BookPath](), Response: arrayOf(trackedLinkSchema),
-			ResponseMeta: totalMetaSchema,
-			Handler:      Bind(a.ListTrackedLinks)},
-		{ID: "tracked_links.create", Method: "POST", Path: "/books/{book}/tracked-links", Tool: "tracked_links_create", Scope: "tracked-links:write", Write: true,
-			Status:   201,
-			Summary:  "Create a tracked link; readers who open it are attributed to it.",
-			Params:   ParamsOf[TrackedLinkCreate](),
-			Response: trackedLinkSchema,
-			Handler:  Bind(a.CreateTrackedLink)},
+		Define(Operation{ID: "tracked_links.list", Method: "GET", Path: "/books/{book}/tracked-links", Tool: "books_list_tracked_links", Scope: "tracked-links:read", ReadOnly: true,
+			Summary: "A flipbook's tracked links with their slugs and channels."}, a.ListTrackedLinks),
+		Define(Operation{ID: "tracked_links.create", Method: "POST", Path: "/books/{book}/tracked-links", Tool: "tracked_links_create", Scope: "tracked-links:write", Write: true,
+			Status:  201,
+			Summary: "Create a tracked link; readers who open it are attributed to it."}, a.CreateTrackedLink),
 
-		{ID: "health", Method: "GET", Path: "/health", Tool: "health_check", Auth: AuthNone, ReadOnly: true, Bare: true,
-			Summary: "Service health.", Response: healthSchema, Handler: b.Health},
-		{ID: "me", Method: "GET", Path: "/me", Tool: "identity_get", ReadOnly: true,
-			Summary: "The authenticated workspace, its plan features and the key's scopes.", Response: meSchema, Handler: b.Me},
+		DefineNoParams(Operation{ID: "health", Method: "GET", Path: "/health", Tool: "health_check", Auth: AuthNone, ReadOnly: true, Bare: true,
+			Summary: "Service health."}, b.Health),
+		DefineNoParams(Operation{ID: "me", Method: "GET", Path: "/me", Tool: "identity_get", ReadOnly: true,
+			Summary: "The authenticated workspace, its plan features and the key's scopes."}, b.Me),
 	}
 }

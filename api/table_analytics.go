@@ -1,8 +1,6 @@
 package api
 
 import (
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"flipbook/actors"
 	"flipbook/analytics"
 	"flipbook/ingest"
@@ -10,15 +8,15 @@ import (
 
 // AnalyticsBackend runs the analytics operations (spec §4.4) and the CSV exports (spec §4.5).
 type AnalyticsBackend interface {
-	ListViewEvents(*Request, *AnalyticsQuery) (*Result, error)
-	ListInteractionEvents(*Request, *AnalyticsQuery) (*Result, error)
-	ListAuditLog(*Request, *AnalyticsQuery) (*Result, error)
-	PagePerformance(*Request, *AnalyticsQuery) (*Result, error)
-	BookFlow(*Request, *AnalyticsQuery) (*Result, error)
-	ListReaders(*Request, *AnalyticsQuery) (*Result, error)
-	ReaderPages(*Request, *AnalyticsQuery) (*Result, error)
-	ReadingSessionPages(*Request, *AnalyticsQuery) (*Result, error)
-	ReaderJourney(*Request, *AnalyticsQuery) (*Result, error)
+	ListViewEvents(*Request, *AnalyticsQuery) (*Reply[[]ViewEvent, CursorMeta], error)
+	ListInteractionEvents(*Request, *AnalyticsQuery) (*Reply[[]InteractionEvent, CursorMeta], error)
+	ListAuditLog(*Request, *AnalyticsQuery) (*Reply[[]AuditEvent, CursorMeta], error)
+	PagePerformance(*Request, *AnalyticsQuery) (*Data[[]analytics.PageSummary], error)
+	BookFlow(*Request, *AnalyticsQuery) (*Data[analytics.BookFlow], error)
+	ListReaders(*Request, *AnalyticsQuery) (*Reply[[]analytics.ReaderSummary, CursorMeta], error)
+	ReaderPages(*Request, *AnalyticsQuery) (*Data[[]analytics.ReaderPage], error)
+	ReadingSessionPages(*Request, *AnalyticsQuery) (*Reply[[]analytics.SessionPage, ViewEvent], error)
+	ReaderJourney(*Request, *AnalyticsQuery) (*Data[Journey], error)
 
 	ExportAnalytics(*Request, *AnalyticsQuery) (*Result, error)
 	ExportAccessAudit(*Request, *AnalyticsQuery) (*Result, error)
@@ -30,53 +28,55 @@ type AnalyticsBackend interface {
 	ExportReaders(*Request, *AnalyticsQuery) (*Result, error)
 }
 
+// analyticsOp declares one operation of spec §4.4: its parameters are params (analyticsParams),
+// its response and meta those h answers with.
+func analyticsOp[D, M any](id, path, tool, summary string, params []Param,
+	h func(*Request, *AnalyticsQuery) (*Reply[D, M], error)) *Operation {
+	return Define(Operation{ID: "analytics." + id, Method: "GET", Path: "/analytics/" + path, Tool: tool,
+		Scope: "analytics:read", Plan: actors.PlanCompany, ReadOnly: true, Summary: summary, Params: params}, h)
+}
+
 // analyticsOperations are the operations of spec §4.4.
 func analyticsOperations(b AnalyticsBackend) []*Operation {
-	op := func(id, path, tool, summary string, params []Param, resp, meta *jsonschema.Schema,
-		h func(*Request, *AnalyticsQuery) (*Result, error)) *Operation {
-		return &Operation{ID: "analytics." + id, Method: "GET", Path: "/analytics/" + path, Tool: tool,
-			Scope: "analytics:read", Plan: actors.PlanCompany, ReadOnly: true, Summary: summary, Params: params,
-			Response: resp, ResponseMeta: meta, Handler: Bind(h)}
-	}
 	return []*Operation{
-		op("book_view_events", "book-view-events", "analytics_list_book_view_events",
+		analyticsOp("book_view_events", "book-view-events", "analytics_list_book_view_events",
 			"View events of a flipbook: one per reading session with its measures, newest first.",
 			analyticsParams(nil, "book_id", "date", "limit", "cursor", "source_host", "viewer_id", "tracked_link_id"),
-			arrayOf(viewEventSchema), cursorMetaSchema, b.ListViewEvents),
-		op("interaction_events", "interaction-events", "analytics_list_interaction_events",
+			b.ListViewEvents),
+		analyticsOp("interaction_events", "interaction-events", "analytics_list_interaction_events",
 			"Raw interaction events of a flipbook, newest first.",
 			analyticsParams(ingest.InteractionTypes, "book_id", "viewer_id", "event_type", "page_number",
 				"session_id", "date", "tracked_link_id", "limit", "cursor"),
-			arrayOf(interactionEventSchema), cursorMetaSchema, b.ListInteractionEvents),
-		op("audit_log", "audit-log", "analytics_list_audit_log",
+			b.ListInteractionEvents),
+		analyticsOp("audit_log", "audit-log", "analytics_list_audit_log",
 			"The flipbook's audit log (access attempts, downloads, clicks, forms), oldest first.",
 			analyticsParams(analytics.AuditTypes, "book_id", "viewer_id", "event_type", "date", "tracked_link_id",
 				"limit", "cursor"),
-			arrayOf(auditEventSchema), cursorMetaSchema, b.ListAuditLog),
-		op("page_performance", "page-performance", "analytics_list_page_performance",
+			b.ListAuditLog),
+		analyticsOp("page_performance", "page-performance", "analytics_list_page_performance",
 			"Per-page engagement of a flipbook: unique readers, active time (total, per reader, per segment, median) and segments, one row per page.",
 			analyticsParams(nil, "book_id", "date", "tracked_link_id"),
-			arrayOf(pageSummarySchema), nil, b.PagePerformance),
-		op("book_flow", "book-flow", "analytics_get_book_flow",
+			b.PagePerformance),
+		analyticsOp("book_flow", "book-flow", "analytics_get_book_flow",
 			"How readers move through a flipbook: page-to-page transitions, reach rate and drop-off per page, download and link-click totals.",
 			analyticsParams(nil, "book_id", "date", "tracked_link_id"),
-			bookFlowSchema, nil, b.BookFlow),
-		op("readers", "readers", "analytics_list_readers",
+			b.BookFlow),
+		analyticsOp("readers", "readers", "analytics_list_readers",
 			"One summary per reader of a flipbook (sessions, time spent, pages, downloads, link clicks, engagement); identified readers unless include_anonymous.",
 			analyticsParams(nil, "book_id", "viewer_id", "session_id", "include_anonymous", "date", "sort", "tracked_link_id", "limit", "cursor"),
-			arrayOf(readerSummarySchema), cursorMetaSchema, b.ListReaders),
-		op("reader_pages", "reader-pages", "analytics_list_reader_pages",
+			b.ListReaders),
+		analyticsOp("reader_pages", "reader-pages", "analytics_list_reader_pages",
 			"Per-reader, per-page engagement of a flipbook (identified readers unless include_anonymous or session_id).",
 			analyticsParams(nil, "book_id", "viewer_id", "session_id", "date", "tracked_link_id", "page_number", "include_anonymous"),
-			arrayOf(readerPageSchema), nil, b.ReaderPages),
-		op("reading_session_pages", "reading-session-pages", "analytics_list_reading_session_pages",
+			b.ReaderPages),
+		analyticsOp("reading_session_pages", "reading-session-pages", "analytics_list_reading_session_pages",
 			"Per-page breakdown of one reading session (data) with its view event (meta).",
 			analyticsParams(nil, "book_id", "view_event_id"),
-			arrayOf(sessionPageSchema), viewEventSchema, b.ReadingSessionPages),
-		op("reader_journey", "reader-journey", "analytics_get_reader_journey",
+			b.ReadingSessionPages),
+		analyticsOp("reader_journey", "reader-journey", "analytics_get_reader_journey",
 			"One reader's (viewer_id) or one anonymous session's (session_id) activity across every flipbook of the workspace: totals, per book, and a timeline of visits. Exactly one of viewer_id and session_id.",
 			analyticsParams(nil, "viewer_id", "session_id", "date"),
-			journeySchema, nil, b.ReaderJourney).withErrors(404), // a viewer_id not among the workspace's readers
+			b.ReaderJourney).withErrors(404), // a viewer_id not among the workspace's readers
 	}
 }
 

@@ -21,11 +21,11 @@ var (
 
 // BulkSettingsBackend runs the bulk settings operations (spec §3.4, §4.1, §4.1.1).
 type BulkSettingsBackend interface {
-	CreateBulkSettings(*Request, *BulkSettingsCreate) (*Result, error)
-	GetBulkSettings(*Request, *BulkBatchPath) (*Result, error)
-	CancelBulkSettings(*Request, *BulkBatchPath) (*Result, error)
-	RetryBulkSettings(*Request, *BulkBatchPath) (*Result, error)
-	BulkSettingsSummary(*Request, *BulkSettingsSummary) (*Result, error)
+	CreateBulkSettings(*Request, *BulkSettingsCreate) (*Reply[BulkBatch, BulkAcceptedMeta], error)
+	GetBulkSettings(*Request, *BulkBatchPath) (*Data[BulkBatch], error)
+	CancelBulkSettings(*Request, *BulkBatchPath) (*Data[BulkBatch], error)
+	RetryBulkSettings(*Request, *BulkBatchPath) (*Reply[BulkBatch, BulkAcceptedMeta], error)
+	BulkSettingsSummary(*Request, *BulkSettingsSummary) (*Reply[BulkSummary, BulkSummaryMeta], error)
 }
 
 // BulkSettingsParams are the keys of the bulk settings object (spec §4.1.1), all optional. Keys
@@ -56,75 +56,30 @@ func BulkSettingsParams() []Param {
 	}
 }
 
-var (
-	bulkItemSchema = object(
-		prop("book_id", str), prop("settings_revision", str), prop("status", enumOf(BulkItemStatuses...)),
-		prop("error", nullable(object(prop("code", str), prop("message", str)))),
-		prop("new_settings_revision", strN), prop("current_settings_revision", strN),
-		prop("finished_at", dateTime),
-	)
-
-	// bulkBatchSchema is spec §4.1's bulk batch object.
-	bulkBatchSchema = object(
-		prop("id", str), prop("status", enumOf(BulkStatuses...)),
-		prop("created_at", dateTime), prop("started_at", dateTime), prop("finished_at", dateTime),
-		prop("cancelled_at", dateTime),
-		prop("items", arrayOf(bulkItemSchema)),
-		prop("progress", object(prop("finished", str), prop("percent", integer), prop("total", integer),
-			prop("counts", object(prop("pending", integer), prop("succeeded", integer), prop("failed", integer),
-				prop("cancelled", integer))))),
-		prop("retry_of_batch_id", strN),
-		prop("settings", anyObject),
-	)
-
-	// bulkBookSettingsSchema is every key of spec §4.1.1 as a book has it (pdf_password: whether
-	// one is set; eod_lists: the first entries of the access list).
-	bulkBookSettingsSchema = object(
-		prop("allow_fullscreen", boolean), prop("animation_type", str), prop("mobile_animation_type", strN),
-		prop("background", strN), prop("copyright_enabled", boolean), prop("description", strN),
-		prop("downloadable_pdf", enumOf(DownloadablePDFModes...)), prop("eod_enabled", boolean),
-		prop("eod_lists", arrayOf(str)), prop("flip_sound", boolean), prop("image_display", strN),
-		prop("made_with_badge_enabled", boolean), prop("magic_link_error_message", strN),
-		prop("magic_link_message", strN), prop("open_fullscreen_by_default", boolean),
-		prop("pdf_password", boolean), prop("pdf_privacy_status", strN), prop("share_social_media", boolean),
-		prop("title", str), prop("watermark", strN),
-	)
-
-	bulkSummarySchema = object(
-		prop("books", arrayOf(object(prop("id", str), prop("name", str), prop("settings_revision", str),
-			prop("settings", bulkBookSettingsSchema)))),
-		prop("settings", object(prop("common", anyObject), prop("differing", anyObject))),
-	)
-)
-
 // bulkSettingsOperations are the bulk settings operations of spec §4.1 (no MCP tools: the spec's
 // tool list has none).
 func bulkSettingsOperations(b BulkSettingsBackend) []*Operation {
 	return []*Operation{
-		{ID: "bulk_settings.create", Method: "POST", Path: "/books/bulk-settings/batches", Scope: "books:write", Write: true,
+		Define(Operation{ID: "bulk_settings.create", Method: "POST", Path: "/books/bulk-settings/batches", Scope: "books:write", Write: true,
 			Status: 202,
 			Summary: "Apply settings to up to 1,000 books in the background; each book changes only if it still has the settings_revision the client read " +
 				"(409 when the workspace already has 10 unfinished batches).",
 			Params: Adjust(ParamsOf[BulkSettingsCreate](), "settings", func(p *Param) { p.Props = BulkSettingsParams() }),
 			// 1,000 books of 64-character ids and revisions, escaped, plus a 50,000-character
 			// description: more than the default 1 MiB in the worst case.
-			MaxBody:  2 << 20,
-			Response: bulkBatchSchema, ResponseMeta: anyObject, Handler: Bind(b.CreateBulkSettings)},
-		{ID: "bulk_settings.get", Method: "GET", Path: "/books/bulk-settings/batches/{batch}", Scope: "books:read", ReadOnly: true,
-			Summary: "A bulk settings batch with the outcome of every book.",
-			Params:  ParamsOf[BulkBatchPath](), Response: bulkBatchSchema, Handler: Bind(b.GetBulkSettings)},
-		{ID: "bulk_settings.cancel", Method: "DELETE", Path: "/books/bulk-settings/batches/{batch}", Scope: "books:write", Write: true,
+			MaxBody: 2 << 20}, b.CreateBulkSettings),
+		Define(Operation{ID: "bulk_settings.get", Method: "GET", Path: "/books/bulk-settings/batches/{batch}", Scope: "books:read", ReadOnly: true,
+			Summary: "A bulk settings batch with the outcome of every book."}, b.GetBulkSettings),
+		Define(Operation{ID: "bulk_settings.cancel", Method: "DELETE", Path: "/books/bulk-settings/batches/{batch}", Scope: "books:write", Write: true,
 			Destructive: true,
-			Summary:     "Cancel a queued or running bulk settings batch: books not started are left alone, settings already applied stay (409 when it has finished).",
-			Params:      ParamsOf[BulkBatchPath](), Response: bulkBatchSchema, Handler: Bind(b.CancelBulkSettings)},
-		{ID: "bulk_settings.retry", Method: "POST", Path: "/books/bulk-settings/batches/{batch}/retry", Scope: "books:write", Write: true,
+			Summary:     "Cancel a queued or running bulk settings batch: books not started are left alone, settings already applied stay (409 when it has finished)."},
+			b.CancelBulkSettings),
+		Define(Operation{ID: "bulk_settings.retry", Method: "POST", Path: "/books/bulk-settings/batches/{batch}/retry", Scope: "books:write", Write: true,
 			Status:  202,
-			Summary: "Retry the failed books of a finished bulk settings batch in a new batch (retry_of_batch_id); a conflicting book is retried over the revision it had then (409 when the batch has not finished or nothing failed).",
-			Params:  ParamsOf[BulkBatchPath](), Response: bulkBatchSchema, ResponseMeta: anyObject, Handler: Bind(b.RetryBulkSettings)},
-		{ID: "bulk_settings.summary", Method: "POST", Path: "/books/bulk-settings/summary", Scope: "books:read", ReadOnly: true,
+			Summary: "Retry the failed books of a finished bulk settings batch in a new batch (retry_of_batch_id); a conflicting book is retried over the revision it had then (409 when the batch has not finished or nothing failed)."},
+			b.RetryBulkSettings),
+		Define(Operation{ID: "bulk_settings.summary", Method: "POST", Path: "/books/bulk-settings/summary", Scope: "books:read", ReadOnly: true,
 			Summary:     "The settings of up to 1,000 books side by side: each book's settings and settings_revision, the settings they share and those that differ.",
-			Params:      ParamsOf[BulkSettingsSummary](),
-			ExtraErrors: []int{404},
-			Response:    bulkSummarySchema, ResponseMeta: object(prop("count", integer)), Handler: Bind(b.BulkSettingsSummary)},
+			ExtraErrors: []int{404}}, b.BulkSettingsSummary),
 	}
 }

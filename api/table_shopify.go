@@ -1,11 +1,9 @@
 package api
 
-import "github.com/google/jsonschema-go/jsonschema"
-
 // ShopifyBackend runs the Shopify integration operations (spec §4.10).
 type ShopifyBackend interface {
-	ShopifyWebhook(*Request, *ShopifyWebhook) (*Result, error)
-	ShopifyWorkspaceName(*Request, *ShopifyWorkspaceName) (*Result, error)
+	ShopifyWebhook(*Request, *ShopifyWebhook) (*Data[ShopifyAnswer], error)
+	ShopifyWorkspaceName(*Request, *ShopifyWorkspaceName) (*Reply[ShopifyRenamed, ShopifyRenamedMeta], error)
 }
 
 // Shopify GDPR webhook topics (spec §4.10) and the actions they map to.
@@ -21,37 +19,18 @@ var ShopifyTopics = []string{ShopifyDataRequest, ShopifyCustomerRedact, ShopifyS
 // ShopifyActions are the actions its answer reports, one per topic.
 var ShopifyActions = []string{"data_request", "redact_customer", "redact_shop"}
 
-var (
-	// shopifyWebhookSchema is the answer to a GDPR webhook: counts are what the workspace holds
-	// of the customer (data_request) or what was deleted (redactions); docs/DECISIONS.md,
-	// "Shopify integration", lists their keys.
-	shopifyWebhookSchema = object(
-		prop("action", enumOf(ShopifyActions...)),
-		prop("counts", &jsonschema.Schema{Type: "object", AdditionalProperties: integer}),
-		prop("replayed", boolean),
-		prop("status", enumOf("completed")),
-	)
-
-	shopifyWorkspaceNameMeta = object(prop("previous_name", str), prop("previous_slug", str))
-)
-
 // shopifyOperations are the Shopify integration operations of spec §4.10 (no MCP tools).
 func shopifyOperations(b ShopifyBackend) []*Operation {
 	return []*Operation{
-		{ID: "integrations.shopify_webhooks", Method: "POST", Path: "/integrations/shopify/webhooks",
+		Define(Operation{ID: "integrations.shopify_webhooks", Method: "POST", Path: "/integrations/shopify/webhooks",
 			Scope: "catalogs:write", Write: true, Destructive: true, Status: 202,
 			Summary: "Shopify's mandatory GDPR webhooks, forwarded by the connector: customers/data_request (what the " +
 				"workspace holds of a customer), customers/redact (erase a customer's reader data) and shop/redact (erase " +
 				"the shop's catalogs and records). The same request again returns the first answer with replayed true.",
-			Params:   Adjust(ParamsOf[ShopifyWebhook](), "topic", func(p *Param) { p.Enum = ShopifyTopics }),
-			Response: shopifyWebhookSchema, Handler: Bind(b.ShopifyWebhook)},
-		{ID: "integrations.shopify_workspace_name", Method: "POST", Path: "/integrations/shopify/workspace-name",
+			Params: Adjust(ParamsOf[ShopifyWebhook](), "topic", func(p *Param) { p.Enum = ShopifyTopics })}, b.ShopifyWebhook),
+		Define(Operation{ID: "integrations.shopify_workspace_name", Method: "POST", Path: "/integrations/shopify/workspace-name",
 			Scope: "workspace:write", Write: true,
 			Summary: "Rename the workspace the Shopify connector generated at sign-up: once, and only such a workspace " +
-				"(403 otherwise).",
-			Params:       ParamsOf[ShopifyWorkspaceName](),
-			Response:     object(prop("workspace", workspaceSchema)),
-			ResponseMeta: shopifyWorkspaceNameMeta,
-			Handler:      Bind(b.ShopifyWorkspaceName)},
+				"(403 otherwise)."}, b.ShopifyWorkspaceName),
 	}
 }

@@ -19,15 +19,15 @@ const (
 
 // WebhookBackend runs the webhook operations (spec §4.7).
 type WebhookBackend interface {
-	ListWebhooks(*Request) (*Result, error)
-	CreateWebhook(*Request, *WebhookCreate) (*Result, error)
-	WebhookOptions(*Request) (*Result, error)
-	WebhookSampleEvents(*Request, *WebhookSampleEvents) (*Result, error)
-	UpdateWebhook(*Request, *WebhookUpdate) (*Result, error)
-	DeleteWebhook(*Request, *WebhookDelete) (*Result, error)
-	ListWebhookDeliveries(*Request, *WebhookDeliveries) (*Result, error)
-	TestWebhook(*Request, *WebhookTest) (*Result, error)
-	DispatchSample(*Request, *WebhookDispatchSample) (*Result, error)
+	ListWebhooks(*Request) (*Reply[[]Webhook, WebhookListMeta], error)
+	CreateWebhook(*Request, *WebhookCreate) (*Data[Webhook], error)
+	WebhookOptions(*Request) (*Reply[WebhookOptions, WebhookOptionsMeta], error)
+	WebhookSampleEvents(*Request, *WebhookSampleEvents) (*Reply[[]SampleEvent, SampleEventsMeta], error)
+	UpdateWebhook(*Request, *WebhookUpdate) (*Data[Webhook], error)
+	DeleteWebhook(*Request, *WebhookDelete) (*Reply[WebhookDeleted, WebhookDeletedMeta], error)
+	ListWebhookDeliveries(*Request, *WebhookDeliveries) (*Reply[[]WebhookDelivery, WebhookDeliveriesMeta], error)
+	TestWebhook(*Request, *WebhookTest) (*Data[WebhookDelivery], error)
+	DispatchSample(*Request, *WebhookDispatchSample) (*Reply[WebhookDispatch, WebhookDispatchMeta], error)
 }
 
 // WebhookProviders are the providers of spec §4.7.
@@ -44,33 +44,6 @@ func WebhookEventValues() []string {
 	}
 	return out
 }
-
-var (
-	labelValueSchema = object(prop("label", str), prop("value", str))
-
-	// webhookSubscriptionSchema is spec §2.6's subscription; webhookDeliverySchema its
-	// delivery (outputs.go).
-	webhookSubscriptionSchema = SchemaOf[Webhook]()
-	webhookDeliverySchema     = SchemaOf[WebhookDelivery]()
-
-	webhookOptionsSchema = object(
-		prop("books", arrayOf(object(prop("id", str), prop("name", str)))),
-		prop("tracked_links", arrayOf(object(prop("id", integer), prop("name", str), prop("book_id", str)))),
-		prop("event_types", arrayOf(labelValueSchema)),
-		prop("providers", arrayOf(labelValueSchema)),
-	)
-
-	sampleEventSchema = optional(object(prop("id", str), prop("type", str), prop("created_at", dateTime),
-		prop("livemode", boolean), prop("data", anyObject)),
-		prop("test", boolean).describe("true on a made-up example (a type the workspace has no event of yet); absent otherwise"))
-	sampleEventsMetaSchema = object(prop("event_types", arrayOf(str)),
-		prop("examples", arrayOf(str)).describe("the types answered with a made-up example"), prop("limit", integer))
-
-	dispatchSampleSchema = object(prop("event", str), prop("message", str), prop("payload", anyObject),
-		prop("target_url", str))
-	dispatchSampleMetaSchema = optional(object(prop("response_status", integer)),
-		prop("response_body", str).describe("the receiver's answer, when it sent one"))
-)
 
 // eventTypeSchema is an item of event_types as the handler reads it: an event type, or a
 // {value} object as subscriptions and options return them.
@@ -112,48 +85,38 @@ func eventTypeEnum(ps []Param) []Param {
 func webhookOperations(b WebhookBackend) []*Operation {
 	company := actors.PlanCompany
 	return []*Operation{
-		{ID: "webhooks.list", Method: "GET", Path: "/webhook-subscriptions", Tool: "webhooks_list_subscriptions",
+		DefineNoParams(Operation{ID: "webhooks.list", Method: "GET", Path: "/webhook-subscriptions", Tool: "webhooks_list_subscriptions",
 			Scope: "webhooks:read", Plan: company, ReadOnly: true,
-			Summary:  "The workspace's webhook subscriptions, newest first.",
-			Response: arrayOf(webhookSubscriptionSchema), ResponseMeta: totalMetaSchema, Handler: b.ListWebhooks},
-		{ID: "webhooks.create", Method: "POST", Path: "/webhook-subscriptions", Tool: "webhooks_create_subscription",
+			Summary: "The workspace's webhook subscriptions, newest first."}, b.ListWebhooks),
+		Define(Operation{ID: "webhooks.create", Method: "POST", Path: "/webhook-subscriptions", Tool: "webhooks_create_subscription",
 			Scope: "webhooks:write", Plan: company, Write: true, Status: 201, OpenWorld: true,
 			Summary: "Subscribe a URL to reader events (signed with the signing secret, retried with backoff).",
-			Params:  eventTypes(ParamsOf[WebhookCreate]()), Response: webhookSubscriptionSchema, Handler: Bind(b.CreateWebhook)},
-		{ID: "webhooks.options", Method: "GET", Path: "/webhook-subscriptions/options", Tool: "webhooks_get_subscription_options",
+			Params:  eventTypes(ParamsOf[WebhookCreate]())}, b.CreateWebhook),
+		DefineNoParams(Operation{ID: "webhooks.options", Method: "GET", Path: "/webhook-subscriptions/options", Tool: "webhooks_get_subscription_options",
 			Scope: "webhooks:read", Plan: company, ReadOnly: true,
-			Summary:  "What a subscription can be configured with: the workspace's books and tracked links, the event types and the providers.",
-			Response: webhookOptionsSchema, ResponseMeta: object(prop("books_truncated", boolean), prop("max_books", integer)),
-			Handler: b.WebhookOptions},
-		{ID: "webhooks.sample_events", Method: "GET", Path: "/webhook-subscriptions/sample-events", Tool: "webhooks_list_sample_events",
+			Summary: "What a subscription can be configured with: the workspace's books and tracked links, the event types and the providers."},
+			b.WebhookOptions),
+		Define(Operation{ID: "webhooks.sample_events", Method: "GET", Path: "/webhook-subscriptions/sample-events", Tool: "webhooks_list_sample_events",
 			Scope: "webhooks:read", Plan: company, ReadOnly: true,
-			Summary:  "Recent payloads of the workspace's reader events, as deliveries carry them (to configure a receiver before subscribing).",
-			Params:   ParamsOf[WebhookSampleEvents](),
-			Response: arrayOf(sampleEventSchema), ResponseMeta: sampleEventsMetaSchema, Handler: Bind(b.WebhookSampleEvents)},
-		{ID: "webhooks.update", Method: "PUT", Path: "/webhook-subscriptions/{subscription}", Tool: "webhooks_update_subscription",
+			Summary: "Recent payloads of the workspace's reader events, as deliveries carry them (to configure a receiver before subscribing)."},
+			b.WebhookSampleEvents),
+		Define(Operation{ID: "webhooks.update", Method: "PUT", Path: "/webhook-subscriptions/{subscription}", Tool: "webhooks_update_subscription",
 			Scope: "webhooks:write", Plan: company, Write: true, OpenWorld: true,
-			Summary:  "Change a subscription: only the fields given change; filters replaces the whole filter set.",
-			Params:   eventTypes(ParamsOf[WebhookUpdate]()),
-			Response: webhookSubscriptionSchema, Handler: Bind(b.UpdateWebhook)},
-		{ID: "webhooks.delete", Method: "DELETE", Path: "/webhook-subscriptions/{subscription}",
+			Summary: "Change a subscription: only the fields given change; filters replaces the whole filter set.",
+			Params:  eventTypes(ParamsOf[WebhookUpdate]())}, b.UpdateWebhook),
+		Define(Operation{ID: "webhooks.delete", Method: "DELETE", Path: "/webhook-subscriptions/{subscription}",
 			Scope: "webhooks:write", Plan: company, Write: true, Destructive: true,
-			Summary: "Remove a subscription; its delivery history is kept and unfinished deliveries fail.",
-			Params:  ParamsOf[WebhookDelete](), Response: messageSchema, ResponseMeta: object(prop("id", integer)),
-			Handler: Bind(b.DeleteWebhook)},
-		{ID: "webhooks.deliveries", Method: "GET", Path: "/webhook-subscriptions/{subscription}/deliveries",
+			Summary: "Remove a subscription; its delivery history is kept and unfinished deliveries fail."}, b.DeleteWebhook),
+		Define(Operation{ID: "webhooks.deliveries", Method: "GET", Path: "/webhook-subscriptions/{subscription}/deliveries",
 			Tool: "webhooks_list_subscription_deliveries", Scope: "webhooks:read", Plan: company, ReadOnly: true,
-			Summary:  "A subscription's deliveries, newest first, with every attempt.",
-			Params:   ParamsOf[WebhookDeliveries](),
-			Response: arrayOf(webhookDeliverySchema), ResponseMeta: cursorMetaSchema, Handler: Bind(b.ListWebhookDeliveries)},
-		{ID: "webhooks.test", Method: "POST", Path: "/webhook-subscriptions/{subscription}/test", Tool: "webhooks_test_subscription",
+			Summary: "A subscription's deliveries, newest first, with every attempt."}, b.ListWebhookDeliveries),
+		Define(Operation{ID: "webhooks.test", Method: "POST", Path: "/webhook-subscriptions/{subscription}/test", Tool: "webhooks_test_subscription",
 			Scope: "webhooks:write", Plan: company, Write: true, Status: 202, OpenWorld: true,
-			Summary:  "Queue a test delivery (a recent real payload, or an example, marked test) to the subscription, active or not.",
-			Params:   eventTypeEnum(ParamsOf[WebhookTest]()),
-			Response: webhookDeliverySchema, Handler: Bind(b.TestWebhook)},
-		{ID: "webhooks.dispatch_sample", Method: "POST", Path: "/webhooks", Tool: "webhooks_dispatch_sample",
+			Summary: "Queue a test delivery (a recent real payload, or an example, marked test) to the subscription, active or not.",
+			Params:  eventTypeEnum(ParamsOf[WebhookTest]())}, b.TestWebhook),
+		Define(Operation{ID: "webhooks.dispatch_sample", Method: "POST", Path: "/webhooks", Tool: "webhooks_dispatch_sample",
 			Scope: "webhooks:write", Plan: company, Write: true, Status: 202, OpenWorld: true, ExtraErrors: []int{502},
-			Summary:  "Send a sample flipbook.created, flipbook.updated or subscriber.added event to a URL now (502 when the send fails).",
-			Params:   ParamsOf[WebhookDispatchSample](),
-			Response: dispatchSampleSchema, ResponseMeta: dispatchSampleMetaSchema, Handler: Bind(b.DispatchSample)},
+			Summary: "Send a sample flipbook.created, flipbook.updated or subscriber.added event to a URL now (502 when the send fails)."},
+			b.DispatchSample),
 	}
 }

@@ -88,7 +88,7 @@ func (s *accessService) bookOf(r *api.Request, rid string) (*storage.Book, error
 	return tenantBook(s.Store, r, rid)
 }
 
-func (s *accessService) ListSubscribers(r *api.Request, in *api.SubscriberList) (*api.Result, error) {
+func (s *accessService) ListSubscribers(r *api.Request, in *api.SubscriberList) (*api.Reply[[]api.Subscriber, api.PageMeta], error) {
 	per := 25
 	if in.PerPage != nil {
 		per = int(*in.PerPage)
@@ -114,15 +114,15 @@ func (s *accessService) ListSubscribers(r *api.Request, in *api.SubscriberList) 
 		data[i] = subJSON(sub)
 	}
 	last := max(1, (total+per-1)/per)
-	meta := map[string]any{"total": total, "per_page": per, "current_page": page, "last_page": last,
-		"from": nil, "to": nil}
+	meta := api.PageMeta{Total: total, PerPage: per, CurrentPage: page, LastPage: last}
 	if len(subs) > 0 {
-		meta["from"], meta["to"] = (page-1)*per+1, (page-1)*per+len(subs)
+		from, to := (page-1)*per+1, (page-1)*per+len(subs)
+		meta.From, meta.To = &from, &to
 	}
-	return &api.Result{Data: data, Meta: meta}, nil
+	return api.With(data, meta), nil
 }
 
-func (s *accessService) CreateSubscriber(r *api.Request, in *api.SubscriberCreate) (*api.Result, error) {
+func (s *accessService) CreateSubscriber(r *api.Request, in *api.SubscriberCreate) (*api.Reply[api.Subscriber, api.CreatedMeta], error) {
 	rid := in.BookID
 	if _, err := s.Store.GetBook(r.Auth.Tenant, rid); err != nil {
 		if errors.Is(err, errs.ErrNotFound) {
@@ -148,10 +148,11 @@ func (s *accessService) CreateSubscriber(r *api.Request, in *api.SubscriberCreat
 	if added.Created {
 		status = 201
 	}
-	return &api.Result{Status: status, Data: subJSON(added.Entry), Meta: map[string]any{"created": added.Created}}, nil
+	return &api.Reply[api.Subscriber, api.CreatedMeta]{Status: status, Data: subJSON(added.Entry),
+		Meta: &api.CreatedMeta{Created: added.Created}}, nil
 }
 
-func (s *accessService) DeleteSubscriber(r *api.Request, in *api.SubscriberDelete) (*api.Result, error) {
+func (s *accessService) DeleteSubscriber(r *api.Request, in *api.SubscriberDelete) (*api.Data[api.SubscriberDeleted], error) {
 	id := in.Subscriber
 	sub, err := s.Store.Subscriber(r.Auth.Tenant, id)
 	if errors.Is(err, errs.ErrNotFound) {
@@ -163,14 +164,14 @@ func (s *accessService) DeleteSubscriber(r *api.Request, in *api.SubscriberDelet
 	if _, err := s.Actors.RemoveSubscriber(r.Auth.Tenant, sub.BookID, id); err != nil {
 		return nil, notFoundAs(err, "subscriber")
 	}
-	return &api.Result{Data: map[string]any{"message": "The subscriber was removed.", "id": id}}, nil
+	return api.OK(api.SubscriberDeleted{Message: "The subscriber was removed.", ID: id}), nil
 }
 
 func embJSON(d *storage.EmbedDomain) api.EmbedDomain {
 	return api.EmbedDomain{ID: strconv.FormatInt(d.ID, 10), Domain: d.Domain, IncludesSubdomains: true, CreatedAt: fmtTime(d.CreatedAt)}
 }
 
-func (s *accessService) ListEmbedDomains(r *api.Request, in *api.BookPath) (*api.Result, error) {
+func (s *accessService) ListEmbedDomains(r *api.Request, in *api.BookPath) (*api.Reply[[]api.EmbedDomain, api.EmbedDomainsMeta], error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
@@ -183,10 +184,10 @@ func (s *accessService) ListEmbedDomains(r *api.Request, in *api.BookPath) (*api
 	for i, d := range list {
 		data[i] = embJSON(d)
 	}
-	return &api.Result{Data: data, Meta: map[string]any{"total": len(data), "domains_enabled": len(data) > 0}}, nil
+	return api.With(data, api.EmbedDomainsMeta{Total: len(data), DomainsEnabled: len(data) > 0}), nil
 }
 
-func (s *accessService) CreateEmbedDomain(r *api.Request, in *api.EmbedDomainCreate) (*api.Result, error) {
+func (s *accessService) CreateEmbedDomain(r *api.Request, in *api.EmbedDomainCreate) (*api.Reply[api.EmbedDomain, api.CreatedMeta], error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
@@ -202,10 +203,10 @@ func (s *accessService) CreateEmbedDomain(r *api.Request, in *api.EmbedDomainCre
 	if err != nil {
 		return nil, notFoundAs(err, "book")
 	}
-	return &api.Result{Data: embJSON(added.Entry), Meta: map[string]any{"created": added.Created}}, nil
+	return api.With(embJSON(added.Entry), api.CreatedMeta{Created: added.Created}), nil
 }
 
-func (s *accessService) DeleteEmbedDomain(r *api.Request, in *api.EmbedDomainDelete) (*api.Result, error) {
+func (s *accessService) DeleteEmbedDomain(r *api.Request, in *api.EmbedDomainDelete) (*api.Data[api.EmbedDomainDeleted], error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
@@ -214,7 +215,7 @@ func (s *accessService) DeleteEmbedDomain(r *api.Request, in *api.EmbedDomainDel
 	if err != nil {
 		return nil, notFoundAs(err, "embed domain")
 	}
-	return &api.Result{Data: map[string]any{"message": "The embed domain was removed.", "id": strconv.FormatInt(d.ID, 10)}}, nil
+	return api.OK(api.EmbedDomainDeleted{Message: "The embed domain was removed.", ID: strconv.FormatInt(d.ID, 10)}), nil
 }
 
 func (s *accessService) tlJSON(l *storage.TrackedLink) api.TrackedLink {
@@ -222,7 +223,7 @@ func (s *accessService) tlJSON(l *storage.TrackedLink) api.TrackedLink {
 		Metadata: l.Metadata, URL: s.publicURL + "/l/" + l.Slug, CreatedAt: fmtTime(l.CreatedAt)}
 }
 
-func (s *accessService) ListTrackedLinks(r *api.Request, in *api.BookPath) (*api.Result, error) {
+func (s *accessService) ListTrackedLinks(r *api.Request, in *api.BookPath) (*api.Reply[[]api.TrackedLink, api.TrackedLinksMeta], error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
@@ -235,7 +236,7 @@ func (s *accessService) ListTrackedLinks(r *api.Request, in *api.BookPath) (*api
 	for i, l := range list {
 		data[i] = s.tlJSON(l)
 	}
-	return &api.Result{Data: data, Meta: map[string]any{"total": len(data)}}, nil
+	return api.With(data, api.TrackedLinksMeta{Total: len(data)}), nil
 }
 
 // validSlug accepts URL-safe slugs: letters, digits, "-", "_", ".".
@@ -249,7 +250,7 @@ func validSlug(s string) bool {
 	return s != "" && s[0] != '.'
 }
 
-func (s *accessService) CreateTrackedLink(r *api.Request, in *api.TrackedLinkCreate) (*api.Result, error) {
+func (s *accessService) CreateTrackedLink(r *api.Request, in *api.TrackedLinkCreate) (*api.Data[api.TrackedLink], error) {
 	b, err := s.bookOf(r, in.Book)
 	if err != nil {
 		return nil, err
@@ -268,7 +269,7 @@ func (s *accessService) CreateTrackedLink(r *api.Request, in *api.TrackedLinkCre
 	if err != nil {
 		return nil, notFoundAs(err, "book")
 	}
-	return &api.Result{Status: 201, Data: s.tlJSON(created)}, nil
+	return &api.Data[api.TrackedLink]{Status: 201, Data: s.tlJSON(created)}, nil
 }
 
 // followTrackedLink is the public GET /l/{slug}: a redirect to the book's viewer with the link

@@ -117,7 +117,7 @@ func filterBinding(op string, f analytics.Filter) string {
 // "DESC"), or by id alone when byID, limit+1 fetched to know whether another page follows.
 // The date filter applies to timeCol. scan reads one row and returns its keyset position.
 func (s *analyticsService) pageQuery(q *api.AnalyticsQuery, op, from, cols, timeCol string, byID bool, dir string, f analytics.Filter,
-	scan func(*sql.Rows) (keyset, error)) (*listMeta, error) {
+	scan func(*sql.Rows) (keyset, error)) (*api.CursorMeta, error) {
 	where, args := f.Where(timeCol)
 	binding := filterBinding(op, f)
 	if q.Cursor != "" {
@@ -151,7 +151,7 @@ func (s *analyticsService) pageQuery(q *api.AnalyticsQuery, op, from, cols, time
 		return nil, fmt.Errorf("analytics %s: %w", op, err)
 	}
 	defer rows.Close()
-	meta := &listMeta{Limit: limit}
+	meta := &api.CursorMeta{Limit: limit}
 	n := 0
 	var last keyset
 	for rows.Next() {
@@ -225,38 +225,12 @@ func formFields(meta sql.NullString) []map[string]any {
 	return out
 }
 
-// interactionEventJSON is spec §2.8's interaction event.
-type interactionEventJSON struct {
-	ID            int64            `json:"id"`
-	BookID        string           `json:"book_id"`
-	ViewerID      *int64           `json:"viewer_id"`
-	ViewerEmail   string           `json:"viewer_email"`
-	TrackedLinkID *int64           `json:"tracked_link_id"`
-	SessionID     string           `json:"session_id"`
-	EventType     string           `json:"event_type"`
-	PageNumber    *int64           `json:"page_number"`
-	ActiveMs      *int64           `json:"active_ms"`
-	ActiveSeconds *float64         `json:"active_seconds"`
-	ExitReason    string           `json:"exit_reason"`
-	SourceType    string           `json:"source_type"`
-	SourceHost    *string          `json:"source_host"`
-	Country       *string          `json:"country"`
-	Region        *string          `json:"region"`
-	City          *string          `json:"city"`
-	Latitude      *float64         `json:"latitude"`
-	Longitude     *float64         `json:"longitude"`
-	Metadata      []map[string]any `json:"metadata"`
-	URL           string           `json:"url"`
-	OccurredAt    *string          `json:"occurred_at"`
-	CreatedAt     *string          `json:"created_at"`
-}
-
 const interactionCols = `id, book_id, viewer_id, viewer_email, tracked_link_id, session_id, event_type,
 	page_number, active_ms, exit_reason, source_type, source_host, country, region, city, latitude,
 	longitude, metadata, url, occurred_at, created_at`
 
-func scanInteraction(rows *sql.Rows) (interactionEventJSON, keyset, error) {
-	var e interactionEventJSON
+func scanInteraction(rows *sql.Rows) (api.InteractionEvent, keyset, error) {
+	var e api.InteractionEvent
 	var viewer, link, page, ms sql.NullInt64
 	var host, country, region, city, meta sql.NullString
 	var lat, lon sql.NullFloat64
@@ -278,12 +252,12 @@ func scanInteraction(rows *sql.Rows) (interactionEventJSON, keyset, error) {
 
 // listInteractionEvents is GET /analytics/interaction-events: newest first (occurred_at, then
 // id, descending).
-func (s *analyticsService) ListInteractionEvents(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ListInteractionEvents(r *api.Request, q *api.AnalyticsQuery) (*api.Reply[[]api.InteractionEvent, api.CursorMeta], error) {
 	f, _, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
-	data := []interactionEventJSON{}
+	data := []api.InteractionEvent{}
 	meta, err := s.pageQuery(q, "interaction-events", analytics.InteractionView, interactionCols, "occurred_at", false, "DESC", f,
 		func(rows *sql.Rows) (keyset, error) {
 			e, k, err := scanInteraction(rows)
@@ -293,31 +267,14 @@ func (s *analyticsService) ListInteractionEvents(r *api.Request, q *api.Analytic
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: data, Meta: meta}, nil
-}
-
-// auditEventJSON is spec §2.8's audit log event.
-type auditEventJSON struct {
-	ID            string   `json:"id"`
-	Source        string   `json:"source"`
-	SourceEventID int64    `json:"source_event_id"`
-	BookID        string   `json:"book_id"`
-	ViewerID      *int64   `json:"viewer_id"`
-	ViewerEmail   string   `json:"viewer_email"`
-	EventType     string   `json:"event_type"`
-	PageNumber    *int64   `json:"page_number"`
-	ActiveMs      *int64   `json:"active_ms"`
-	ActiveSeconds *float64 `json:"active_seconds"`
-	Reason        string   `json:"reason"`
-	Metadata      any      `json:"metadata"`
-	OccurredAt    *string  `json:"occurred_at"`
+	return api.With(data, *meta), nil
 }
 
 const auditCols = `id, source, source_event_id, book_id, viewer_id, viewer_email, event_type, page_number,
 	active_ms, reason, metadata, occurred_at`
 
-func scanAudit(rows *sql.Rows) (auditEventJSON, keyset, error) {
-	var e auditEventJSON
+func scanAudit(rows *sql.Rows) (api.AuditEvent, keyset, error) {
+	var e api.AuditEvent
 	var id int64
 	var viewer, page, ms sql.NullInt64
 	var meta sql.NullString
@@ -339,12 +296,12 @@ func scanAudit(rows *sql.Rows) (auditEventJSON, keyset, error) {
 }
 
 // listAuditLog is GET /analytics/audit-log: chronological (occurred_at, then id, ascending).
-func (s *analyticsService) ListAuditLog(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ListAuditLog(r *api.Request, q *api.AnalyticsQuery) (*api.Reply[[]api.AuditEvent, api.CursorMeta], error) {
 	f, _, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
-	data := []auditEventJSON{}
+	data := []api.AuditEvent{}
 	meta, err := s.pageQuery(q, "audit-log", analytics.AuditView, auditCols, "occurred_at", false, "ASC", f,
 		func(rows *sql.Rows) (keyset, error) {
 			e, k, err := scanAudit(rows)
@@ -354,40 +311,7 @@ func (s *analyticsService) ListAuditLog(r *api.Request, q *api.AnalyticsQuery) (
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: data, Meta: meta}, nil
-}
-
-// trackedLinkRef is the tracked link nested in a view event.
-type trackedLinkRef struct {
-	ID   int64  `json:"id"`
-	Name string `json:"name"`
-	Slug string `json:"slug"`
-}
-
-// viewEventJSON is spec §2.8's view event.
-type viewEventJSON struct {
-	ID              int64           `json:"id"`
-	BookID          string          `json:"book_id"`
-	BookTitle       string          `json:"book_title"`
-	ViewerID        *int64          `json:"viewer_id"`
-	ViewerEmail     string          `json:"viewer_email"`
-	SourceHost      *string         `json:"source_host"`
-	FromEmbedded    bool            `json:"from_embedded"`
-	Impressions     int64           `json:"impressions"`
-	Reads           int64           `json:"reads"`
-	Clicks          int64           `json:"clicks"`
-	PagesViewed     int64           `json:"pages_viewed"`
-	DurationSeconds int64           `json:"duration_seconds"`
-	EngagementScore string          `json:"engagement_score"`
-	Country         *string         `json:"country"`
-	Region          *string         `json:"region"`
-	City            *string         `json:"city"`
-	Latitude        *float64        `json:"latitude"`
-	Longitude       *float64        `json:"longitude"`
-	TrackedLink     *trackedLinkRef `json:"tracked_link"`
-	SessionID       string          `json:"session_id"`
-	RecordedAt      *string         `json:"recorded_at"`
-	UpdatedAt       *string         `json:"updated_at"`
+	return api.With(data, *meta), nil
 }
 
 const viewEventCols = `id, book_id, viewer_id, viewer_email, source_host, from_embedded, impressions, reads,
@@ -395,40 +319,40 @@ const viewEventCols = `id, book_id, viewer_id, viewer_email, source_host, from_e
 	tracked_link_id, session_id, recorded_at, updated_at`
 
 // linkRefs returns a lookup of a book's tracked links by id.
-func (s *analyticsService) linkRefs(b *storage.Book) func(sql.NullInt64) *trackedLinkRef {
-	var byID map[int64]*trackedLinkRef
-	return func(id sql.NullInt64) *trackedLinkRef {
+func (s *analyticsService) linkRefs(b *storage.Book) func(sql.NullInt64) *api.TrackedLinkRef {
+	var byID map[int64]*api.TrackedLinkRef
+	return func(id sql.NullInt64) *api.TrackedLinkRef {
 		if !id.Valid {
 			return nil
 		}
 		if byID == nil {
-			byID = map[int64]*trackedLinkRef{}
+			byID = map[int64]*api.TrackedLinkRef{}
 			if list, err := s.Store.TrackedLinks(b.Tenant(), b.RandomID); err == nil {
 				for _, l := range list {
-					byID[l.ID] = &trackedLinkRef{ID: l.ID, Name: l.Name, Slug: l.Slug}
+					byID[l.ID] = &api.TrackedLinkRef{ID: l.ID, Name: l.Name, Slug: l.Slug}
 				}
 			}
 		}
 		if ref, ok := byID[id.Int64]; ok {
 			return ref
 		}
-		return &trackedLinkRef{ID: id.Int64}
+		return &api.TrackedLinkRef{ID: id.Int64}
 	}
 }
 
 // listViewEvents is GET /analytics/book-view-events: one record per reading session, newest
 // session first (by id: a session's id is its first event's, so the order never changes).
-func (s *analyticsService) ListViewEvents(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ListViewEvents(r *api.Request, q *api.AnalyticsQuery) (*api.Reply[[]api.ViewEvent, api.CursorMeta], error) {
 	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
 	}
 	link := s.linkRefs(b)
-	data := []viewEventJSON{}
+	data := []api.ViewEvent{}
 	// The date applies to the session's start.
 	meta, err := s.pageQuery(q, "book-view-events", analytics.SessionView, viewEventCols, "started_at", true, "DESC", f,
 		func(rows *sql.Rows) (keyset, error) {
-			var e viewEventJSON
+			var e api.ViewEvent
 			var viewer, linkID sql.NullInt64
 			var host, country, region, city sql.NullString
 			var lat, lon sql.NullFloat64
@@ -449,5 +373,5 @@ func (s *analyticsService) ListViewEvents(r *api.Request, q *api.AnalyticsQuery)
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: data, Meta: meta}, nil
+	return api.With(data, *meta), nil
 }

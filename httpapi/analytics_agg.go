@@ -22,7 +22,7 @@ func analyticsCtx() (context.Context, context.CancelFunc) {
 }
 
 // pagePerformance is GET /analytics/page-performance: one page summary per page of the book.
-func (s *analyticsService) PagePerformance(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) PagePerformance(r *api.Request, q *api.AnalyticsQuery) (*api.Data[[]analytics.PageSummary], error) {
 	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -37,11 +37,11 @@ func (s *analyticsService) PagePerformance(r *api.Request, q *api.AnalyticsQuery
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: data}, nil
+	return api.OK(data), nil
 }
 
 // bookFlow is GET /analytics/book-flow.
-func (s *analyticsService) BookFlow(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) BookFlow(r *api.Request, q *api.AnalyticsQuery) (*api.Data[analytics.BookFlow], error) {
 	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -52,12 +52,12 @@ func (s *analyticsService) BookFlow(r *api.Request, q *api.AnalyticsQuery) (*api
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: flow}, nil
+	return api.OK(*flow), nil
 }
 
 // readerPages is GET /analytics/reader-pages: per reader and page, identified readers only
 // unless include_anonymous is set or session_id names a session.
-func (s *analyticsService) ReaderPages(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ReaderPages(r *api.Request, q *api.AnalyticsQuery) (*api.Data[[]analytics.ReaderPage], error) {
 	f, _, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -73,7 +73,7 @@ func (s *analyticsService) ReaderPages(r *api.Request, q *api.AnalyticsQuery) (*
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: data}, nil
+	return api.OK(data), nil
 }
 
 // readersCursor is the payload of a readers cursor: the walk's snapshot (an event id), the
@@ -94,7 +94,7 @@ func readersCursorFrom(b []byte) (int64, analytics.ReaderPosition, bool) {
 
 // listReaders is GET /analytics/readers: one summary per reader, cursor paginated. A walk reads
 // one snapshot of the events (the cursor carries it), so it returns every reader once.
-func (s *analyticsService) ListReaders(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ListReaders(r *api.Request, q *api.AnalyticsQuery) (*api.Reply[[]analytics.ReaderSummary, api.CursorMeta], error) {
 	f, _, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -122,19 +122,19 @@ func (s *analyticsService) ListReaders(r *api.Request, q *api.AnalyticsQuery) (*
 	if err != nil {
 		return nil, err
 	}
-	meta := &listMeta{Limit: o.Limit - 1}
+	meta := api.CursorMeta{Limit: o.Limit - 1}
 	if len(data) > meta.Limit {
 		data = data[:meta.Limit]
 		last := data[len(data)-1]
 		c := s.cursors.encode(binding, readersCursor(snapshot, analytics.ReaderPosition{Value: last.SortValue, Key: last.ID}))
 		meta.HasMore, meta.NextCursor = true, &c
 	}
-	return &api.Result{Data: data, Meta: meta}, nil
+	return api.With(data, meta), nil
 }
 
 // readingSessionPages is GET /analytics/reading-session-pages: the pages of one reading
 // session (data) and its view event (meta).
-func (s *analyticsService) ReadingSessionPages(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ReadingSessionPages(r *api.Request, q *api.AnalyticsQuery) (*api.Reply[[]analytics.SessionPage, api.ViewEvent], error) {
 	f, b, err := s.analyticsFilter(r, q, true)
 	if err != nil {
 		return nil, err
@@ -157,57 +157,14 @@ func (s *analyticsService) ReadingSessionPages(r *api.Request, q *api.AnalyticsQ
 	if err != nil {
 		return nil, err
 	}
-	meta := viewEventJSON{ID: v.ID, BookID: v.BookID, BookTitle: b.Name, ViewerID: nullInt(v.ViewerID),
+	meta := api.ViewEvent{ID: v.ID, BookID: v.BookID, BookTitle: b.Name, ViewerID: nullInt(v.ViewerID),
 		ViewerEmail: v.ViewerEmail, SourceHost: nullStr(v.SourceHost), FromEmbedded: v.FromEmbedded,
 		Impressions: v.Impressions, Reads: v.Reads, Clicks: v.Clicks, PagesViewed: v.PagesViewed,
 		DurationSeconds: v.DurationSeconds, EngagementScore: v.EngagementScore, Country: nullStr(v.Country),
 		Region: nullStr(v.Region), City: nullStr(v.City), Latitude: nullFloat(v.Latitude),
 		Longitude: nullFloat(v.Longitude), TrackedLink: s.linkRefs(b)(v.TrackedLinkID), SessionID: v.SessionID,
 		RecordedAt: fmtTime(v.RecordedAt), UpdatedAt: fmtTime(v.UpdatedAt)}
-	return &api.Result{Data: data, Meta: meta}, nil
-}
-
-// Reader journey (spec §2.8): every leaf value is a string.
-type journeyJSON struct {
-	Viewer     journeyViewerJSON     `json:"viewer"`
-	Aggregates journeyAggregatesJSON `json:"aggregates"`
-	Books      []journeyBookJSON     `json:"books"`
-	Timeline   []journeyVisitJSON    `json:"timeline"`
-}
-
-type journeyViewerJSON struct {
-	ID    string `json:"id"`
-	Email string `json:"email"`
-}
-
-type journeyAggregatesJSON struct {
-	TotalBooks             string `json:"total_books"`
-	TotalPagesViewed       string `json:"total_pages_viewed"`
-	TotalDurationSeconds   string `json:"total_duration_seconds"`
-	OverallEngagementScore string `json:"overall_engagement_score"`
-	TotalVisits            string `json:"total_visits"`
-}
-
-type journeyBookJSON struct {
-	BookID          string `json:"book_id"`
-	Title           string `json:"title"`
-	Visits          string `json:"visits"`
-	PagesViewed     string `json:"pages_viewed"`
-	DurationSeconds string `json:"duration_seconds"`
-	EngagementScore string `json:"engagement_score"`
-	LastVisit       string `json:"last_visit"`
-}
-
-type journeyVisitJSON struct {
-	ViewEventID     string `json:"view_event_id"`
-	BookID          string `json:"book_id"`
-	Title           string `json:"title"`
-	SessionID       string `json:"session_id"`
-	StartedAt       string `json:"started_at"`
-	EndedAt         string `json:"ended_at"`
-	PagesViewed     string `json:"pages_viewed"`
-	DurationSeconds string `json:"duration_seconds"`
-	EngagementScore string `json:"engagement_score"`
+	return api.With(data, meta), nil
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
@@ -217,7 +174,7 @@ func durationSeconds(ms int64) string { return itoa64((ms + 500) / 1000) }
 
 // readerJourney is GET /analytics/reader-journey: one identified reader (viewer_id) or one
 // anonymous session (session_id) across every book of the workspace.
-func (s *analyticsService) ReaderJourney(r *api.Request, q *api.AnalyticsQuery) (*api.Result, error) {
+func (s *analyticsService) ReaderJourney(r *api.Request, q *api.AnalyticsQuery) (*api.Data[api.Journey], error) {
 	if (q.ViewerID != 0) == (q.SessionID != "") {
 		v := api.Validation{}
 		v.Add("viewer_id", "give exactly one of viewer_id and session_id")
@@ -230,7 +187,7 @@ func (s *analyticsService) ReaderJourney(r *api.Request, q *api.AnalyticsQuery) 
 	}
 	// A viewer is one of the workspace's: an unknown id (or another workspace's) is a 404, a
 	// known one with no visits in range is itself with empty lists.
-	var viewer journeyViewerJSON
+	var viewer api.JourneyViewer
 	if id := q.ViewerID; id != 0 {
 		email, err := s.Store.ViewerEmail(r.Auth.Tenant, id)
 		if errors.Is(err, errs.ErrNotFound) {
@@ -239,7 +196,7 @@ func (s *analyticsService) ReaderJourney(r *api.Request, q *api.AnalyticsQuery) 
 		if err != nil {
 			return nil, err
 		}
-		viewer = journeyViewerJSON{ID: itoa64(id), Email: email}
+		viewer = api.JourneyViewer{ID: itoa64(id), Email: email}
 	}
 	ctx, cancel := analyticsCtx()
 	defer cancel()
@@ -261,25 +218,25 @@ func (s *analyticsService) ReaderJourney(r *api.Request, q *api.AnalyticsQuery) 
 		}
 		return t
 	}
-	out := journeyJSON{Viewer: viewer, Books: []journeyBookJSON{}, Timeline: []journeyVisitJSON{}}
+	out := api.Journey{Viewer: viewer, Books: []api.JourneyBook{}, Timeline: []api.JourneyVisit{}}
 	if j.ViewerID != 0 {
-		out.Viewer = journeyViewerJSON{ID: itoa64(j.ViewerID), Email: j.ViewerEmail}
+		out.Viewer = api.JourneyViewer{ID: itoa64(j.ViewerID), Email: j.ViewerEmail}
 	}
 	var pages int64
 	for _, b := range j.Books {
 		pages += b.PagesViewed
-		out.Books = append(out.Books, journeyBookJSON{BookID: b.BookID, Title: title(b.BookID), Visits: itoa64(b.Visits),
+		out.Books = append(out.Books, api.JourneyBook{BookID: b.BookID, Title: title(b.BookID), Visits: itoa64(b.Visits),
 			PagesViewed: itoa64(b.PagesViewed), DurationSeconds: durationSeconds(b.ActiveMs),
 			EngagementScore: analytics.Score(b.Engagement), LastVisit: *fmtTime(b.LastVisit)})
 	}
 	for _, v := range j.Visits {
-		out.Timeline = append(out.Timeline, journeyVisitJSON{ViewEventID: itoa64(v.ViewEventID), BookID: v.BookID,
+		out.Timeline = append(out.Timeline, api.JourneyVisit{ViewEventID: itoa64(v.ViewEventID), BookID: v.BookID,
 			Title: title(v.BookID), SessionID: v.SessionID, StartedAt: *fmtTime(v.StartedAt), EndedAt: *fmtTime(v.EndedAt),
 			PagesViewed: itoa64(v.PagesViewed), DurationSeconds: durationSeconds(v.ActiveMs),
 			EngagementScore: analytics.Score(v.Engagement)})
 	}
-	out.Aggregates = journeyAggregatesJSON{TotalBooks: itoa64(int64(len(j.Books))), TotalPagesViewed: itoa64(pages),
+	out.Aggregates = api.JourneyAggregates{TotalBooks: itoa64(int64(len(j.Books))), TotalPagesViewed: itoa64(pages),
 		TotalDurationSeconds: durationSeconds(j.TotalActiveMs), OverallEngagementScore: analytics.Score(j.OverallEngagement()),
 		TotalVisits: itoa64(j.TotalVisits)}
-	return &api.Result{Data: out}, nil
+	return api.OK(out), nil
 }

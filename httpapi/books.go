@@ -76,13 +76,6 @@ func (s links) bookWire(b *storage.Book) json.RawMessage {
 	return b.Memo.Get(render).(json.RawMessage)
 }
 
-// listMeta is the pagination meta of cursor-paginated lists.
-type listMeta struct {
-	NextCursor *string `json:"next_cursor"`
-	HasMore    bool    `json:"has_more"`
-	Limit      int     `json:"limit"`
-}
-
 // Book list defaults.
 const (
 	DefaultBookLimit = api.DefaultBookLimit
@@ -103,7 +96,7 @@ type bookService struct {
 	allowPrivate   bool // Config.AllowPrivateTargets: the SSRF guard's policy for template images
 }
 
-func (s *bookService) ListBooks(r *api.Request, in *api.BookList) (*api.Result, error) {
+func (s *bookService) ListBooks(r *api.Request, in *api.BookList) (*api.Reply[[]api.Raw[api.Book], api.CursorMeta], error) {
 	q := storage.BookQuery{Limit: DefaultBookLimit, Sort: storage.SortCreated, Desc: true, ScanBudget: NameScanBudget}
 	if in.Limit > 0 {
 		q.Limit = int(in.Limit)
@@ -133,16 +126,16 @@ func (s *bookService) ListBooks(r *api.Request, in *api.BookList) (*api.Result, 
 	if err != nil {
 		return nil, err
 	}
-	data := make([]json.RawMessage, len(page.Books))
+	data := make([]api.Raw[api.Book], len(page.Books))
 	for i, b := range page.Books {
-		data[i] = s.bookWire(b)
+		data[i] = api.Raw[api.Book](s.bookWire(b))
 	}
-	meta := listMeta{HasMore: page.HasMore, Limit: q.Limit}
+	meta := api.CursorMeta{HasMore: page.HasMore, Limit: q.Limit}
 	if page.HasMore {
 		c := s.cursors.encode(binding, page.Last)
 		meta.NextCursor = &c
 	}
-	return &api.Result{Data: data, Meta: meta}, nil
+	return api.With(data, meta), nil
 }
 
 // bookOf is the caller's book rid (a 404 when the workspace has none such).
@@ -181,7 +174,7 @@ func (s *bookService) UpdateBook(r *api.Request, in *api.BookUpdate) (*api.Data[
 	return api.OK(api.Raw[api.Book](s.bookWire(b))), nil
 }
 
-func (s *bookService) DeleteBook(r *api.Request, in *api.BookPath) (*api.Result, error) {
+func (s *bookService) DeleteBook(r *api.Request, in *api.BookPath) (*api.Reply[api.BookDeleted, api.BookDeletedMeta], error) {
 	if _, err := s.bookOf(r, in.Book); err != nil {
 		return nil, err
 	}
@@ -192,6 +185,5 @@ func (s *bookService) DeleteBook(r *api.Request, in *api.BookPath) (*api.Result,
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: map[string]string{"message": "The flipbook was deleted."},
-		Meta: map[string]any{"book_id": b.RandomID}}, nil
+	return api.With(api.BookDeleted{Message: "The flipbook was deleted."}, api.BookDeletedMeta{BookID: b.RandomID}), nil
 }

@@ -50,8 +50,8 @@ func (s links) brandJSON(b *storage.Brand, ws *storage.Workspace) api.Brand {
 	}
 }
 
-func brandMeta(ws *storage.Workspace) map[string]any {
-	return map[string]any{"plan": ws.Plan, "take_over_branding_available": actors.Plans[ws.Plan].TakeOverBrand}
+func brandMeta(ws *storage.Workspace) api.BrandMeta {
+	return api.BrandMeta{Plan: ws.Plan, TakeOverBrandingAvailable: actors.Plans[ws.Plan].TakeOverBrand}
 }
 
 // brandService runs the brand operations (spec §4.6): the brand in the store, changed through
@@ -63,27 +63,36 @@ type brandService struct {
 	log    *slog.Logger
 }
 
-func (s *brandService) GetBrand(r *api.Request) (*api.Result, error) {
+func (s *brandService) GetBrand(r *api.Request) (*api.Reply[api.BrandOrNull, api.BrandMeta], error) {
 	b, err := s.Store.Brand(r.Auth.Tenant)
 	if errors.Is(err, errs.ErrNotFound) {
-		return &api.Result{Data: map[string]any{"brand": nil}, Meta: brandMeta(r.Auth.Workspace)}, nil
+		return api.With(api.BrandOrNull{}, brandMeta(r.Auth.Workspace)), nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: map[string]any{"brand": s.brandJSON(b, r.Auth.Workspace)}, Meta: brandMeta(r.Auth.Workspace)}, nil
+	brand := s.brandJSON(b, r.Auth.Workspace)
+	return api.With(api.BrandOrNull{Brand: &brand}, brandMeta(r.Auth.Workspace)), nil
 }
 
-func (s *brandService) CreateBrand(r *api.Request, in *api.BrandCreate) (*api.Result, error) {
-	return s.saveBrand(r, &actors.SaveBrand{Create: true}, actors.Val(in.CompanyName), &in.BrandProfile)
+func (s *brandService) CreateBrand(r *api.Request, in *api.BrandCreate) (*api.Data[api.BrandSaved], error) {
+	saved, err := s.saveBrand(r, &actors.SaveBrand{Create: true}, actors.Val(in.CompanyName), &in.BrandProfile)
+	if err != nil {
+		return nil, err
+	}
+	return &api.Data[api.BrandSaved]{Status: 201, Data: saved}, nil
 }
 
-func (s *brandService) UpdateBrand(r *api.Request, in *api.BrandUpdate) (*api.Result, error) {
-	return s.saveBrand(r, &actors.SaveBrand{ID: in.ID}, in.CompanyName, &in.BrandProfile)
+func (s *brandService) UpdateBrand(r *api.Request, in *api.BrandUpdate) (*api.Reply[api.BrandSaved, api.BrandMeta], error) {
+	saved, err := s.saveBrand(r, &actors.SaveBrand{ID: in.ID}, in.CompanyName, &in.BrandProfile)
+	if err != nil {
+		return nil, err
+	}
+	return api.With(saved, brandMeta(r.Auth.Workspace)), nil
 }
 
 // saveBrand creates or updates the brand m with the fields sent.
-func (s *brandService) saveBrand(r *api.Request, m *actors.SaveBrand, company actors.Opt[string], p *api.BrandProfile) (*api.Result, error) {
+func (s *brandService) saveBrand(r *api.Request, m *actors.SaveBrand, company actors.Opt[string], p *api.BrandProfile) (api.BrandSaved, error) {
 	m.Fields = map[actors.BrandField]*string{}
 	sent := p.Fields()
 	sent[actors.BrandCompanyName] = company
@@ -116,30 +125,26 @@ func (s *brandService) saveBrand(r *api.Request, m *actors.SaveBrand, company ac
 		}
 	}
 	if err := v.Err(); err != nil {
-		return nil, err
+		return api.BrandSaved{}, err
 	}
 	t := r.Auth.Tenant
 	if logo != nil {
 		name, err := s.Store.Blobs.Put(storage.BrandFolder(t), logo, ext)
 		if err != nil {
-			return nil, err
+			return api.BrandSaved{}, err
 		}
 		m.Logo = name
 	}
 	saved, err := s.Actors.SaveBrand(t, m)
 	if err != nil {
-		return nil, notFoundAs(err, "brand")
+		return api.BrandSaved{}, notFoundAs(err, "brand")
 	}
 	if saved.OldLogo != "" {
 		if err := s.Store.Blobs.Remove(storage.BrandFolder(t), saved.OldLogo); err != nil {
 			s.log.Warn("remove replaced logo", "err", err)
 		}
 	}
-	data := map[string]any{"brand": s.brandJSON(saved.Brand, r.Auth.Workspace)}
-	if m.Create {
-		return &api.Result{Status: 201, Data: data}, nil
-	}
-	return &api.Result{Data: data, Meta: brandMeta(r.Auth.Workspace)}, nil
+	return api.BrandSaved{Brand: s.brandJSON(saved.Brand, r.Auth.Workspace)}, nil
 }
 
 // readLogo reads and checks an uploaded logo: its content decides its type, whatever its name
@@ -183,12 +188,12 @@ func readLogo(fh *multipart.FileHeader) ([]byte, string, string) {
 // MaxLogoSide bounds a logo's width and height.
 const MaxLogoSide = 4096
 
-func (s *brandService) ToggleTakeOverBranding(r *api.Request) (*api.Result, error) {
+func (s *brandService) ToggleTakeOverBranding(r *api.Request) (*api.Data[api.BrandSaved], error) {
 	b, err := s.Actors.ToggleTakeOver(r.Auth.Tenant, r.Auth.Workspace.Plan)
 	if err != nil {
 		return nil, notFoundAs(err, "brand")
 	}
-	return &api.Result{Data: map[string]any{"brand": s.brandJSON(b, r.Auth.Workspace)}}, nil
+	return api.OK(api.BrandSaved{Brand: s.brandJSON(b, r.Auth.Workspace)}), nil
 }
 
 // viewerBrand is what the viewer shows of the book's workspace: its brand when take-over

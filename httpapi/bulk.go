@@ -16,49 +16,6 @@ import (
 // Bulk settings batches and the settings summary (spec §3.4, §4.1, §4.1.1; docs/DECISIONS.md
 // "Bulk settings"). Batches run in the bulk supervisor (actors/bulk.go); reads come from Pebble.
 
-type bulkErrorJSON struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-type bulkItemJSON struct {
-	BookID                  string         `json:"book_id"`
-	SettingsRevision        string         `json:"settings_revision"`
-	Status                  string         `json:"status"`
-	Error                   *bulkErrorJSON `json:"error"`
-	NewSettingsRevision     *string        `json:"new_settings_revision"`
-	CurrentSettingsRevision *string        `json:"current_settings_revision"`
-	FinishedAt              *string        `json:"finished_at"`
-}
-
-type bulkCountsJSON struct {
-	Pending   int `json:"pending"`
-	Succeeded int `json:"succeeded"`
-	Failed    int `json:"failed"`
-	Cancelled int `json:"cancelled"`
-}
-
-type bulkProgressJSON struct {
-	Finished string         `json:"finished"` // a count, as the spec types it: a string
-	Percent  int            `json:"percent"`
-	Total    int            `json:"total"`
-	Counts   bulkCountsJSON `json:"counts"`
-}
-
-// bulkBatchJSON is spec §4.1's bulk batch object.
-type bulkBatchJSON struct {
-	ID             string           `json:"id"`
-	Status         string           `json:"status"`
-	CreatedAt      *string          `json:"created_at"`
-	StartedAt      *string          `json:"started_at"`
-	FinishedAt     *string          `json:"finished_at"`
-	CancelledAt    *string          `json:"cancelled_at"`
-	Items          []bulkItemJSON   `json:"items"`
-	Progress       bulkProgressJSON `json:"progress"`
-	RetryOfBatchID *string          `json:"retry_of_batch_id"`
-	Settings       map[string]any   `json:"settings"`
-}
-
 func strOrNil(s string) *string {
 	if s == "" {
 		return nil
@@ -66,20 +23,21 @@ func strOrNil(s string) *string {
 	return &s
 }
 
-func bulkJSON(b *storage.BulkBatch, items []*storage.BulkItem) *bulkBatchJSON {
-	out := &bulkBatchJSON{ID: b.ID, Status: b.Status, CreatedAt: fmtTime(b.CreatedAt), StartedAt: fmtTimePtr(b.StartedAt),
+// bulkJSON is spec §4.1's bulk batch object.
+func bulkJSON(b *storage.BulkBatch, items []*storage.BulkItem) api.BulkBatch {
+	out := api.BulkBatch{ID: b.ID, Status: b.Status, CreatedAt: fmtTime(b.CreatedAt), StartedAt: fmtTimePtr(b.StartedAt),
 		FinishedAt: fmtTimePtr(b.FinishedAt), CancelledAt: fmtTimePtr(b.CancelledAt),
-		Items: make([]bulkItemJSON, len(items)), RetryOfBatchID: strOrNil(b.RetryOf), Settings: b.Settings}
+		Items: make([]api.BulkItem, len(items)), RetryOfBatchID: strOrNil(b.RetryOf), Settings: b.Settings}
 	if out.Settings == nil {
 		out.Settings = map[string]any{}
 	}
 	c := &out.Progress.Counts
 	for i, it := range items {
-		j := bulkItemJSON{BookID: it.BookID, SettingsRevision: it.Expected, Status: it.Status,
+		j := api.BulkItem{BookID: it.BookID, SettingsRevision: it.Expected, Status: it.Status,
 			NewSettingsRevision: strOrNil(it.NewRevision), CurrentSettingsRevision: strOrNil(it.CurrentRevision),
 			FinishedAt: fmtTimePtr(it.FinishedAt)}
 		if it.ErrorCode != "" {
-			j.Error = &bulkErrorJSON{Code: it.ErrorCode, Message: it.ErrorMessage}
+			j.Error = &api.BulkItemError{Code: it.ErrorCode, Message: it.ErrorMessage}
 		}
 		out.Items[i] = j
 		switch it.Status {
@@ -132,7 +90,7 @@ type bulkService struct {
 	Actors *actors.System
 }
 
-func (s *bulkService) CreateBulkSettings(r *api.Request, in *api.BulkSettingsCreate) (*api.Result, error) {
+func (s *bulkService) CreateBulkSettings(r *api.Request, in *api.BulkSettingsCreate) (*api.Reply[api.BulkBatch, api.BulkAcceptedMeta], error) {
 	t := r.Auth.Tenant
 	settings := in.Settings
 	v := api.Validation{}
@@ -165,10 +123,11 @@ func (s *bulkService) CreateBulkSettings(r *api.Request, in *api.BulkSettingsCre
 	if err != nil {
 		return nil, bulkErr(err)
 	}
-	return &api.Result{Status: 202, Data: bulkJSON(view.Batch, view.Items), Meta: map[string]any{}}, nil
+	return &api.Reply[api.BulkBatch, api.BulkAcceptedMeta]{Status: 202, Data: bulkJSON(view.Batch, view.Items),
+		Meta: &api.BulkAcceptedMeta{}}, nil
 }
 
-func (s *bulkService) GetBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api.Result, error) {
+func (s *bulkService) GetBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api.Data[api.BulkBatch], error) {
 	b, items, err := s.Store.BulkBatchView(r.Auth.Tenant, in.Batch)
 	if errors.Is(err, errs.ErrNotFound) {
 		return nil, api.ErrNotFound("bulk settings batch")
@@ -176,32 +135,33 @@ func (s *bulkService) GetBulkSettings(r *api.Request, in *api.BulkBatchPath) (*a
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: bulkJSON(b, items)}, nil
+	return api.OK(bulkJSON(b, items)), nil
 }
 
-func (s *bulkService) CancelBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api.Result, error) {
+func (s *bulkService) CancelBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api.Data[api.BulkBatch], error) {
 	view, err := s.Actors.CancelBulk(r.Auth.Tenant, in.Batch)
 	if err != nil {
 		return nil, bulkErr(err)
 	}
-	return &api.Result{Data: bulkJSON(view.Batch, view.Items)}, nil
+	return api.OK(bulkJSON(view.Batch, view.Items)), nil
 }
 
-func (s *bulkService) RetryBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api.Result, error) {
+func (s *bulkService) RetryBulkSettings(r *api.Request, in *api.BulkBatchPath) (*api.Reply[api.BulkBatch, api.BulkAcceptedMeta], error) {
 	view, err := s.Actors.RetryBulk(r.Auth.Tenant, in.Batch)
 	if err != nil {
 		return nil, bulkErr(err)
 	}
-	return &api.Result{Status: 202, Data: bulkJSON(view.Batch, view.Items), Meta: map[string]any{}}, nil
+	return &api.Reply[api.BulkBatch, api.BulkAcceptedMeta]{Status: 202, Data: bulkJSON(view.Batch, view.Items),
+		Meta: &api.BulkAcceptedMeta{}}, nil
 }
 
 // bookBulkSettings is every key of the bulk settings object as the book has it: the values a
 // batch would set. pdf_password says whether one is set (it is never returned); eod_lists are
 // the first entries of the access list (addresses and domains).
-func (s *bulkService) bookBulkSettings(b *storage.Book) (map[string]any, error) {
+func (s *bulkService) bookBulkSettings(b *storage.Book) (api.BulkBookSettings, error) {
 	entries, err := s.Store.BookAccessEntries(b.Tenant(), b.RandomID, api.MaxSummaryAccessList)
 	if err != nil {
-		return nil, err
+		return api.BulkBookSettings{}, err
 	}
 	download := "false"
 	if b.Settings.Downloadable {
@@ -211,38 +171,31 @@ func (s *bulkService) bookBulkSettings(b *storage.Book) (map[string]any, error) 
 		}
 	}
 	st, x := &b.Settings, &b.Extra
-	return map[string]any{
-		"allow_fullscreen":           st.FullscreenEnabled,
-		"animation_type":             st.AnimationType,
-		"mobile_animation_type":      st.MobileAnimationType,
-		"background":                 st.Background,
-		"copyright_enabled":          st.CopyrightEnabled,
-		"description":                b.Description,
-		"downloadable_pdf":           download,
-		"eod_enabled":                st.EODEnabled,
-		"eod_lists":                  entries,
-		"flip_sound":                 st.SoundEnabled,
-		"image_display":              st.ImageDisplay,
-		"made_with_badge_enabled":    x.MadeWithBadgeEnabled,
-		"magic_link_error_message":   x.MagicLinkErrorMessage,
-		"magic_link_message":         x.MagicLinkMessage,
-		"open_fullscreen_by_default": x.OpenFullscreenByDefault,
-		"pdf_password":               len(x.PDFPasswordHash) > 0,
-		"pdf_privacy_status":         st.Privacy,
-		"share_social_media":         st.ShareSocialMedia,
-		"title":                      b.Name,
-		"watermark":                  x.Watermark,
+	return api.BulkBookSettings{
+		AllowFullscreen:         st.FullscreenEnabled,
+		AnimationType:           st.AnimationType,
+		MobileAnimationType:     st.MobileAnimationType,
+		Background:              st.Background,
+		CopyrightEnabled:        st.CopyrightEnabled,
+		Description:             b.Description,
+		DownloadablePDF:         download,
+		EODEnabled:              st.EODEnabled,
+		EODLists:                entries,
+		FlipSound:               st.SoundEnabled,
+		ImageDisplay:            st.ImageDisplay,
+		MadeWithBadgeEnabled:    x.MadeWithBadgeEnabled,
+		MagicLinkErrorMessage:   x.MagicLinkErrorMessage,
+		MagicLinkMessage:        x.MagicLinkMessage,
+		OpenFullscreenByDefault: x.OpenFullscreenByDefault,
+		PDFPassword:             len(x.PDFPasswordHash) > 0,
+		PDFPrivacyStatus:        st.Privacy,
+		ShareSocialMedia:        st.ShareSocialMedia,
+		Title:                   b.Name,
+		Watermark:               x.Watermark,
 	}, nil
 }
 
-type bulkSummaryBook struct {
-	ID               string         `json:"id"`
-	Name             string         `json:"name"`
-	SettingsRevision string         `json:"settings_revision"`
-	Settings         map[string]any `json:"settings"`
-}
-
-func (s *bulkService) BulkSettingsSummary(r *api.Request, in *api.BulkSettingsSummary) (*api.Result, error) {
+func (s *bulkService) BulkSettingsSummary(r *api.Request, in *api.BulkSettingsSummary) (*api.Reply[api.BulkSummary, api.BulkSummaryMeta], error) {
 	t := r.Auth.Tenant
 	ids := in.BookIDs
 	v := api.Validation{}
@@ -257,7 +210,7 @@ func (s *bulkService) BulkSettingsSummary(r *api.Request, in *api.BulkSettingsSu
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	books := make([]bulkSummaryBook, len(ids))
+	books := make([]api.BulkSummaryBook, len(ids))
 	for i, id := range ids {
 		b, err := s.Store.GetBook(t, id)
 		if errors.Is(err, errs.ErrNotFound) {
@@ -270,29 +223,44 @@ func (s *bulkService) BulkSettingsSummary(r *api.Request, in *api.BulkSettingsSu
 		if err != nil {
 			return nil, err
 		}
-		books[i] = bulkSummaryBook{ID: b.RandomID, Name: b.Name, SettingsRevision: b.SettingsRevision(), Settings: set}
+		books[i] = api.BulkSummaryBook{ID: b.RandomID, Name: b.Name, SettingsRevision: b.SettingsRevision(), Settings: set}
 	}
-	// Values are compared by their JSON: a key is common when every book has the same.
-	common, differing := map[string]any{}, map[string]any{}
+	settings, err := compareBulkSettings(books)
+	if err != nil {
+		return nil, err
+	}
+	return api.With(api.BulkSummary{Books: books, Settings: settings}, api.BulkSummaryMeta{Count: len(books)}), nil
+}
+
+// compareBulkSettings sorts the keys of the books' settings into those every book has alike
+// (common: the value) and the others (differing: the distinct values, in the order of the
+// books). Values are compared by their JSON, and answered as that JSON.
+func compareBulkSettings(books []api.BulkSummaryBook) (api.BulkSummarySettings, error) {
+	out := api.BulkSummarySettings{Common: map[string]any{}, Differing: map[string]any{}}
+	sets := make([]map[string]json.RawMessage, len(books))
+	for i := range books {
+		enc, err := respJSON.Marshal(books[i].Settings)
+		if err == nil {
+			err = json.Unmarshal(enc, &sets[i])
+		}
+		if err != nil {
+			return out, err
+		}
+	}
 	for _, k := range bulkSettingKeys() {
-		var values []any
-		encs := map[string]bool{}
-		for _, b := range books {
-			enc, err := json.Marshal(b.Settings[k])
-			if err != nil {
-				return nil, err
-			}
-			if !encs[string(enc)] {
-				encs[string(enc)] = true
-				values = append(values, b.Settings[k])
+		var values []json.RawMessage
+		seen := map[string]bool{}
+		for _, set := range sets {
+			if !seen[string(set[k])] {
+				seen[string(set[k])] = true
+				values = append(values, set[k])
 			}
 		}
 		if len(values) == 1 {
-			common[k] = values[0]
+			out.Common[k] = values[0]
 		} else {
-			differing[k] = values
+			out.Differing[k] = values
 		}
 	}
-	return &api.Result{Data: map[string]any{"books": books, "settings": map[string]any{"common": common, "differing": differing}},
-		Meta: map[string]any{"count": len(books)}}, nil
+	return out, nil
 }

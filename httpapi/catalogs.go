@@ -21,24 +21,6 @@ import (
 // actor (catalog records, job creation) and the catalog sync supervisor (items); reads come
 // straight from Pebble.
 
-type catalogJSON struct {
-	ID             int64           `json:"id"`
-	WorkspaceID    int64           `json:"workspace_id"`
-	Name           string          `json:"name"`
-	Source         string          `json:"source"`
-	ExternalID     *string         `json:"external_id"`
-	SourceURL      *string         `json:"source_url"`
-	Status         string          `json:"status"`
-	Metadata       json.RawMessage `json:"metadata"`
-	TemplateKey    *string         `json:"template_key"`
-	ItemsCount     int64           `json:"items_count"`
-	LastSyncedAt   *string         `json:"last_synced_at"`
-	LastSyncStatus *string         `json:"last_sync_status"`
-	LastSyncError  *string         `json:"last_sync_error"`
-	CreatedAt      *string         `json:"created_at"`
-	UpdatedAt      *string         `json:"updated_at"`
-}
-
 // catalogService runs the catalog operations (spec §4.8): catalogs and items in the store,
 // changed through the actors' catalog sync; renders become books.
 type catalogService struct {
@@ -49,17 +31,14 @@ type catalogService struct {
 	log     *slog.Logger
 }
 
-func (s *catalogService) catalogJSON(c *storage.Catalog) (catalogJSON, error) {
+// catalogJSON is spec §2.5's catalog with its item count and last sync.
+func (s *catalogService) catalogJSON(c *storage.Catalog) (api.Catalog, error) {
 	st, err := s.Store.CatalogState(c.Tenant(), c.ID)
 	if err != nil {
-		return catalogJSON{}, err
+		return api.Catalog{}, err
 	}
-	meta := c.Metadata
-	if len(meta) == 0 {
-		meta = json.RawMessage("null")
-	}
-	out := catalogJSON{ID: c.ID, WorkspaceID: c.Workspace, Name: c.Name, Source: c.Source, ExternalID: c.ExternalID,
-		SourceURL: c.SourceURL, Status: c.Status, Metadata: meta, TemplateKey: c.TemplateKey, ItemsCount: st.Items,
+	out := api.Catalog{ID: c.ID, WorkspaceID: c.Workspace, Name: c.Name, Source: c.Source, ExternalID: c.ExternalID,
+		SourceURL: c.SourceURL, Status: c.Status, Metadata: api.ArrayOrNull(c.Metadata), TemplateKey: c.TemplateKey, ItemsCount: st.Items,
 		LastSyncedAt: fmtTimePtr(st.LastSyncedAt), LastSyncStatus: st.LastSyncStatus, LastSyncError: st.LastSyncError,
 		CreatedAt: fmtTime(c.CreatedAt), UpdatedAt: fmtTime(c.UpdatedAt)}
 	if c.Status == storage.CatalogArchived {
@@ -68,63 +47,26 @@ func (s *catalogService) catalogJSON(c *storage.Catalog) (catalogJSON, error) {
 	return out, nil
 }
 
-// catalogItemJSON is spec §2.5's catalog item: storage.CatalogItem with its times rendered as
-// every timestamp of the API is (TimeFormat) and absent JSON values as null. The fields here
-// shadow the embedded ones of the same JSON name.
-type catalogItemJSON struct {
-	*storage.CatalogItem
-	Gallery                  json.RawMessage `json:"gallery"`
-	Categories               json.RawMessage `json:"categories"`
-	Payload                  json.RawMessage `json:"payload"`
-	RawPayload               json.RawMessage `json:"raw_payload"`
-	Availability             json.RawMessage `json:"availability"`
-	LastSyncedAt             *string         `json:"last_synced_at"`
-	LastAvailabilitySyncedAt *string         `json:"last_availability_synced_at"`
-	CreatedAt                *string         `json:"created_at"`
-	UpdatedAt                *string         `json:"updated_at"`
+// catalogItemWire is spec §2.5's catalog item: the stored item with its times rendered as
+// every timestamp of the API is (TimeFormat) and absent JSON values as null.
+func catalogItemWire(it *storage.CatalogItem) api.CatalogItem {
+	return api.CatalogItem{ID: it.ID, CatalogID: it.CatalogID, Workspace: it.Workspace, Source: it.Source,
+		ExternalItemKey: it.ExternalItemKey, ExternalProductID: it.ExternalProductID, ExternalVariantID: it.ExternalVariantID,
+		SKU: it.SKU, Title: it.Title, Status: it.Status, ProductType: it.ProductType, Price: it.Price,
+		RegularPrice: it.RegularPrice, SalePrice: it.SalePrice, Currency: it.Currency, Image: it.Image, URL: it.URL,
+		Description: it.Description, ShortDescription: it.ShortDescription, StockStatus: it.StockStatus,
+		StockQuantity: it.StockQuantity, Available: it.Available, LastSyncStatus: it.LastSyncStatus,
+		LastSyncError: it.LastSyncError, Gallery: api.ArrayOrNull(it.Gallery), Categories: api.ArrayOrNull(it.Categories),
+		Payload: api.ArrayOrNull(it.Payload), RawPayload: api.ArrayOrNull(it.RawPayload),
+		Availability: api.ArrayOrNull(it.Availability), LastSyncedAt: fmtTimePtr(it.LastSyncedAt),
+		LastAvailabilitySyncedAt: fmtTimePtr(it.LastAvailabilitySyncedAt), CreatedAt: fmtTime(it.CreatedAt),
+		UpdatedAt: fmtTime(it.UpdatedAt)}
 }
 
-// rawOrNull is a stored JSON value, null when there is none.
-func rawOrNull(v json.RawMessage) json.RawMessage {
-	if len(v) == 0 {
-		return json.RawMessage("null")
-	}
-	return v
-}
-
-func catalogItemWire(it *storage.CatalogItem) catalogItemJSON {
-	return catalogItemJSON{CatalogItem: it,
-		Gallery: rawOrNull(it.Gallery), Categories: rawOrNull(it.Categories), Payload: rawOrNull(it.Payload),
-		RawPayload: rawOrNull(it.RawPayload), Availability: rawOrNull(it.Availability),
-		LastSyncedAt: fmtTimePtr(it.LastSyncedAt), LastAvailabilitySyncedAt: fmtTimePtr(it.LastAvailabilitySyncedAt),
-		CreatedAt: fmtTime(it.CreatedAt), UpdatedAt: fmtTime(it.UpdatedAt)}
-}
-
-type syncProgressJSON struct {
-	Total     int `json:"total"`
-	Processed int `json:"processed"`
-	Accepted  int `json:"accepted"`
-	Failed    int `json:"failed"`
-}
-
-type syncJobJSON struct {
-	ID         int64               `json:"id"`
-	CatalogID  int64               `json:"catalog_id"`
-	Type       string              `json:"type"`
-	Status     string              `json:"status"`
-	Progress   syncProgressJSON    `json:"progress"`
-	Errors     []storage.SyncError `json:"errors"`
-	Reason     *string             `json:"reason"`
-	SnapshotAt *string             `json:"snapshot_at"`
-	StartedAt  *string             `json:"started_at"`
-	FinishedAt *string             `json:"finished_at"`
-	CreatedAt  *string             `json:"created_at"`
-	UpdatedAt  *string             `json:"updated_at"`
-}
-
-func syncJobWire(j *storage.SyncJob) syncJobJSON {
-	out := syncJobJSON{ID: j.ID, CatalogID: j.CatalogID, Type: j.Type, Status: j.Status,
-		Progress: syncProgressJSON{Total: j.Total, Processed: j.Processed, Accepted: j.Accepted, Failed: j.Failed},
+// syncJobWire is spec §2.5's sync job.
+func syncJobWire(j *storage.SyncJob) api.SyncJob {
+	out := api.SyncJob{ID: j.ID, CatalogID: j.CatalogID, Type: j.Type, Status: j.Status,
+		Progress: api.SyncProgress{Total: j.Total, Processed: j.Processed, Accepted: j.Accepted, Failed: j.Failed},
 		Errors:   orEmpty(j.Errors), SnapshotAt: fmtTimePtr(j.SnapshotAt), StartedAt: fmtTimePtr(j.StartedAt),
 		FinishedAt: fmtTimePtr(j.FinishedAt), CreatedAt: fmtTime(j.CreatedAt), UpdatedAt: fmtTime(j.UpdatedAt)}
 	if j.Reason != "" {
@@ -136,11 +78,9 @@ func syncJobWire(j *storage.SyncJob) syncJobJSON {
 // syncSummary is spec §2.5's bulk upsert / availability summary at acceptance: every item of
 // the request is accepted for the job (a request with an invalid item is a 422 as a whole);
 // the job's progress and errors tell what each item became.
-func syncSummary(j *storage.SyncJob) map[string]any {
-	return map[string]any{
-		"accepted_items": strconv.Itoa(j.Total), "failed_items": "0", "total_items": strconv.Itoa(j.Total),
-		"status": j.Status, "errors": []string{},
-	}
+func syncSummary(j *storage.SyncJob) api.SyncSummary {
+	return api.SyncSummary{AcceptedItems: strconv.Itoa(j.Total), FailedItems: "0", TotalItems: strconv.Itoa(j.Total),
+		Status: j.Status, Errors: []string{}}
 }
 
 // activeCatalog reads the caller's catalog named by the path (404 when absent or deleted).
@@ -160,7 +100,7 @@ func catalogLimit(p *api.CatalogPage) int {
 	return api.DefaultCatalogLimit
 }
 
-func (s *catalogService) ListCatalogs(r *api.Request, in *api.CatalogList) (*api.Result, error) {
+func (s *catalogService) ListCatalogs(r *api.Request, in *api.CatalogList) (*api.Reply[[]api.Catalog, api.CursorMeta], error) {
 	limit := catalogLimit(&in.CatalogPage)
 	t := r.Auth.Tenant
 	binding := "cat/" + strconv.FormatInt(t.Workspace, 10) + t.Mode.String()
@@ -180,7 +120,7 @@ func (s *catalogService) ListCatalogs(r *api.Request, in *api.CatalogList) (*api
 	if more {
 		list = list[:limit]
 	}
-	data := make([]catalogJSON, len(list))
+	data := make([]api.Catalog, len(list))
 	for i, c := range list {
 		if data[i], err = s.catalogJSON(c); err != nil {
 			return nil, err
@@ -191,12 +131,12 @@ func (s *catalogService) ListCatalogs(r *api.Request, in *api.CatalogList) (*api
 		c := s.cursors.encode(binding, binary.BigEndian.AppendUint64(nil, uint64(list[len(list)-1].ID)))
 		next = &c
 	}
-	return &api.Result{Data: data, Meta: listMeta{NextCursor: next, HasMore: more, Limit: limit}}, nil
+	return api.With(data, api.CursorMeta{NextCursor: next, HasMore: more, Limit: limit}), nil
 }
 
 // CreateCatalog is catalogs.create. The items are the validated product entries (template and
 // styling fields were refused by validation: Param.Refuse), stored as given.
-func (s *catalogService) CreateCatalog(r *api.Request, in *api.CatalogCreate) (*api.Result, error) {
+func (s *catalogService) CreateCatalog(r *api.Request, in *api.CatalogCreate) (*api.Reply[api.CatalogCreated, api.CatalogCreatedMeta], error) {
 	v := api.Validation{}
 	items := in.Items
 	var tplKey *string
@@ -245,11 +185,12 @@ func (s *catalogService) CreateCatalog(r *api.Request, in *api.CatalogCreate) (*
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Status: 202, Data: map[string]any{"catalog": cj, "sync_job": syncJobWire(res.Job)},
-		Meta: map[string]any{"updated": res.Updated}}, nil
+	return &api.Reply[api.CatalogCreated, api.CatalogCreatedMeta]{Status: 202,
+		Data: api.CatalogCreated{Catalog: cj, SyncJob: syncJobWire(res.Job)},
+		Meta: &api.CatalogCreatedMeta{Updated: res.Updated}}, nil
 }
 
-func (s *catalogService) GetCatalog(r *api.Request, in *api.CatalogPath) (*api.Result, error) {
+func (s *catalogService) GetCatalog(r *api.Request, in *api.CatalogPath) (*api.Data[api.CatalogOne], error) {
 	c, err := s.activeCatalog(r, in.Catalog)
 	if err != nil {
 		return nil, err
@@ -258,10 +199,10 @@ func (s *catalogService) GetCatalog(r *api.Request, in *api.CatalogPath) (*api.R
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: map[string]any{"catalog": cj}}, nil
+	return api.OK(api.CatalogOne{Catalog: cj}), nil
 }
 
-func (s *catalogService) DeleteCatalog(r *api.Request, in *api.CatalogPath) (*api.Result, error) {
+func (s *catalogService) DeleteCatalog(r *api.Request, in *api.CatalogPath) (*api.Data[api.CatalogOne], error) {
 	c, err := s.Actors.ArchiveCatalog(r.Auth.Tenant, in.Catalog)
 	if err != nil {
 		return nil, notFoundAs(err, "catalog")
@@ -270,10 +211,10 @@ func (s *catalogService) DeleteCatalog(r *api.Request, in *api.CatalogPath) (*ap
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: map[string]any{"catalog": cj}}, nil
+	return api.OK(api.CatalogOne{Catalog: cj}), nil
 }
 
-func (s *catalogService) ListCatalogItems(r *api.Request, in *api.CatalogItemList) (*api.Result, error) {
+func (s *catalogService) ListCatalogItems(r *api.Request, in *api.CatalogItemList) (*api.Reply[[]api.CatalogItem, api.CatalogItemsMeta], error) {
 	c, err := s.activeCatalog(r, in.Catalog)
 	if err != nil {
 		return nil, err
@@ -302,14 +243,14 @@ func (s *catalogService) ListCatalogItems(r *api.Request, in *api.CatalogItemLis
 		cur := s.cursors.encode(binding, binary.BigEndian.AppendUint64(nil, uint64(list[len(list)-1].ID)))
 		next = &cur
 	}
-	data := make([]catalogItemJSON, len(list))
+	data := make([]api.CatalogItem, len(list))
 	for i, it := range list {
 		data[i] = catalogItemWire(it)
 	}
-	return &api.Result{Data: data, Meta: map[string]any{"next_cursor": next, "has_more": more, "limit": limit, "catalog_id": c.ID}}, nil
+	return api.With(data, api.CatalogItemsMeta{NextCursor: next, HasMore: more, Limit: limit, CatalogID: c.ID}), nil
 }
 
-func (s *catalogService) queueSync(r *api.Request, catalog int64, typ string, items []map[string]any, snapshot *time.Time) (*api.Result, error) {
+func (s *catalogService) queueSync(r *api.Request, catalog int64, typ string, items []map[string]any, snapshot *time.Time) (*api.Reply[api.SyncQueued, api.CatalogIDMeta], error) {
 	c, err := s.activeCatalog(r, catalog)
 	if err != nil {
 		return nil, err
@@ -324,8 +265,8 @@ func (s *catalogService) queueSync(r *api.Request, catalog int64, typ string, it
 		s.Store.RemoveSyncInput(input)
 		return nil, notFoundAs(err, "catalog")
 	}
-	return &api.Result{Status: 202, Data: map[string]any{"summary": syncSummary(j), "sync_job": syncJobWire(j)},
-		Meta: map[string]any{"catalog_id": c.ID}}, nil
+	return &api.Reply[api.SyncQueued, api.CatalogIDMeta]{Status: 202,
+		Data: api.SyncQueued{Summary: syncSummary(j), SyncJob: syncJobWire(j)}, Meta: &api.CatalogIDMeta{CatalogID: c.ID}}, nil
 }
 
 // syncInput stores a job's accepted items durably and returns the file's name ("" for none).
@@ -346,11 +287,11 @@ func (s *catalogService) syncInput(items []map[string]any) (string, error) {
 
 // BulkUpsertItems is catalogs.bulk_upsert: the validated product entries (template and styling
 // fields were refused by validation: Param.Refuse), stored as given for the sync job.
-func (s *catalogService) BulkUpsertItems(r *api.Request, in *api.CatalogBulkUpsert) (*api.Result, error) {
+func (s *catalogService) BulkUpsertItems(r *api.Request, in *api.CatalogBulkUpsert) (*api.Reply[api.SyncQueued, api.CatalogIDMeta], error) {
 	return s.queueSync(r, in.Catalog, storage.SyncBulkUpsert, in.Items, nil)
 }
 
-func (s *catalogService) UpdateItemAvailability(r *api.Request, in *api.CatalogAvailability) (*api.Result, error) {
+func (s *catalogService) UpdateItemAvailability(r *api.Request, in *api.CatalogAvailability) (*api.Reply[api.SyncQueued, api.CatalogIDMeta], error) {
 	var snap *time.Time
 	if in.SnapshotAt != nil {
 		t := in.SnapshotAt.UTC()
@@ -359,7 +300,7 @@ func (s *catalogService) UpdateItemAvailability(r *api.Request, in *api.CatalogA
 	return s.queueSync(r, in.Catalog, storage.SyncAvailability, in.Items, snap)
 }
 
-func (s *catalogService) DeleteCatalogItem(r *api.Request, in *api.CatalogItemDelete) (*api.Result, error) {
+func (s *catalogService) DeleteCatalogItem(r *api.Request, in *api.CatalogItemDelete) (*api.Reply[api.CatalogItemDeleted, api.CatalogItemDeletedMeta], error) {
 	c, err := s.activeCatalog(r, in.Catalog)
 	if err != nil {
 		return nil, err
@@ -368,11 +309,11 @@ func (s *catalogService) DeleteCatalogItem(r *api.Request, in *api.CatalogItemDe
 	if err != nil {
 		return nil, notFoundAs(err, "catalog item")
 	}
-	return &api.Result{Data: map[string]any{"message": "The catalog item was deleted."},
-		Meta: map[string]any{"catalog_id": c.ID, "item_id": it.ID}}, nil
+	return api.With(api.CatalogItemDeleted{Message: "The catalog item was deleted."},
+		api.CatalogItemDeletedMeta{CatalogID: c.ID, ItemID: it.ID}), nil
 }
 
-func (s *catalogService) GetSyncJob(r *api.Request, in *api.SyncJobPath) (*api.Result, error) {
+func (s *catalogService) GetSyncJob(r *api.Request, in *api.SyncJobPath) (*api.Data[api.SyncJobOne], error) {
 	c, err := s.activeCatalog(r, in.Catalog)
 	if err != nil {
 		return nil, err
@@ -384,7 +325,7 @@ func (s *catalogService) GetSyncJob(r *api.Request, in *api.SyncJobPath) (*api.R
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: map[string]any{"sync_job": syncJobWire(j)}}, nil
+	return api.OK(api.SyncJobOne{SyncJob: syncJobWire(j)}), nil
 }
 
 // templateByKey finds a product template by key or decimal id.
@@ -479,7 +420,7 @@ func renderCover(in *api.RenderCover) convert.Cover {
 	return convert.Cover{Title: trim(in.Title), Description: trim(in.Description), Website: trim(in.Website)}
 }
 
-func (s *catalogService) RenderCatalog(r *api.Request, in *api.CatalogRender) (*api.Result, error) {
+func (s *catalogService) RenderCatalog(r *api.Request, in *api.CatalogRender) (*api.Reply[api.CatalogRendered, api.CatalogRenderedMeta], error) {
 	c, err := s.activeCatalog(r, in.Catalog)
 	if err != nil {
 		return nil, err
@@ -550,6 +491,8 @@ func (s *catalogService) RenderCatalog(r *api.Request, in *api.CatalogRender) (*
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Status: 202, Data: map[string]any{"book": s.bookWire(created), "batch_id": batchID,
-		"template_id": strconv.FormatInt(tpl.ID, 10)}, Meta: map[string]any{"catalog_id": c.ID, "items": len(items)}}, nil
+	return &api.Reply[api.CatalogRendered, api.CatalogRenderedMeta]{Status: 202,
+		Data: api.CatalogRendered{Book: api.Raw[api.Book](s.bookWire(created)), BatchID: batchID,
+			TemplateID: strconv.FormatInt(tpl.ID, 10)},
+		Meta: &api.CatalogRenderedMeta{CatalogID: c.ID, Items: len(items)}}, nil
 }

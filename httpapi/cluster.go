@@ -501,31 +501,11 @@ func (s *Service) adminCluster(r *api.Request) (*api.Result, error) {
 	return &api.Result{Data: s.cluster.status()}, nil
 }
 
-// clusterHealth is the node's part of GET /health (details.cluster).
-type clusterHealth struct {
-	Node       string            `json:"node"`
-	URL        string            `json:"url"`
-	Partitions int               `json:"partitions"`
-	Owned      []int             `json:"owned"`
-	Ready      []int             `json:"ready"`
-	Owners     map[string]string `json:"owners"` // partition → node
-	Restoring  []restoreJSON     `json:"restoring"`
-	GlobalLag  int64             `json:"global_lag"`
-	Error      string            `json:"takeover_error,omitempty"`
-}
-
-type restoreJSON struct {
-	Partition int   `json:"partition"`
-	From      int64 `json:"from"`
-	To        int64 `json:"to"`
-	Applied   int64 `json:"applied"`
-}
-
 // health is the node's view of the cluster, from memory only (no request to Kafka).
-func (c *clusterFront) health() *clusterHealth {
+func (c *clusterFront) health() *api.ClusterHealth {
 	m := c.node.Member()
-	h := &clusterHealth{Node: c.cfg.Node, URL: c.cfg.AdvertiseURL, Partitions: m.Partitions(),
-		Owned: m.Owned(), Ready: c.node.ReadyOwned(), Owners: map[string]string{}, Restoring: []restoreJSON{},
+	h := &api.ClusterHealth{Node: c.cfg.Node, URL: c.cfg.AdvertiseURL, Partitions: m.Partitions(),
+		Owned: m.Owned(), Ready: c.node.ReadyOwned(), Owners: map[string]string{}, Restoring: []api.ClusterRestore{},
 		GlobalLag: m.GlobalLag()}
 	if h.Ready == nil {
 		h.Ready = []int{}
@@ -534,7 +514,7 @@ func (c *clusterFront) health() *clusterHealth {
 		h.Owners[strconv.Itoa(p)] = o.Node
 	}
 	for p, r := range c.node.Restoring() {
-		h.Restoring = append(h.Restoring, restoreJSON{Partition: p, From: r.From, To: r.To, Applied: r.Applied.Load()})
+		h.Restoring = append(h.Restoring, api.ClusterRestore{Partition: p, From: r.From, To: r.To, Applied: r.Applied.Load()})
 	}
 	if err := c.node.Err(); err != nil {
 		h.Error = err.Error()

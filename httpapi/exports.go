@@ -98,7 +98,7 @@ func leadColumns() []csvColumn {
 // viewEventColumns: spec §2.8's view event, its tracked_link object as three columns.
 func (s *analyticsService) viewEventColumns(b *storage.Book) []csvColumn {
 	link := s.linkRefs(b)
-	linkField := func(get func(*trackedLinkRef) string) cellBinder {
+	linkField := func(get func(*api.TrackedLinkRef) string) cellBinder {
 		return bindInt(func(id int64, ok bool) string {
 			if ref := link(sql.NullInt64{Int64: id, Valid: ok}); ref != nil {
 				return get(ref)
@@ -112,8 +112,8 @@ func (s *analyticsService) viewEventColumns(b *storage.Book) []csvColumn {
 		{name: "impressions"}, {name: "reads"}, {name: "clicks"}, {name: "pages_viewed"}, {name: "duration_seconds"},
 		{name: "engagement_score"}, {name: "country"}, {name: "region"}, {name: "city"}, {name: "latitude"}, {name: "longitude"},
 		{name: "tracked_link_id"},
-		{name: "tracked_link_name", sql: "tracked_link_id", bind: linkField(func(r *trackedLinkRef) string { return r.Name })},
-		{name: "tracked_link_slug", sql: "tracked_link_id", bind: linkField(func(r *trackedLinkRef) string { return r.Slug })},
+		{name: "tracked_link_name", sql: "tracked_link_id", bind: linkField(func(r *api.TrackedLinkRef) string { return r.Name })},
+		{name: "tracked_link_slug", sql: "tracked_link_id", bind: linkField(func(r *api.TrackedLinkRef) string { return r.Slug })},
 		{name: "session_id"}, {name: "recorded_at"}, {name: "updated_at"},
 	}
 }

@@ -28,7 +28,7 @@ const KonvaMaxPixels = 500_000_000
 // in all (422 on page_images) refuse the request before any pixel is decoded. Then each page is
 // decoded to prove it whole (under the process-wide decode budget), dropped, and stored as
 // sent; a given thumbnail is kept as sent, else one is made from page 1 while it is decoded.
-func (s *bookService) CreateKonva(r *api.Request, in *api.KonvaCreate) (*api.Result, error) {
+func (s *bookService) CreateKonva(r *api.Request, in *api.KonvaCreate) (*api.Data[api.Raw[api.Book]], error) {
 	raws := in.PageImages
 	var thumbRaw string
 	if in.Thumbnail != nil {
@@ -72,7 +72,7 @@ func (s *bookService) CreateKonva(r *api.Request, in *api.KonvaCreate) (*api.Res
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Status: 201, Data: s.bookWire(created)}, nil
+	return &api.Data[api.Raw[api.Book]]{Status: 201, Data: api.Raw[api.Book](s.bookWire(created))}, nil
 }
 
 // konvaHeader reads the header of a base64 editor image (nothing is kept: the bytes are

@@ -53,13 +53,6 @@ type shopifyRequest struct {
 // shopifyCounts are the counts of an answer.
 type shopifyCounts = map[string]int64
 
-type shopifyAnswerJSON struct {
-	Action   string        `json:"action"`
-	Counts   shopifyCounts `json:"counts"`
-	Replayed bool          `json:"replayed"`
-	Status   string        `json:"status"`
-}
-
 // shopifyInput checks what the parameter table cannot: the two shop domains agree and name a
 // host, and a customer topic names the customer.
 func shopifyInput(w *api.ShopifyWebhook) (*shopifyRequest, error) {
@@ -163,7 +156,7 @@ type shopifyService struct {
 }
 
 // ShopifyWebhook is POST /integrations/shopify/webhooks.
-func (s *shopifyService) ShopifyWebhook(r *api.Request, w *api.ShopifyWebhook) (*api.Result, error) {
+func (s *shopifyService) ShopifyWebhook(r *api.Request, w *api.ShopifyWebhook) (*api.Data[api.ShopifyAnswer], error) {
 	in, err := shopifyInput(w)
 	if err != nil {
 		return nil, err
@@ -173,7 +166,8 @@ func (s *shopifyService) ShopifyWebhook(r *api.Request, w *api.ShopifyWebhook) (
 	defer unlock()
 	// A retry of a request already answered gets the first answer, and nothing is done again.
 	if a, err := s.Store.ShopifyAnswer(t, in.shop, in.hash); err == nil {
-		return &api.Result{Status: 202, Data: shopifyAnswerJSON{Action: a.Action, Counts: a.Counts, Replayed: true, Status: a.Status}}, nil
+		return &api.Data[api.ShopifyAnswer]{Status: 202,
+			Data: api.ShopifyAnswer{Action: a.Action, Counts: a.Counts, Replayed: true, Status: a.Status}}, nil
 	} else if !errors.Is(err, errs.ErrNotFound) {
 		return nil, err
 	}
@@ -225,7 +219,7 @@ func (s *shopifyService) ShopifyWebhook(r *api.Request, w *api.ShopifyWebhook) (
 	if err := b.Commit(); err != nil {
 		return nil, err
 	}
-	return &api.Result{Status: 202, Data: shopifyAnswerJSON{Action: in.action, Counts: counts, Status: answer.Status}}, nil
+	return &api.Data[api.ShopifyAnswer]{Status: 202, Data: api.ShopifyAnswer{Action: in.action, Counts: counts, Status: answer.Status}}, nil
 }
 
 // readerMatch is the customer as the analytics store knows readers (their address, and the
@@ -595,7 +589,7 @@ var workspaceSlugRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$`)
 //
 // The workspace is shared by both modes, so only a live key renames it: the test mode is a
 // sandbox whose calls change nothing a live reader sees.
-func (s *shopifyService) ShopifyWorkspaceName(r *api.Request, in *api.ShopifyWorkspaceName) (*api.Result, error) {
+func (s *shopifyService) ShopifyWorkspaceName(r *api.Request, in *api.ShopifyWorkspaceName) (*api.Reply[api.ShopifyRenamed, api.ShopifyRenamedMeta], error) {
 	if r.Auth.Tenant.Mode != storage.ModeLive {
 		return nil, &api.Error{Status: 403, Type: api.TypeForbidden,
 			Message: "the workspace is renamed with a live key: test-mode keys change nothing outside the sandbox"}
@@ -616,6 +610,6 @@ func (s *shopifyService) ShopifyWorkspaceName(r *api.Request, in *api.ShopifyWor
 		return nil, notFoundAs(err, "workspace")
 	}
 	s.caller.InvalidateAuth() // the cached principal holds the old name
-	return &api.Result{Data: map[string]any{"workspace": wsJSON(res.Workspace)},
-		Meta: map[string]any{"previous_name": res.OldName, "previous_slug": res.OldSlug}}, nil
+	return api.With(api.ShopifyRenamed{Workspace: wsJSON(res.Workspace)},
+		api.ShopifyRenamedMeta{PreviousName: res.OldName, PreviousSlug: res.OldSlug}), nil
 }

@@ -10,38 +10,24 @@ import (
 	"flipbook/mcp"
 )
 
-// healthJSON is GET /health: the spec's three strings, and details on what this server can do.
-// status is "degraded" (still 200) when a document converter cannot run: uploads of its kinds
-// answer 503 with the reason.
-type healthJSON struct {
-	Status    string        `json:"status"`
-	Timestamp string        `json:"timestamp"`
-	Version   string        `json:"version"`
-	Details   healthDetails `json:"details"`
-}
-
-type healthDetails struct {
-	Converters []convert.Converter `json:"converters"`
-	// Cluster is this node's part of a cluster (absent in one process): its partitions, who
-	// owns each, the restores under way, how far its copy of the global table lags.
-	Cluster *clusterHealth `json:"cluster,omitempty"`
-}
-
-func (s *Service) Health(r *api.Request) (*api.Result, error) {
-	h := healthJSON{Status: "ok", Timestamp: r.Now.Format(time.RFC3339), Version: Version,
-		Details: healthDetails{Converters: convert.Converters()}}
+// Health is GET /health (api.Health): status is "degraded" (still 200) when a document
+// converter cannot run, or a cluster node's takeover failed.
+func (s *Service) Health(r *api.Request) (*api.Data[api.Health], error) {
+	h := api.Health{Status: "ok", Timestamp: r.Now.Format(time.RFC3339), Version: Version,
+		Details: api.HealthDetails{Converters: convert.Converters()}}
 	for _, c := range h.Details.Converters {
 		if !c.Usable() {
 			h.Status = "degraded"
 		}
 	}
 	if s.cluster != nil {
-		h.Details.Cluster = s.cluster.health()
-		if h.Details.Cluster.Error != "" {
+		c := s.cluster.health()
+		h.Details.Cluster = c
+		if c.Error != "" {
 			h.Status = "degraded"
 		}
 	}
-	return &api.Result{Data: h}, nil
+	return api.OK(h), nil
 }
 
 // LogConverters says at start-up which document converters cannot run here, and why.
@@ -108,9 +94,9 @@ func (s *Service) planJSON(plan string) api.Plan {
 	return out
 }
 
-func (s *Service) Me(r *api.Request) (*api.Result, error) {
+func (s *Service) Me(r *api.Request) (*api.Data[api.Me], error) {
 	p := r.Auth
-	return &api.Result{Data: api.Me{
+	return api.OK(api.Me{
 		Workspace: wsJSON(p.Workspace),
 		Plan:      s.planJSON(p.Workspace.Plan),
 		Key:       api.KeyInfo{ID: p.Key.ID, Name: p.Key.Name},
@@ -119,5 +105,5 @@ func (s *Service) Me(r *api.Request) (*api.Result, error) {
 		Endpoints: api.Endpoints{API: s.cfg.PublicURL + APIBase, MCP: s.cfg.PublicURL + mcp.Path,
 			OpenAPI: s.cfg.PublicURL + APIBase + "/openapi.json",
 			OAuth:   s.cfg.PublicURL + "/.well-known/oauth-authorization-server"},
-	}}, nil
+	}), nil
 }

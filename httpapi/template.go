@@ -21,7 +21,7 @@ var sourceTypes = map[string][]string{
 	"woocommerce": {"products"},
 }
 
-func (s *bookService) CreateFromTemplate(r *api.Request, in *api.TemplateCreate) (*api.Result, error) {
+func (s *bookService) CreateFromTemplate(r *api.Request, in *api.TemplateCreate) (*api.Data[api.BookCreated], error) {
 	source, sourceType := in.Source, in.SourceType
 	v := api.Validation{}
 	if !api.Contains(sourceTypes[source], sourceType) {
@@ -65,5 +65,5 @@ func (s *bookService) CreateFromTemplate(r *api.Request, in *api.TemplateCreate)
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Status: 201, Data: map[string]any{"book": s.bookWire(created)}}, nil
+	return &api.Data[api.BookCreated]{Status: 201, Data: api.BookCreated{Book: api.Raw[api.Book](s.bookWire(created))}}, nil
 }

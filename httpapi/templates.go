@@ -25,18 +25,7 @@ import (
 // Thumbnail widths.
 var templateThumbSizes = map[string]int{"small": 240, "large": 600}
 
-type templateJSON struct {
-	ID           string            `json:"id"`
-	Key          string            `json:"key"`
-	Name         string            `json:"name"`
-	Type         string            `json:"type"`
-	IsDefault    bool              `json:"is_default"`
-	Description  string            `json:"description"`
-	ItemsPerPage int               `json:"items_per_page"`
-	Thumbnails   map[string]string `json:"thumbnails"`
-}
-
-func (s *catalogService) ListTemplates(_ *api.Request, in *api.TemplateList) (*api.Result, error) {
+func (s *catalogService) ListTemplates(_ *api.Request, in *api.TemplateList) (*api.Reply[[]api.Template, api.TemplatesMeta], error) {
 	typ := strings.TrimSpace(in.Type)
 	switch typ {
 	case "", convert.TemplateProduct, convert.TemplatePost:
@@ -47,17 +36,15 @@ func (s *catalogService) ListTemplates(_ *api.Request, in *api.TemplateList) (*a
 	default:
 		return nil, api.FieldError("type", "must be product or post")
 	}
-	data := []templateJSON{}
+	data := []api.Template{}
 	for _, t := range convert.Templates() {
 		if typ != "" && t.Type != typ {
 			continue
 		}
 		id := strconv.FormatInt(t.ID, 10)
-		thumbs := map[string]string{}
-		for size := range templateThumbSizes {
-			thumbs[size] = s.publicURL + "/template-thumbnails/" + id + "-" + size + ".jpg"
-		}
-		data = append(data, templateJSON{ID: id, Key: t.Key, Name: t.Name, Type: t.Type, IsDefault: t.IsDefault,
+		thumb := func(size string) string { return s.publicURL + "/template-thumbnails/" + id + "-" + size + ".jpg" }
+		thumbs := api.TemplateThumbnails{Large: thumb("large"), Small: thumb("small")} // the sizes of templateThumbSizes
+		data = append(data, api.Template{ID: id, Key: t.Key, Name: t.Name, Type: t.Type, IsDefault: t.IsDefault,
 			Description: t.Description, ItemsPerPage: t.ItemsPerPage, Thumbnails: thumbs})
 	}
 	defType := typ
@@ -65,10 +52,8 @@ func (s *catalogService) ListTemplates(_ *api.Request, in *api.TemplateList) (*a
 		defType = convert.TemplateProduct // catalogs render products
 	}
 	def, _ := convert.DefaultTemplate(defType)
-	return &api.Result{Data: data, Meta: map[string]any{
-		"default_template_id": strconv.FormatInt(def.ID, 10), "default_template_source": "service",
-		"count": len(data), "type": typ,
-	}}, nil
+	return api.With(data, api.TemplatesMeta{DefaultTemplateID: strconv.FormatInt(def.ID, 10),
+		DefaultTemplateSource: "service", Count: len(data), Type: typ}), nil
 }
 
 // thumbCache holds rendered template thumbnails by "<id>-<size>".

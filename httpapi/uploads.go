@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,7 +20,7 @@ import (
 const DefaultMaxUploadBytes = 200 << 20
 
 // uploadBook is POST /books: one multipart file, stored and queued by acceptUpload.
-func (s *bookService) UploadBook(r *api.Request, in *api.BookUpload) (*api.Result, error) {
+func (s *bookService) UploadBook(r *api.Request, in *api.BookUpload) (*api.Data[api.UploadAccepted], error) {
 	files := in.Files
 	if len(files) != 1 {
 		return nil, api.FieldError("files", "send exactly one file per request")
@@ -38,8 +37,8 @@ func (s *bookService) UploadBook(r *api.Request, in *api.BookUpload) (*api.Resul
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Status: 202, Data: map[string]any{
-		"batch_id": u.ID, "status": u.Status, "book_ids": []string{b.RandomID},
+	return &api.Data[api.UploadAccepted]{Status: 202, Data: api.UploadAccepted{
+		BatchID: u.ID, Status: u.Status, BookIDs: []string{b.RandomID},
 	}}, nil
 }
 
@@ -147,43 +146,11 @@ func truncateRunes(s string, n int) string {
 	return string([]rune(s)[:n])
 }
 
-// Batch wire types.
-
-type progressJSON struct {
-	Total     int `json:"total"`
-	Completed int `json:"completed"`
-	Pending   int `json:"pending"`
-	Failed    int `json:"failed"`
-}
-
-type batchFileJSON struct {
-	Name   string  `json:"name"`
-	Kind   string  `json:"kind"`
-	Size   int64   `json:"size"`
-	BookID string  `json:"book_id"`
-	Status string  `json:"status"`
-	Pages  int     `json:"page_count"`
-	Error  *string `json:"error"`
-}
-
-type batchJSON struct {
-	ID          string            `json:"id"`
-	BatchID     string            `json:"batch_id"`
-	Status      string            `json:"status"`
-	Progress    progressJSON      `json:"progress"`
-	Files       []batchFileJSON   `json:"files"`
-	Books       []json.RawMessage `json:"books"`
-	CreatedAt   *string           `json:"created_at"`
-	StartedAt   *string           `json:"started_at"`
-	FinishedAt  *string           `json:"finished_at"`
-	CancelledAt *string           `json:"cancelled_at"`
-}
-
 // batchWire renders a batch with the Book objects it produced (those still existing): the same
 // object in every form (GET /batches/{id}, the upload status, the active uploads, a cancel), so
 // a client polling the upload status gets the finished book without another call (docs/DECISIONS.md).
-func (s *bookService) batchWire(u *storage.Upload) *batchJSON {
-	out := &batchJSON{ID: u.ID, BatchID: u.ID, Status: u.Status, Files: []batchFileJSON{}, Books: []json.RawMessage{},
+func (s *bookService) batchWire(u *storage.Upload) api.Batch {
+	out := api.Batch{ID: u.ID, BatchID: u.ID, Status: u.Status, Files: []api.BatchFile{}, Books: []api.Raw[api.Book]{},
 		CreatedAt: fmtTime(u.CreatedAt), StartedAt: fmtTimePtr(u.StartedAt), FinishedAt: fmtTimePtr(u.FinishedAt),
 		CancelledAt: fmtTimePtr(u.CancelledAt)}
 	for _, f := range u.Files {
@@ -196,7 +163,7 @@ func (s *bookService) batchWire(u *storage.Upload) *batchJSON {
 		case storage.BatchQueued, storage.BatchProcessing:
 			out.Progress.Pending++
 		}
-		fj := batchFileJSON{Name: f.Name, Kind: f.Kind, Size: f.Size, BookID: f.BookID, Status: f.Status, Pages: f.Pages}
+		fj := api.BatchFile{Name: f.Name, Kind: f.Kind, Size: f.Size, BookID: f.BookID, Status: f.Status, Pages: f.Pages}
 		if f.Error != "" {
 			e := f.Error
 			fj.Error = &e
@@ -206,7 +173,7 @@ func (s *bookService) batchWire(u *storage.Upload) *batchJSON {
 			continue
 		}
 		if b, err := s.Store.GetBook(u.Tenant(), f.BookID); err == nil {
-			out.Books = append(out.Books, s.bookWire(b))
+			out.Books = append(out.Books, api.Raw[api.Book](s.bookWire(b)))
 		}
 	}
 	return out
@@ -220,32 +187,32 @@ func (s *bookService) loadUpload(r *api.Request, id string) (*storage.Upload, er
 	return u, err
 }
 
-func (s *bookService) GetBatch(r *api.Request, in *api.BatchPath) (*api.Result, error) {
+func (s *bookService) GetBatch(r *api.Request, in *api.BatchPath) (*api.Data[api.Batch], error) {
 	u, err := s.loadUpload(r, in.BatchID)
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: s.batchWire(u)}, nil
+	return api.OK(s.batchWire(u)), nil
 }
 
-func (s *bookService) UploadStatus(r *api.Request, in *api.BatchPath) (*api.Result, error) {
+func (s *bookService) UploadStatus(r *api.Request, in *api.BatchPath) (*api.Data[api.Batch], error) {
 	u, err := s.loadUpload(r, in.BatchID)
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: s.batchWire(u)}, nil
+	return api.OK(s.batchWire(u)), nil
 }
 
 // MaxActiveListed bounds the batches listed by the active-upload status.
 const MaxActiveListed = 200
 
-func (s *bookService) ActiveUploads(r *api.Request) (*api.Result, error) {
+func (s *bookService) ActiveUploads(r *api.Request) (*api.Data[api.ActiveUploads], error) {
 	list, err := s.Store.ActiveUploads(r.Auth.Tenant, MaxActiveListed)
 	if err != nil {
 		return nil, err
 	}
 	state := "idle"
-	batches := make([]*batchJSON, 0, len(list))
+	batches := make([]api.Batch, 0, len(list))
 	for _, u := range list {
 		if u.Status == storage.BatchProcessing {
 			state = "processing"
@@ -254,10 +221,10 @@ func (s *bookService) ActiveUploads(r *api.Request) (*api.Result, error) {
 		}
 		batches = append(batches, s.batchWire(u))
 	}
-	return &api.Result{Data: map[string]any{"state": state, "batches": batches}}, nil
+	return api.OK(api.ActiveUploads{State: state, Batches: batches}), nil
 }
 
-func (s *bookService) CancelBatch(r *api.Request, in *api.BatchPath) (*api.Result, error) {
+func (s *bookService) CancelBatch(r *api.Request, in *api.BatchPath) (*api.Data[api.Batch], error) {
 	u, err := s.Actors.CancelUpload(r.Auth.Tenant, in.BatchID)
 	switch {
 	case errors.Is(err, errs.ErrNotFound):
@@ -267,5 +234,5 @@ func (s *bookService) CancelBatch(r *api.Request, in *api.BatchPath) (*api.Resul
 	case err != nil:
 		return nil, err
 	}
-	return &api.Result{Data: s.batchWire(u)}, nil
+	return api.OK(s.batchWire(u)), nil
 }

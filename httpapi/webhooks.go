@@ -74,7 +74,7 @@ func orEmpty[T any](s []T) []T {
 	return s
 }
 
-func (s *webhookService) ListWebhooks(r *api.Request) (*api.Result, error) {
+func (s *webhookService) ListWebhooks(r *api.Request) (*api.Reply[[]api.Webhook, api.WebhookListMeta], error) {
 	list, err := s.Store.WebhookSubscriptions(r.Auth.Tenant)
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func (s *webhookService) ListWebhooks(r *api.Request) (*api.Result, error) {
 			return nil, err
 		}
 	}
-	return &api.Result{Data: data, Meta: map[string]any{"total": len(data)}}, nil
+	return api.With(data, api.WebhookListMeta{Total: len(data)}), nil
 }
 
 // webhookInput reads the subscription fields of a create or update request into a patch (nil
@@ -212,7 +212,7 @@ func containsInt(list []int64, v int64) bool {
 	return false
 }
 
-func (s *webhookService) CreateWebhook(r *api.Request, in *api.WebhookCreate) (*api.Result, error) {
+func (s *webhookService) CreateWebhook(r *api.Request, in *api.WebhookCreate) (*api.Data[api.Webhook], error) {
 	p, err := s.webhookInput(r, &in.Name, &in.Provider, &in.TargetURL, in.EventTypes, &in.WebhookSettings)
 	if err != nil {
 		return nil, err
@@ -233,10 +233,10 @@ func (s *webhookService) CreateWebhook(r *api.Request, in *api.WebhookCreate) (*
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Status: 201, Data: data}, nil
+	return &api.Data[api.Webhook]{Status: 201, Data: data}, nil
 }
 
-func (s *webhookService) UpdateWebhook(r *api.Request, in *api.WebhookUpdate) (*api.Result, error) {
+func (s *webhookService) UpdateWebhook(r *api.Request, in *api.WebhookUpdate) (*api.Data[api.Webhook], error) {
 	id := in.Subscription
 	if _, err := s.Store.WebhookSubscription(r.Auth.Tenant, id); err != nil {
 		return nil, notFoundAs(notFoundErr(err), "webhook subscription")
@@ -253,7 +253,7 @@ func (s *webhookService) UpdateWebhook(r *api.Request, in *api.WebhookUpdate) (*
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Data: data}, nil
+	return api.OK(data), nil
 }
 
 // notFoundErr turns storage's ErrNotFound into the actors' one (for notFoundAs).
@@ -264,52 +264,42 @@ func notFoundErr(err error) error {
 	return err
 }
 
-func (s *webhookService) DeleteWebhook(r *api.Request, in *api.WebhookDelete) (*api.Result, error) {
+func (s *webhookService) DeleteWebhook(r *api.Request, in *api.WebhookDelete) (*api.Reply[api.WebhookDeleted, api.WebhookDeletedMeta], error) {
 	id := in.Subscription
 	if _, err := s.Actors.DeleteWebhook(r.Auth.Tenant, id); err != nil {
 		return nil, notFoundAs(err, "webhook subscription")
 	}
-	return &api.Result{Data: map[string]any{"message": "webhook subscription deleted; its delivery history is kept"},
-		Meta: map[string]any{"id": id}}, nil
+	return api.With(api.WebhookDeleted{Message: "webhook subscription deleted; its delivery history is kept"},
+		api.WebhookDeletedMeta{ID: id}), nil
 }
 
 // MaxOptionBooks bounds the books the options operation lists (newest first).
 const MaxOptionBooks = 1000
 
-func (s *webhookService) WebhookOptions(r *api.Request) (*api.Result, error) {
+func (s *webhookService) WebhookOptions(r *api.Request) (*api.Reply[api.WebhookOptions, api.WebhookOptionsMeta], error) {
 	page, err := s.Store.ListBooks(r.Auth.Tenant, storage.BookQuery{Sort: storage.SortCreated, Desc: true, Limit: MaxOptionBooks})
 	if err != nil {
 		return nil, err
 	}
-	type bookOpt struct {
-		ID   string `json:"id"`
-		Name string `json:"name"`
-	}
-	type linkOpt struct {
-		ID     int64  `json:"id"`
-		Name   string `json:"name"`
-		BookID string `json:"book_id"`
-	}
-	books := make([]bookOpt, len(page.Books))
+	books := make([]api.WebhookBookOption, len(page.Books))
 	for i, b := range page.Books {
-		books[i] = bookOpt{ID: b.RandomID, Name: b.Name}
+		books[i] = api.WebhookBookOption{ID: b.RandomID, Name: b.Name}
 	}
 	links, err := s.Store.TenantTrackedLinks(r.Auth.Tenant)
 	if err != nil {
 		return nil, err
 	}
-	lopts := make([]linkOpt, len(links))
+	lopts := make([]api.WebhookLinkOption, len(links))
 	for i, l := range links {
-		lopts[i] = linkOpt{ID: l.ID, Name: l.Name, BookID: l.BookID}
+		lopts[i] = api.WebhookLinkOption{ID: l.ID, Name: l.Name, BookID: l.BookID}
 	}
 	types := make([]api.LabelValue, len(actors.WebhookEventTypes))
 	for i, t := range actors.WebhookEventTypes {
 		types[i] = api.LabelValue{Label: t.Label, Value: t.Value}
 	}
-	return &api.Result{Data: map[string]any{
-		"books": books, "tracked_links": lopts, "event_types": types,
-		"providers": []api.LabelValue{{Label: "Generic (any HTTPS endpoint)", Value: "generic"}, {Label: "Zapier", Value: "zapier"}},
-	}, Meta: map[string]any{"books_truncated": page.HasMore, "max_books": MaxOptionBooks}}, nil
+	return api.With(api.WebhookOptions{Books: books, TrackedLinks: lopts, EventTypes: types,
+		Providers: []api.LabelValue{{Label: "Generic (any HTTPS endpoint)", Value: "generic"}, {Label: "Zapier", Value: "zapier"}},
+	}, api.WebhookOptionsMeta{BooksTruncated: page.HasMore, MaxBooks: MaxOptionBooks}), nil
 }
 
 // samplePayloads returns up to perType recent payloads of each webhook type of the tenant (newest
@@ -379,7 +369,7 @@ func (s *webhookService) examplePayload(r *api.Request, typ string) actors.Webho
 	return p
 }
 
-func (s *webhookService) WebhookSampleEvents(r *api.Request, in *api.WebhookSampleEvents) (*api.Result, error) {
+func (s *webhookService) WebhookSampleEvents(r *api.Request, in *api.WebhookSampleEvents) (*api.Reply[[]api.SampleEvent, api.SampleEventsMeta], error) {
 	types := api.WebhookEventValues()
 	if raw := strings.TrimSpace(in.EventTypes); raw != "" {
 		types = nil
@@ -404,8 +394,16 @@ func (s *webhookService) WebhookSampleEvents(r *api.Request, in *api.WebhookSamp
 	for _, typ := range none {
 		out = append(out, s.examplePayload(r, typ))
 	}
-	return &api.Result{Data: out, Meta: map[string]any{"event_types": types, "examples": orEmpty(none),
-		"limit": limit}}, nil
+	data := make([]api.SampleEvent, len(out))
+	for i := range out {
+		data[i] = sampleEvent(&out[i])
+	}
+	return api.With(data, api.SampleEventsMeta{EventTypes: types, Examples: orEmpty(none), Limit: limit}), nil
+}
+
+// sampleEvent is a payload as the sample events answer it.
+func sampleEvent(p *actors.WebhookPayload) api.SampleEvent {
+	return api.SampleEvent{ID: p.ID, Type: p.Type, CreatedAt: &p.CreatedAt, Livemode: p.Livemode, Test: p.Test, Data: p.Data}
 }
 
 func nonZero[T comparable](v T) *T {
@@ -440,7 +438,7 @@ func (s *webhookService) loadWebhook(r *api.Request, id int64) (*storage.Webhook
 	return w, err
 }
 
-func (s *webhookService) ListWebhookDeliveries(r *api.Request, in *api.WebhookDeliveries) (*api.Result, error) {
+func (s *webhookService) ListWebhookDeliveries(r *api.Request, in *api.WebhookDeliveries) (*api.Reply[[]api.WebhookDelivery, api.WebhookDeliveriesMeta], error) {
 	w, err := s.loadWebhook(r, in.Subscription)
 	if err != nil {
 		return nil, err
@@ -478,10 +476,10 @@ func (s *webhookService) ListWebhookDeliveries(r *api.Request, in *api.WebhookDe
 		c := s.cursors.encode(binding, binary.BigEndian.AppendUint64(nil, uint64(list[len(list)-1].ID)))
 		next = &c
 	}
-	return &api.Result{Data: data, Meta: listMeta{NextCursor: next, HasMore: more, Limit: int(limit)}}, nil
+	return api.With(data, api.WebhookDeliveriesMeta{NextCursor: next, HasMore: more, Limit: int(limit)}), nil
 }
 
-func (s *webhookService) TestWebhook(r *api.Request, in *api.WebhookTest) (*api.Result, error) {
+func (s *webhookService) TestWebhook(r *api.Request, in *api.WebhookTest) (*api.Data[api.WebhookDelivery], error) {
 	w, err := s.loadWebhook(r, in.Subscription)
 	if err != nil {
 		return nil, err
@@ -509,12 +507,23 @@ func (s *webhookService) TestWebhook(r *api.Request, in *api.WebhookTest) (*api.
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Status: 202, Data: deliveryWire(d)}, nil
+	return &api.Data[api.WebhookDelivery]{Status: 202, Data: deliveryWire(d)}, nil
+}
+
+// dispatchedEvent is the body of a sample event POST /webhooks sends (and answers as payload):
+// data is the records of the event.
+type dispatchedEvent struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	CreatedAt string `json:"created_at"`
+	Livemode  bool   `json:"livemode"`
+	Test      bool   `json:"test"`
+	Data      []any  `json:"data"`
 }
 
 // DispatchSample is POST /webhooks: one sample event sent now, unsigned (no subscription, so no
 // secret), through the outbound guard; a failed send is a 502 saying why.
-func (s *webhookService) DispatchSample(r *api.Request, in *api.WebhookDispatchSample) (*api.Result, error) {
+func (s *webhookService) DispatchSample(r *api.Request, in *api.WebhookDispatchSample) (*api.Reply[api.WebhookDispatch, api.WebhookDispatchMeta], error) {
 	target := in.URL
 	pol := outbound.Policy{AllowPrivate: s.allowPrivate}
 	if err := pol.CheckURL(detached(r), target); err != nil {
@@ -528,9 +537,9 @@ func (s *webhookService) DispatchSample(r *api.Request, in *api.WebhookDispatchS
 			return nil, err
 		}
 	}
-	body := map[string]any{"id": "evt_sample_" + actors.RandomString(16), "type": event,
-		"created_at": r.Now.UTC().Format(time.RFC3339), "livemode": r.Auth.Tenant.Mode == storage.ModeLive,
-		"test": true, "data": payload}
+	body := dispatchedEvent{ID: "evt_sample_" + actors.RandomString(16), Type: event,
+		CreatedAt: r.Now.UTC().Format(time.RFC3339), Livemode: r.Auth.Tenant.Mode == storage.ModeLive, Test: true,
+		Data: payload}
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
@@ -546,12 +555,10 @@ func (s *webhookService) DispatchSample(r *api.Request, in *api.WebhookDispatchS
 		return nil, &api.Error{Status: 502, Type: api.TypeDeliveryFailed,
 			Message: "the sample event could not be delivered to " + target + ": " + sendErr.Error()}
 	}
-	meta := map[string]any{"response_status": status}
-	if respBody != "" {
-		meta["response_body"] = respBody
-	}
-	return &api.Result{Status: 202, Data: map[string]any{"event": event, "payload": body, "target_url": target,
-		"message": fmt.Sprintf("sample %s event delivered (the receiver answered %d)", event, status)}, Meta: meta}, nil
+	return &api.Reply[api.WebhookDispatch, api.WebhookDispatchMeta]{Status: 202,
+		Data: api.WebhookDispatch{Event: event, Payload: body, TargetURL: target,
+			Message: fmt.Sprintf("sample %s event delivered (the receiver answered %d)", event, status)},
+		Meta: &api.WebhookDispatchMeta{ResponseStatus: status, ResponseBody: respBody}}, nil
 }
 
 // sampleRecords are the data of a sample event: the workspace's newest book (flipbook.*) or

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/bytedance/sonic"
@@ -170,16 +171,19 @@ func appendToolResult(out []byte, res toolResult) []byte {
 
 // appendEscaped appends JSON text as the inside of a JSON string. The text is valid JSON, so it
 // holds no raw control characters: only quotes and backslashes need escaping.
+// One pass over the bytes: JSON text is full of quotes, and a search per quote (IndexAny)
+// cost a fifth of a tools/call.
 func appendEscaped(out, text []byte) []byte {
-	for {
-		i := bytes.IndexAny(text, "\"\\")
-		if i < 0 {
-			return append(out, text...)
+	out = slices.Grow(out, len(text)+len(text)/8)
+	start := 0
+	for i, c := range text {
+		if c == '"' || c == '\\' {
+			out = append(out, text[start:i]...)
+			out = append(out, '\\', c)
+			start = i + 1
 		}
-		out = append(out, text[:i]...)
-		out = append(out, '\\', text[i])
-		text = text[i+1:]
 	}
+	return append(out, text[start:]...)
 }
 
 // acceptsBoth reports whether an Accept header takes both JSON and an event stream (the

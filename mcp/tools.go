@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"mime/multipart"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -162,7 +163,12 @@ func (s *Server) runArgs(ctx context.Context, op *api.Operation, p *api.Principa
 	if args == nil {
 		args = map[string]any{}
 	}
-	in := api.Input{Op: op, Principal: p, Args: api.Args{Values: map[string]any{}}, RequestID: reqID}
+	values := valueMaps.Get().(map[string]any)
+	defer func() { // nothing holds the map after Call: its values were validated into others
+		clear(values)
+		valueMaps.Put(values)
+	}()
+	in := api.Input{Op: op, Principal: p, Args: api.Args{Values: values}, RequestID: reqID}
 	forms, aerr := s.bind(op, args, &in)
 	defer func() {
 		for _, f := range forms {
@@ -190,11 +196,29 @@ func (s *Server) runArgs(ctx context.Context, op *api.Operation, p *api.Principa
 	return toolResult{json: res.Body}, nil
 }
 
+// valueMaps hold the values of tool calls (Args.Values), reused from call to call.
+var valueMaps = sync.Pool{New: func() any { return make(map[string]any, 4) }}
+
+// isArg reports whether name is an argument of op's tool: a parameter's argument name, a
+// tool-only argument, or the idempotency key of a write.
+func isArg(op *api.Operation, name string) bool {
+	for i := range op.Params {
+		if op.Params[i].ArgName() == name {
+			return true
+		}
+	}
+	for i := range op.ToolParams {
+		if op.ToolParams[i].Name == name {
+			return true
+		}
+	}
+	return op.Write && name == IdempotencyKeyArg
+}
+
 // bind moves tool arguments to the call: REST parameters by their tool names, the
 // idempotency key, and tool-only arguments (files as base64). Unknown arguments are refused.
 func (s *Server) bind(op *api.Operation, args map[string]any, in *api.Input) ([]*multipart.Form, *api.Error) {
 	var forms []*multipart.Form
-	known := map[string]bool{}
 	var v api.Validation // made at the first refusal: a valid call allocates none
 	add := func(field, msg string) {
 		if v == nil {
@@ -204,16 +228,11 @@ func (s *Server) bind(op *api.Operation, args map[string]any, in *api.Input) ([]
 	}
 	for i := range op.Params {
 		p := &op.Params[i]
-		known[p.ArgName()] = true
 		if val, ok := args[p.ArgName()]; ok && p.Kind != api.KFile {
 			in.Args.Values[p.Name] = val
 		}
 	}
-	for i := range op.ToolParams {
-		known[op.ToolParams[i].Name] = true
-	}
 	if op.Write {
-		known[IdempotencyKeyArg] = true
 		if k, ok := args[IdempotencyKeyArg]; ok {
 			ks, isStr := k.(string)
 			if !isStr {
@@ -223,7 +242,7 @@ func (s *Server) bind(op *api.Operation, args map[string]any, in *api.Input) ([]
 		}
 	}
 	for name := range args {
-		if !known[name] {
+		if !isArg(op, name) {
 			add(name, "is not an argument of "+op.Tool)
 		}
 	}

@@ -37,15 +37,23 @@ type RestOptions struct {
 	Duration   time.Duration
 	// SkipList leaves out the list loads (for profiling the get path).
 	SkipList bool
-	// AuthRounds is how many key/token pairs of rounds GET /books/{book} is measured in with
-	// the API key and with an OAuth access token (default 10): each side gets Duration in all,
-	// Duration/AuthRounds a round.
+	// AuthRounds is how many pairs of rounds (default 10) GET /books/{book} is measured in with
+	// the API key and with an OAuth access token, and beside the bare handler: each side gets
+	// Duration in all, Duration/AuthRounds a round.
 	AuthRounds int
+}
+
+// rounds is AuthRounds or its default.
+func (o RestOptions) rounds() int {
+	if o.AuthRounds <= 0 {
+		return 10
+	}
+	return o.AuthRounds
 }
 
 // Targets of the rest scenario (issue 15; the foundation issue set 0.5 and 1.5).
 const (
-	TargetGetVsBare   = 0.7  // GET /books/{book} req/s at least this share of the bare handler's
+	TargetGetVsBare   = 0.75 // GET /books/{book} req/s at least this share of the bare handler's (issue 27; 0.7 before)
 	TargetListVsSmall = 0.9  // list req/s with Books at least this share of its req/s with SmallBooks
 	TargetListP99Grow = 1.5  // list p99 with Books within this factor of the p99 with SmallBooks
 	TargetTokenVsKey  = 0.95 // GET /books/{book} req/s with an OAuth access token at least this share of the key's
@@ -115,11 +123,35 @@ func Rest(ctx context.Context, opts RestOptions, out io.Writer) (*Report, error)
 	if getSt.Errors > 0 || getSt.Requests == 0 {
 		return nil, fmt.Errorf("rest: GET had %d errors of %d requests: %v", getSt.Errors, getSt.Requests+getSt.Errors, getSt.FirstErr)
 	}
+	// The ratio the target is on: the two loads in alternating rounds (the cold pass above reads
+	// books the cache may not hold yet, and the machine changes between two long loads).
+	rounds := opts.rounds()
+	short := func(addr string, req func(w, n int, r *fasthttp.Request)) func() Stats {
+		return func() Stats {
+			return Load{Addr: addr, Conns: opts.Conns, Warmup: opts.Warmup / time.Duration(rounds),
+				Duration: opts.Duration / time.Duration(rounds), Request: req, Check: status200}.Run(ctx)
+		}
+	}
+	fmt.Fprintf(out, "  GET vs bare handler: %d rounds of each, alternating\n", rounds)
+	vsBare, err := alternate(rounds, [2]string{"bare", "GET"}, out,
+		short(bareLn.Addr().String(), func(w, n int, r *fasthttp.Request) { r.SetRequestURI("/bare") }),
+		short(cfg.Addr, func(w, n int, r *fasthttp.Request) {
+			r.SetRequestURI(bookURIs[rand.IntN(len(bookURIs))])
+			auth(r, bigAuth)
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("rest: %w", err)
+	}
+	rep.line(out, fmt.Sprintf("bare fasthttp handler, %d rounds ", rounds), vsBare.a)
+	rep.line(out, fmt.Sprintf("GET /books/{book} (%s), %d rounds", count(opts.Books), rounds), vsBare.b)
+	fmt.Fprintln(out, vsBare.summary("GET / bare"))
+	fmt.Fprintf(out, "  (the cold pass alone: GET / bare %.3fx)\n", getSt.RPS()/bareSt.RPS())
 	keySt, tokSt, err := restKeyVsToken(ctx, rep, opts, svc, cfg.Addr, bigKey, bigIDs, out)
 	if err != nil {
 		return nil, err
 	}
 	if opts.SkipList {
+		rep.check(out, "GET /books/{book} req/s vs bare handler (median of alternating rounds)", vsBare.median(), ">=", TargetGetVsBare)
 		rep.check(out, "GET /books/{book} req/s, OAuth access token vs API key", tokSt.RPS()/keySt.RPS(), ">=", TargetTokenVsKey)
 		return rep, nil
 	}
@@ -139,7 +171,7 @@ func Rest(ctx context.Context, opts RestOptions, out io.Writer) (*Report, error)
 			return nil, fmt.Errorf("rest: load had %d errors of %d requests: %v", st.Errors, st.Requests+st.Errors, st.FirstErr)
 		}
 	}
-	rep.check(out, "GET /books/{book} req/s vs bare handler", getSt.RPS()/bareSt.RPS(), ">=", TargetGetVsBare)
+	rep.check(out, "GET /books/{book} req/s vs bare handler (median of alternating rounds)", vsBare.median(), ">=", TargetGetVsBare)
 	rep.check(out, "GET /books/{book} req/s, OAuth access token vs API key", tokSt.RPS()/keySt.RPS(), ">=", TargetTokenVsKey)
 	rep.check(out, fmt.Sprintf("list req/s %s books vs %s books", count(opts.Books), count(opts.SmallBooks)),
 		listBig.RPS()/listSmall.RPS(), ">=", TargetListVsSmall)
@@ -164,10 +196,7 @@ func restKeyVsToken(ctx context.Context, rep *Report, opts RestOptions, svc *htt
 	if a, b := fetch(addr, "/api/v1/books/"+ids[0], key), fetch(addr, "/api/v1/books/"+ids[0], token); !bytes.Equal(a, b) {
 		return keySt, tokSt, fmt.Errorf("rest: the token's answer differs from the key's: %.200s vs %.200s", b, a)
 	}
-	rounds := opts.AuthRounds
-	if rounds <= 0 {
-		rounds = 10
-	}
+	rounds := opts.rounds()
 	paths := bookPaths(ids)
 	keyAuth, tokAuth := "Bearer "+key, "Bearer "+token
 	t0 := time.Now()

@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"encoding/json"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,5 +18,22 @@ func TestAppendEscaped(t *testing.T) {
 		require.NoError(t, err)
 		got := appendEscaped([]byte("<"), []byte(text))
 		require.Equal(t, "<"+string(want[1:len(want)-1]), string(got), text)
+	}
+}
+
+// The same on random texts of every length around the eight-byte steps.
+func TestAppendEscapedRandom(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := []string{"a", "b", "\"", "\\", " ", "{", ":", "é"}
+	for n := 0; n < 3000; n++ {
+		var b strings.Builder
+		for k := r.IntN(40); k > 0; k-- {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		text := b.String()
+		want, err := json.Marshal(text)
+		require.NoError(t, err)
+		require.Equal(t, string(want[1:len(want)-1]), string(appendEscaped(nil, []byte(text))), "%q", text)
 	}
 }

@@ -128,9 +128,11 @@ func (s *Server) serveFast(ctx *fasthttp.RequestCtx, p *api.Principal, reqID str
 	ctx.Response.Header.Set("Cache-Control", "no-cache, no-transform")
 	ctx.SetContentType("application/json")
 	ctx.SetStatusCode(200)
-	ctx.SetBody(out) // a copy: out goes back to the pool
-	if cap(out) <= maxPooledFastBuf {
-		*buf = out[:0]
+	// The response takes out as its body (no copy) and gives back the buffer it had, which
+	// goes to the pool in out's place.
+	prev := ctx.Response.SwapBody(out)
+	if cap(prev) <= maxPooledFastBuf {
+		*buf = prev[:0]
 		fastBufs.Put(buf)
 	}
 	return true
@@ -172,7 +174,8 @@ func appendToolResult(out []byte, res toolResult) []byte {
 // appendEscaped appends JSON text as the inside of a JSON string. The text is valid JSON, so it
 // holds no raw control characters: only quotes and backslashes need escaping.
 // One pass over the bytes: JSON text is full of quotes, and a search per quote (IndexAny)
-// cost a fifth of a tools/call.
+// cost a fifth of a tools/call. Testing eight bytes at a time for a quote was slower on book
+// JSON (1.1 µs against 0.63 µs a kilobyte: BenchmarkAppendEscaped), a quote being in most words.
 func appendEscaped(out, text []byte) []byte {
 	out = slices.Grow(out, len(text)+len(text)/8)
 	start := 0

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
-	"flipbook/api"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -15,6 +14,7 @@ import (
 	"github.com/bytedance/sonic"
 
 	"flipbook/analytics"
+	"flipbook/api"
 	"flipbook/ingest"
 	"flipbook/storage"
 )

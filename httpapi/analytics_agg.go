@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"flipbook/api"
 	"strconv"
 
 	"flipbook/analytics"
+	"flipbook/api"
 	"flipbook/errs"
 )
 

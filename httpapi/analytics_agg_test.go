@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"flipbook/api"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"flipbook/analytics"
+	"flipbook/api"
 )
 
 // aggFixture is the fixed event set of the aggregate tests, posted through the email gate and

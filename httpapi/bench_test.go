@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"flipbook/mcp"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	"flipbook/analytics"
 	"flipbook/api"
 	"flipbook/internal/testutil"
+	"flipbook/mcp"
 )
 
 // benchBook is a service with serve's request log (a RequestLog on a LogWriter; here to

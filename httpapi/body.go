@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"flipbook/api"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/valyala/bytebufferpool"
 	"github.com/valyala/fasthttp"
+
+	"flipbook/api"
 )
 
 // Request bodies are read by the route that wants them, never before (docs/ARCHITECTURE.md,

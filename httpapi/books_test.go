@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"flipbook/api"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"flipbook/api"
 	"flipbook/internal/testutil"
 )
 

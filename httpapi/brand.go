@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"errors"
-	"flipbook/api"
 	"fmt"
 	"image"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"regexp"
 
 	"flipbook/actors"
+	"flipbook/api"
 	"flipbook/errs"
 	"flipbook/storage"
 )

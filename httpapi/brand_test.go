@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
-	"flipbook/api"
 	"hash/crc32"
 	"io"
 	"net/http"
@@ -12,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/api"
 )
 
 func logoPNG(t *testing.T, w int) []byte {

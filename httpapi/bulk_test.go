@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"flipbook/api"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"flipbook/api"
 	"flipbook/internal/testutil"
 )
 

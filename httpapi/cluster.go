@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flipbook/api"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -18,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"golang.org/x/sync/singleflight"
 
+	"flipbook/api"
 	"flipbook/cluster"
 	"flipbook/errs"
 	"flipbook/mcp"

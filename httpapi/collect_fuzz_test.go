@@ -2,10 +2,11 @@ package httpapi
 
 import (
 	"encoding/json"
-	"flipbook/api"
 	"strings"
 	"testing"
 	"time"
+
+	"flipbook/api"
 )
 
 // Fuzzing of the public reader routes of a real service (issue 27): the collector (POST

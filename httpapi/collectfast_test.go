@@ -2,12 +2,13 @@ package httpapi
 
 import (
 	"bytes"
-	"flipbook/api"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"flipbook/api"
 )
 
 // genericCollect is what the generic path makes of a collector body: ok when it accepts it.

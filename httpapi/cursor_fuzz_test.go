@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"flipbook/api"
 	"fmt"
 	"net/url"
 	"testing"
 	"time"
 
 	"flipbook/analytics"
+	"flipbook/api"
 	"flipbook/internal/testutil"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"flipbook/api"
 	"fmt"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/bytedance/sonic"
 
 	"flipbook/analytics"
+	"flipbook/api"
 	"flipbook/ingest"
 	"flipbook/storage"
 )

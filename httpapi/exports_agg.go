@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"flipbook/api"
 	"fmt"
 	"io"
 	"reflect"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"flipbook/analytics"
+	"flipbook/api"
 	"flipbook/storage"
 )
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"flipbook/api"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"flipbook/analytics"
+	"flipbook/api"
 	"flipbook/internal/testutil"
 )
 

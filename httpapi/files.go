@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"errors"
-	"flipbook/api"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"flipbook/api"
 	"flipbook/storage"
 )
 

@@ -1,12 +1,12 @@
 package httpapi
 
 import (
-	"flipbook/api"
 	"strconv"
 	"strings"
 
 	"github.com/valyala/fasthttp"
 
+	"flipbook/api"
 	"flipbook/ingest"
 )
 

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"flipbook/api"
 	"net/http"
 	"testing"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"flipbook/actors"
+	"flipbook/api"
 	"flipbook/ingest"
 	"flipbook/storage"
 )

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"flipbook/api"
 	"fmt"
 	"image"
 	"runtime"
@@ -13,6 +12,7 @@ import (
 
 	"flipbook/actors"
 	"flipbook/actors/convert"
+	"flipbook/api"
 	"flipbook/storage"
 )
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
-	"flipbook/api"
 	"hash/crc32"
 	"image"
 	"image/png"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"flipbook/actors/convert"
+	"flipbook/api"
 )
 
 // headerOnlyPNG is a base64 PNG signature and IHDR chunk claiming w×h and nothing else: its

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bufio"
 	"errors"
-	"flipbook/api"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"flipbook/api"
 	"flipbook/internal/testutil"
 )
 

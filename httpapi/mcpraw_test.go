@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"flipbook/api"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"flipbook/api"
 	"flipbook/mcp"
 )
 

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"flipbook/api"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/oauth2"
 
+	"flipbook/api"
 	"flipbook/internal/testutil"
 	"flipbook/mcp"
 )

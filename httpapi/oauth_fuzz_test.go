@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"flipbook/api"
 	"io"
 	"net/http"
 	"net/url"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"flipbook/api"
 )
 
 // Fuzzing of the OAuth endpoints of a real service (issue 27, package oauth): the JSON body of

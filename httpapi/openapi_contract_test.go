@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flipbook/api"
 	"fmt"
 	"io"
 	"mime"
@@ -20,6 +19,8 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/stretchr/testify/require"
+
+	"flipbook/api"
 )
 
 // The contract hook: every response the harness's HTTP client receives for a documented

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"flipbook/api"
 	"fmt"
 	"image/color"
 	"runtime"
@@ -14,6 +13,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/stretchr/testify/require"
 
+	"flipbook/api"
 	"flipbook/internal/testutil"
 )
 

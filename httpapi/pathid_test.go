@@ -1,11 +1,12 @@
 package httpapi
 
 import (
-	"flipbook/api"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/api"
 )
 
 // TestPathIDNotFound: a path id that is not a valid id (not an integer, out of range, too

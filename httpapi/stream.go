@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"errors"
-	"flipbook/api"
 	"io"
 	"mime"
 	"net"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"flipbook/api"
 )
 
 // Streamed responses (Result.Stream: the CSV exports). fasthttp writes a body stream after the

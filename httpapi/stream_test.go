@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"errors"
-	"flipbook/api"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/valyala/fasthttp"
+
+	"flipbook/api"
 )
 
 // failingStream writes n bytes in 1 KB writes, then fails (a database error mid-export).

@@ -1,12 +1,12 @@
 package httpapi
 
 import (
-	"flipbook/api"
 	"strings"
 	"time"
 
 	"flipbook/actors"
 	"flipbook/actors/convert"
+	"flipbook/api"
 	"flipbook/mcp"
 )
 

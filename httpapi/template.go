@@ -2,11 +2,11 @@ package httpapi
 
 import (
 	"context"
-	"flipbook/api"
 	"fmt"
 	"strings"
 
 	"flipbook/actors/convert"
+	"flipbook/api"
 	"flipbook/storage"
 )
 

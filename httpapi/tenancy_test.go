@@ -1,12 +1,13 @@
 package httpapi
 
 import (
-	"flipbook/api"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/api"
 )
 
 // validBodies are valid request bodies for the operations with a {book} path value.

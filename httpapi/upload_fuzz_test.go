@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"flipbook/api"
 	"image"
 	"image/color"
 	"image/png"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"flipbook/api"
 )
 
 // Fuzzing of multipart/form-data bodies (issue 27): POST /books (one file, converted in the

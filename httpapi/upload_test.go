@@ -6,7 +6,6 @@ package httpapi
 import (
 	"bufio"
 	"bytes"
-	"flipbook/api"
 	"fmt"
 	"image"
 	"image/color"
@@ -26,6 +25,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"flipbook/api"
 	"flipbook/internal/testutil"
 	"flipbook/storage"
 )

@@ -1,11 +1,12 @@
 package httpapi
 
 import (
-	"flipbook/api"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/api"
 )
 
 // vcase is one validation case: a request and the field that must be reported (or none).

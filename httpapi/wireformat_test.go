@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"flipbook/api"
 	"fmt"
 	"image/color"
 	"regexp"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"flipbook/api"
 	"flipbook/internal/testutil"
 )
 

@@ -236,6 +236,37 @@ func TestImportLayering(t *testing.T) {
 	}
 }
 
+// TestImportGroups: the project's own imports stand in a group of their own, after the
+// standard library and the third-party groups (as goimports -local flipbook would keep them):
+// an import of the project among the standard library's hides what a file depends on.
+func TestImportGroups(t *testing.T) {
+	t.Parallel()
+	for _, f := range sources(t) {
+		// Groups are runs of import lines without a blank line between them.
+		var groups [][]string
+		last := -2
+		for _, imp := range f.ast.Imports {
+			line := f.fset.Position(imp.Pos()).Line
+			if line != last+1 {
+				groups = append(groups, nil)
+			}
+			groups[len(groups)-1] = append(groups[len(groups)-1], strings.Trim(imp.Path.Value, `"`))
+			last = line
+		}
+		for _, g := range groups {
+			own := 0
+			for _, p := range g {
+				if p == module || strings.HasPrefix(p, module+"/") {
+					own++
+				}
+			}
+			if own > 0 && own < len(g) {
+				t.Errorf("%s: the project's imports share a group with others: %v", f.path, g)
+			}
+		}
+	}
+}
+
 // TestNoSleepInTests: a test waits for a condition with testutil.Eventually, not a fixed sleep
 // (too long on a quiet machine, too short on a loaded one). A sleep that is not waiting for
 // anything (pacing a load, letting a timeout pass, a slow server under test) says so on its

@@ -19,11 +19,13 @@ import (
 //		Book string `param:"book,path,required" max:"64"`
 //		Name string `param:"name,body,required" max:"255"`
 //	}
-//	{ID: "tracked_links.create", ..., Params: ParamsOf[TrackedLinkCreate](), Handler: Bind(b.CreateTrackedLink)}
+//	func (s *accessService) CreateTrackedLink(r *Request, in *TrackedLinkCreate) (*Data[TrackedLink], error)
+//	Define(Operation{ID: "tracked_links.create", ...}, b.CreateTrackedLink)
 //
 // The table's Params (validation, the MCP input schema, the OpenAPI document) are derived from
-// the tags; Bind copies the validated values into a new struct for each call, so a handler
-// reads fields the compiler knows, not names in a map. Tags:
+// the tags (ParamsOf); Define (reply.go), or Bind for a handler that answers a *Result (a CSV
+// stream), copies the validated values into a new struct for each call, so a handler reads
+// fields the compiler knows, not names in a map. Tags:
 //
 //	param:"name,in[,required][,nullable][,lines]"  in: path, query or body
 //	max:"N" (string length, or number maximum), min:"N" (number minimum), minlen:"N"

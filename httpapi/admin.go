@@ -39,6 +39,26 @@ type keyJSON struct {
 	Mode        string   `json:"mode"`
 }
 
+// keyRevoked is DELETE /admin/v1/keys/{id}'s answer.
+type keyRevoked struct {
+	ID      int64 `json:"id"`
+	Revoked bool  `json:"revoked"`
+}
+
+// oauthClientRevoked is DELETE /admin/v1/workspaces/{id}/oauth/clients/{client}'s answer:
+// grants is how many grants it ended.
+type oauthClientRevoked struct {
+	ClientID string `json:"client_id"`
+	Revoked  bool   `json:"revoked"`
+	Grants   int    `json:"grants"`
+}
+
+// oauthGrantRevoked is DELETE /admin/v1/workspaces/{id}/oauth/grants/{grant}'s answer.
+type oauthGrantRevoked struct {
+	ID      string `json:"id"`
+	Revoked bool   `json:"revoked"`
+}
+
 func newKeyJSON(k *actors.NewKey) keyJSON {
 	return keyJSON{ID: k.Key.ID, WorkspaceID: k.Key.Workspace, Name: k.Key.Name, Key: k.Secret,
 		Scopes: k.Key.Scopes, Mode: k.Key.Mode.String()}
@@ -78,50 +98,35 @@ type (
 func (s *Service) adminOperations() []*api.Operation {
 	plans := func(p *api.Param) { p.Enum = actors.PlanNames }
 	scopes := func(p *api.Param) { p.Items.Enum = append([]string{"*"}, api.Scopes...) }
-	idParam := api.ParamsOf[adminID]()
 	ops := []*api.Operation{
-		{ID: "admin.create_workspace", Method: "POST", Path: "/workspaces", Auth: api.AuthAdmin, Write: true,
+		api.Define(api.Operation{ID: "admin.create_workspace", Method: "POST", Path: "/workspaces", Auth: api.AuthAdmin, Write: true,
 			Summary: "Create a workspace.",
 			Params: api.Adjust(api.Adjust(api.ParamsOf[adminWorkspaceCreate](), "plan", plans),
-				"signup_source", func(p *api.Param) { p.Enum = []string{actors.SignupShopify} }),
-			Handler: api.Bind(s.adminCreateWorkspace)},
-		{ID: "admin.update_workspace", Method: "PUT", Path: "/workspaces/{id}", Auth: api.AuthAdmin, Write: true,
+				"signup_source", func(p *api.Param) { p.Enum = []string{actors.SignupShopify} })}, s.adminCreateWorkspace),
+		api.Define(api.Operation{ID: "admin.update_workspace", Method: "PUT", Path: "/workspaces/{id}", Auth: api.AuthAdmin, Write: true,
 			Summary: "Change a workspace's plan.",
-			Params:  api.Adjust(api.ParamsOf[adminWorkspaceUpdate](), "plan", plans),
-			Handler: api.Bind(s.adminUpdateWorkspace)},
-		{ID: "admin.create_key", Method: "POST", Path: "/workspaces/{id}/keys", Auth: api.AuthAdmin, Write: true,
+			Params:  api.Adjust(api.ParamsOf[adminWorkspaceUpdate](), "plan", plans)}, s.adminUpdateWorkspace),
+		api.Define(api.Operation{ID: "admin.create_key", Method: "POST", Path: "/workspaces/{id}/keys", Auth: api.AuthAdmin, Write: true,
 			Summary: "Create an API key; the key is shown only in this response.",
-			Params:  api.Adjust(api.ParamsOf[adminKeyCreate](), "scopes", scopes),
-			Handler: api.Bind(s.adminCreateKey)},
-		{ID: "admin.rotate_key", Method: "POST", Path: "/keys/{id}/rotate", Auth: api.AuthAdmin, Write: true,
-			Summary: "Replace a key's secret; the old one stops working at once.",
-			Params:  idParam, Handler: api.Bind(s.adminRotateKey)},
-		{ID: "admin.revoke_key", Method: "DELETE", Path: "/keys/{id}", Auth: api.AuthAdmin, Write: true,
-			Summary: "Revoke a key.",
-			Params:  idParam, Handler: api.Bind(s.adminRevokeKey)},
-		{ID: "admin.list_oauth_clients", Method: "GET", Path: "/workspaces/{id}/oauth/clients", Auth: api.AuthAdmin,
-			Summary: "The OAuth clients holding grants in the workspace, and the client-credentials clients registered with its keys.",
-			Params:  idParam, Handler: api.Bind(s.adminOAuthClients)},
-		{ID: "admin.list_oauth_grants", Method: "GET", Path: "/workspaces/{id}/oauth/grants", Auth: api.AuthAdmin,
-			Summary: "The workspace's OAuth grants, newest first.",
-			Params:  idParam, Handler: api.Bind(s.adminOAuthGrants)},
-		{ID: "admin.revoke_oauth_client", Method: "DELETE", Path: "/workspaces/{id}/oauth/clients/{client}", Auth: api.AuthAdmin, Write: true,
-			Summary: "End every grant of a client in the workspace (and delete a client-credentials client registered with its key); its tokens are refused from the next request.",
-			Params:  api.ParamsOf[adminOAuthClientRef](),
-			Handler: api.Bind(s.adminRevokeOAuthClient)},
-		{ID: "admin.revoke_oauth_grant", Method: "DELETE", Path: "/workspaces/{id}/oauth/grants/{grant}", Auth: api.AuthAdmin, Write: true,
-			Summary: "End one of the workspace's OAuth grants; its tokens are refused from the next request.",
-			Params:  api.ParamsOf[adminOAuthGrantRef](),
-			Handler: api.Bind(s.adminRevokeOAuthGrant)},
-		{ID: "admin.ingest_status", Method: "GET", Path: "/ingest", Auth: api.AuthAdmin,
-			Summary: "Reader-event intake: per log partition, where the log ends and what DuckDB holds (the lag), and the consumer's counters.",
-			Handler: s.adminIngest},
-		{ID: "admin.memory", Method: "GET", Path: "/memory", Auth: api.AuthAdmin,
-			Summary: "The service's memory by owner: the process (RSS), Go's heap, DuckDB's own accounting and glibc malloc.",
-			Handler: s.adminMemory},
-		{ID: "admin.cluster_status", Method: "GET", Path: "/cluster", Auth: api.AuthAdmin,
-			Summary: "Cluster mode: this node, the partitions it owns and has taken over, every partition's owner, the global table's lag and the forwarding counters (404 in one process).",
-			Handler: s.adminCluster},
+			Params:  api.Adjust(api.ParamsOf[adminKeyCreate](), "scopes", scopes)}, s.adminCreateKey),
+		api.Define(api.Operation{ID: "admin.rotate_key", Method: "POST", Path: "/keys/{id}/rotate", Auth: api.AuthAdmin, Write: true,
+			Summary: "Replace a key's secret; the old one stops working at once."}, s.adminRotateKey),
+		api.Define(api.Operation{ID: "admin.revoke_key", Method: "DELETE", Path: "/keys/{id}", Auth: api.AuthAdmin, Write: true,
+			Summary: "Revoke a key."}, s.adminRevokeKey),
+		api.Define(api.Operation{ID: "admin.list_oauth_clients", Method: "GET", Path: "/workspaces/{id}/oauth/clients", Auth: api.AuthAdmin,
+			Summary: "The OAuth clients holding grants in the workspace, and the client-credentials clients registered with its keys."}, s.adminOAuthClients),
+		api.Define(api.Operation{ID: "admin.list_oauth_grants", Method: "GET", Path: "/workspaces/{id}/oauth/grants", Auth: api.AuthAdmin,
+			Summary: "The workspace's OAuth grants, newest first."}, s.adminOAuthGrants),
+		api.Define(api.Operation{ID: "admin.revoke_oauth_client", Method: "DELETE", Path: "/workspaces/{id}/oauth/clients/{client}", Auth: api.AuthAdmin, Write: true,
+			Summary: "End every grant of a client in the workspace (and delete a client-credentials client registered with its key); its tokens are refused from the next request."}, s.adminRevokeOAuthClient),
+		api.Define(api.Operation{ID: "admin.revoke_oauth_grant", Method: "DELETE", Path: "/workspaces/{id}/oauth/grants/{grant}", Auth: api.AuthAdmin, Write: true,
+			Summary: "End one of the workspace's OAuth grants; its tokens are refused from the next request."}, s.adminRevokeOAuthGrant),
+		api.DefineNoParams(api.Operation{ID: "admin.ingest_status", Method: "GET", Path: "/ingest", Auth: api.AuthAdmin,
+			Summary: "Reader-event intake: per log partition, where the log ends and what DuckDB holds (the lag), and the consumer's counters."}, s.adminIngest),
+		api.DefineNoParams(api.Operation{ID: "admin.memory", Method: "GET", Path: "/memory", Auth: api.AuthAdmin,
+			Summary: "The service's memory by owner: the process (RSS), Go's heap, DuckDB's own accounting and glibc malloc."}, s.adminMemory),
+		api.DefineNoParams(api.Operation{ID: "admin.cluster_status", Method: "GET", Path: "/cluster", Auth: api.AuthAdmin,
+			Summary: "Cluster mode: this node, the partitions it owns and has taken over, every partition's owner, the global table's lag and the forwarding counters (404 in one process)."}, s.adminCluster),
 	}
 	for _, op := range ops {
 		op.Base = AdminBase
@@ -136,24 +141,24 @@ func adminNotFound(err error, what string) error {
 	return err
 }
 
-func (s *Service) adminCreateWorkspace(_ *api.Request, in *adminWorkspaceCreate) (*api.Result, error) {
+func (s *Service) adminCreateWorkspace(_ *api.Request, in *adminWorkspaceCreate) (*api.Data[api.Workspace], error) {
 	w, err := s.Actors.CreateSignupWorkspace(in.Name, in.Plan, in.SignupSource)
 	if err != nil {
 		return nil, err
 	}
-	return &api.Result{Status: 201, Data: wsJSON(w)}, nil
+	return &api.Data[api.Workspace]{Status: 201, Data: wsJSON(w)}, nil
 }
 
-func (s *Service) adminUpdateWorkspace(_ *api.Request, in *adminWorkspaceUpdate) (*api.Result, error) {
+func (s *Service) adminUpdateWorkspace(_ *api.Request, in *adminWorkspaceUpdate) (*api.Data[api.Workspace], error) {
 	w, err := s.Actors.SetPlan(in.ID, in.Plan)
 	s.caller.InvalidateAuth()
 	if err != nil {
 		return nil, adminNotFound(err, "workspace")
 	}
-	return &api.Result{Data: wsJSON(w)}, nil
+	return api.OK(wsJSON(w)), nil
 }
 
-func (s *Service) adminCreateKey(_ *api.Request, in *adminKeyCreate) (*api.Result, error) {
+func (s *Service) adminCreateKey(_ *api.Request, in *adminKeyCreate) (*api.Data[keyJSON], error) {
 	mode := storage.ModeLive
 	if in.Mode == "test" {
 		mode = storage.ModeTest
@@ -172,25 +177,25 @@ func (s *Service) adminCreateKey(_ *api.Request, in *adminKeyCreate) (*api.Resul
 	if err != nil {
 		return nil, adminNotFound(err, "workspace")
 	}
-	return &api.Result{Status: 201, Data: newKeyJSON(k)}, nil
+	return &api.Data[keyJSON]{Status: 201, Data: newKeyJSON(k)}, nil
 }
 
-func (s *Service) adminRotateKey(_ *api.Request, in *adminID) (*api.Result, error) {
+func (s *Service) adminRotateKey(_ *api.Request, in *adminID) (*api.Data[keyJSON], error) {
 	k, err := s.Actors.RotateKey(in.ID)
 	s.caller.InvalidateAuth()
 	if err != nil {
 		return nil, adminNotFound(err, "key")
 	}
-	return &api.Result{Status: 201, Data: newKeyJSON(k)}, nil
+	return &api.Data[keyJSON]{Status: 201, Data: newKeyJSON(k)}, nil
 }
 
-func (s *Service) adminRevokeKey(_ *api.Request, in *adminID) (*api.Result, error) {
+func (s *Service) adminRevokeKey(_ *api.Request, in *adminID) (*api.Data[keyRevoked], error) {
 	k, err := s.Actors.RevokeKey(in.ID)
 	s.caller.InvalidateAuth()
 	if err != nil {
 		return nil, adminNotFound(err, "key")
 	}
-	return &api.Result{Data: map[string]any{"id": k.ID, "revoked": true}}, nil
+	return api.OK(keyRevoked{ID: k.ID, Revoked: true}), nil
 }
 
 // adminWorkspaceID is the {id} of an admin call on a workspace, which must exist.
@@ -244,7 +249,7 @@ func orEmptyList(l []string) []string {
 	return l
 }
 
-func (s *Service) adminOAuthClients(_ *api.Request, in *adminID) (*api.Result, error) {
+func (s *Service) adminOAuthClients(_ *api.Request, in *adminID) (*api.Data[[]oauthClientJSON], error) {
 	ws, err := s.adminWorkspaceID(in.ID)
 	if err != nil {
 		return nil, err
@@ -263,10 +268,10 @@ func (s *Service) adminOAuthClients(_ *api.Request, in *adminID) (*api.Result, e
 		}
 		out = append(out, j)
 	}
-	return &api.Result{Data: out}, nil
+	return api.OK(out), nil
 }
 
-func (s *Service) adminOAuthGrants(_ *api.Request, in *adminID) (*api.Result, error) {
+func (s *Service) adminOAuthGrants(_ *api.Request, in *adminID) (*api.Data[[]oauthGrantJSON], error) {
 	ws, err := s.adminWorkspaceID(in.ID)
 	if err != nil {
 		return nil, err
@@ -281,13 +286,13 @@ func (s *Service) adminOAuthGrants(_ *api.Request, in *adminID) (*api.Result, er
 			Mode: g.Mode, Scopes: orEmptyList(g.Scopes), Resources: orEmptyList(g.Audience),
 			CreatedAt: fmtTime(g.CreatedAt), Active: g.Active, ExpiresAt: fmtTime(g.ExpiresAt)})
 	}
-	return &api.Result{Data: out}, nil
+	return api.OK(out), nil
 }
 
 // adminRevokeOAuthClient is DELETE /admin/v1/workspaces/{id}/oauth/clients/{client}: the
 // router matches the path as sent, so a client id that is a URL comes percent-encoded in one
 // segment and is decoded here. Revocation empties the credential cache (oauth.Options.OnRevoke).
-func (s *Service) adminRevokeOAuthClient(_ *api.Request, in *adminOAuthClientRef) (*api.Result, error) {
+func (s *Service) adminRevokeOAuthClient(_ *api.Request, in *adminOAuthClientRef) (*api.Data[oauthClientRevoked], error) {
 	ws, err := s.adminWorkspaceID(in.ID)
 	if err != nil {
 		return nil, err
@@ -303,11 +308,11 @@ func (s *Service) adminRevokeOAuthClient(_ *api.Request, in *adminOAuthClientRef
 		}
 		return nil, err
 	}
-	return &api.Result{Data: map[string]any{"client_id": client, "revoked": true, "grants": n}}, nil
+	return api.OK(oauthClientRevoked{ClientID: client, Revoked: true, Grants: n}), nil
 }
 
 // adminRevokeOAuthGrant is DELETE /admin/v1/workspaces/{id}/oauth/grants/{grant}.
-func (s *Service) adminRevokeOAuthGrant(_ *api.Request, in *adminOAuthGrantRef) (*api.Result, error) {
+func (s *Service) adminRevokeOAuthGrant(_ *api.Request, in *adminOAuthGrantRef) (*api.Data[oauthGrantRevoked], error) {
 	ws, err := s.adminWorkspaceID(in.ID)
 	if err != nil {
 		return nil, err
@@ -319,7 +324,7 @@ func (s *Service) adminRevokeOAuthGrant(_ *api.Request, in *adminOAuthGrantRef) 
 		}
 		return nil, err
 	}
-	return &api.Result{Data: map[string]any{"id": grant, "revoked": true}}, nil
+	return api.OK(oauthGrantRevoked{ID: grant, Revoked: true}), nil
 }
 
 // ingestPartJSON is one log partition in GET /admin/v1/ingest.
@@ -362,7 +367,7 @@ type ingestJSON struct {
 // adminIngest is GET /admin/v1/ingest: how far the analytics store is behind the event log.
 // The stored offsets are read before the log's ends, so lag is never negative; an event whose
 // 202 came before the call is queryable once stored passes the log_end of its partition.
-func (s *Service) adminIngest(r *api.Request) (*api.Result, error) {
+func (s *Service) adminIngest(r *api.Request) (*api.Data[ingestJSON], error) {
 	stored := s.consumer.Offsets()
 	st := s.consumer.Stats()
 	eo, ok := s.events.(ingest.EndOffsets)
@@ -399,7 +404,7 @@ func (s *Service) adminIngest(r *api.Request) (*api.Result, error) {
 		out.Stored += done
 		out.Lag += lag
 	}
-	return &api.Result{Data: out}, nil
+	return api.OK(out), nil
 }
 
 // FirstStart is what Bootstrap created on an empty data directory.
@@ -461,7 +466,7 @@ type memoryJSON struct {
 
 // adminMemory is GET /admin/v1/memory: where the process's memory is, for operators watching a
 // long-running service (and the ingest benchmark, which samples it beside the RSS).
-func (s *Service) adminMemory(r *api.Request) (*api.Result, error) {
+func (s *Service) adminMemory(r *api.Request) (*api.Data[memoryJSON], error) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	out := memoryJSON{RSS: selfRSS(), Go: memoryGoJSON{HeapInUse: ms.HeapInuse, Sys: ms.Sys, Released: ms.HeapReleased},
@@ -488,7 +493,7 @@ func (s *Service) adminMemory(r *api.Request) (*api.Result, error) {
 	if m, ok := analytics.ReadMallocStats(); ok {
 		out.Malloc = &m
 	}
-	return &api.Result{Data: out}, nil
+	return api.OK(out), nil
 }
 
 // selfRSS is the process's resident set in bytes (0 where /proc is not there).

@@ -494,11 +494,11 @@ func (c *clusterFront) syncGlobal() error {
 }
 
 // adminCluster answers GET /admin/v1/cluster (flipbook admin cluster status).
-func (s *Service) adminCluster(r *api.Request) (*api.Result, error) {
+func (s *Service) adminCluster(r *api.Request) (*api.Data[map[string]any], error) {
 	if s.cluster == nil {
 		return nil, &api.Error{Status: 404, Type: api.TypeNotFound, Message: "this service runs as one process, not as a cluster node (flipbook serve --cluster-node)"}
 	}
-	return &api.Result{Data: s.cluster.status()}, nil
+	return api.OK(s.cluster.status()), nil
 }
 
 // health is the node's view of the cluster, from memory only (no request to Kafka).

@@ -263,7 +263,14 @@ type accessRequest struct {
 // viewerAccess is POST /view/{book}/access: the email gate. The address (or its domain, or a
 // parent domain) must be on the book's access list. Each attempt is recorded as
 // access_requested, then access_granted or access_rejected.
-func (s *Service) viewerAccess(r *api.Request, in *accessRequest) (*api.Result, error) {
+// accessGranted is the email gate's answer: the reader token the viewer sends with its events.
+type accessGranted struct {
+	Granted     bool   `json:"granted"`
+	ReaderToken string `json:"reader_token"`
+	ViewerID    int64  `json:"viewer_id"`
+}
+
+func (s *Service) viewerAccess(r *api.Request, in *accessRequest) (*api.Data[accessGranted], error) {
 	if err := s.limitPublic(r); err != nil {
 		return nil, err
 	}
@@ -303,5 +310,5 @@ func (s *Service) viewerAccess(r *api.Request, in *accessRequest) (*api.Result, 
 	}
 	tok := s.readers.sign(readerClaims{Workspace: b.Workspace, Mode: byte(b.Mode), Book: b.RandomID,
 		Viewer: viewer, Email: email, Expires: r.Now.Add(ReaderTokenTTL).Unix()})
-	return &api.Result{Data: map[string]any{"granted": true, "reader_token": tok, "viewer_id": viewer}}, nil
+	return api.OK(accessGranted{Granted: true, ReaderToken: tok, ViewerID: viewer}), nil
 }

@@ -321,10 +321,9 @@ func (s *Service) readerOperations() []*api.Operation {
 		{ID: "reader.collect", Method: "POST", Path: "/collect", Auth: api.AuthNone, Internal: true,
 			Summary: "Reader events from a viewer (JSON or text/plain for sendBeacon); 202 once durable.",
 			Params:  collectParams(), MaxBody: collectMaxBody, FastBody: fastCollect, Handler: s.collect},
-		{ID: "reader.access", Method: "POST", Path: "/view/{book}/access", Auth: api.AuthNone, Internal: true,
+		api.Define(api.Operation{ID: "reader.access", Method: "POST", Path: "/view/{book}/access", Auth: api.AuthNone, Internal: true,
 			Summary: "The email gate: an address on the book's access list gets a reader token.",
-			Params:  api.ParamsOf[accessRequest](),
-			MaxBody: 16 << 10, Handler: api.Bind(s.viewerAccess)},
+			MaxBody: 16 << 10}, s.viewerAccess),
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 )
 
 // alternated is the result of loads run in alternating rounds: each side's rounds pooled
@@ -11,6 +12,10 @@ import (
 type alternated struct {
 	a, b   Stats
 	ratios []float64
+	// cpu is each side's process CPU time (service and load generator) per request over its
+	// rounds: what a request costs the machine, less exposed than req/s to what the other
+	// processes on it do.
+	cpu [2]time.Duration
 }
 
 // alternate measures two loads in rounds pairs, a first in even rounds and b first in odd
@@ -21,14 +26,21 @@ type alternated struct {
 func alternate(rounds int, names [2]string, out io.Writer, a, b func() Stats) (alternated, error) {
 	var as, bs []Stats
 	var res alternated
+	var cpu [2]time.Duration
+	timed := func(side int, f func() Stats) Stats {
+		c0 := selfCPU()
+		st := f()
+		cpu[side] += selfCPU() - c0
+		return st
+	}
 	for i := 0; i < rounds; i++ {
 		var x, y Stats
 		if i%2 == 0 {
-			x = a()
-			y = b()
+			x = timed(0, a)
+			y = timed(1, b)
 		} else {
-			y = b()
-			x = a()
+			y = timed(1, b)
+			x = timed(0, a)
 		}
 		for j, st := range []Stats{x, y} {
 			if st.Errors > 0 || st.Requests == 0 {
@@ -41,6 +53,11 @@ func alternate(rounds int, names [2]string, out io.Writer, a, b func() Stats) (a
 	}
 	slices.Sort(res.ratios)
 	res.a, res.b = sumStats(as), sumStats(bs)
+	for side, st := range []Stats{res.a, res.b} {
+		// Warm-up requests are not counted in Requests: the CPU per request is a slight
+		// overestimate on both sides alike.
+		res.cpu[side] = cpu[side] / time.Duration(max(st.Requests, 1))
+	}
 	return res, nil
 }
 
@@ -49,6 +66,7 @@ func (r alternated) median() float64 { return median(r.ratios) }
 
 // summary is the line that reports r: the ratio over the sums, the median and the range.
 func (r alternated) summary(what string) string {
-	return fmt.Sprintf("  %s: %.3fx over the sums, median of the rounds %.3fx, rounds %.3f-%.3fx",
-		what, r.b.RPS()/r.a.RPS(), r.median(), r.ratios[0], r.ratios[len(r.ratios)-1])
+	return fmt.Sprintf("  %s: %.3fx over the sums, median of the rounds %.3fx, rounds %.3f-%.3fx; process CPU per request %.1f µs and %.1f µs: %.3fx",
+		what, r.b.RPS()/r.a.RPS(), r.median(), r.ratios[0], r.ratios[len(r.ratios)-1],
+		float64(r.cpu[0].Nanoseconds())/1e3, float64(r.cpu[1].Nanoseconds())/1e3, float64(r.cpu[0])/float64(r.cpu[1]))
 }

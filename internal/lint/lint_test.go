@@ -493,7 +493,7 @@ func exportedRecv(r *ast.FieldList) bool {
 
 // The ratchets: these figures may fall, never rise (lower them as the code improves).
 const (
-	maxUndocumented = 78
+	maxUndocumented = 77
 	maxLongFuncs    = 0
 )
 

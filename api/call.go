@@ -258,7 +258,7 @@ func (c *Caller) call(ctx context.Context, in *Input, p *Principal, now time.Tim
 	}
 	res.ContentType = "application/json"
 	if len(res.Raw) > 0 && !useIdem {
-		// Framed by the transport as it writes (Result.AppendJSON): no copy of the body here.
+		// Framed by the transport as it writes (FrameData): no copy of the body here.
 		if op.Bare {
 			res.Body = res.Raw
 		}
@@ -279,14 +279,10 @@ func (c *Caller) call(ctx context.Context, in *Input, p *Principal, now time.Tim
 	return res, nil
 }
 
-// AppendJSON appends the success's JSON body to dst: Body, or, when Call left it to the
-// transport, Raw framed as the {data} envelope.
-func (r *Result) AppendJSON(dst []byte) []byte {
-	if r.Body != nil || len(r.Raw) == 0 {
-		return append(dst, r.Body...)
-	}
+// FrameData appends raw, the data already encoded, framed as the {data} envelope.
+func FrameData(dst, raw []byte) []byte {
 	dst = append(dst, `{"data":`...)
-	dst = append(dst, r.Raw...)
+	dst = append(dst, raw...)
 	return append(dst, '}')
 }
 
@@ -304,10 +300,7 @@ func encodeResult(op *Operation, res *Result) ([]byte, error) {
 		return ResponseJSON.Marshal(res.Data)
 	}
 	if len(raw) > 0 {
-		b := make([]byte, 0, len(raw)+10)
-		b = append(b, `{"data":`...)
-		b = append(b, raw...)
-		return append(b, '}'), nil
+		return FrameData(make([]byte, 0, len(raw)+10), raw), nil
 	}
 	return ResponseJSON.Marshal(envelope{Data: res.Data, Meta: res.Meta})
 }

@@ -237,8 +237,9 @@ type Result struct {
 	Filename    string
 	// Body is the rendered JSON (the {data, meta} envelope, or Data itself for a Bare
 	// operation), filled by Call, except for Raw data that is not stored for an
-	// Idempotency-Key: the transport then writes AppendJSON's framing of it without a copy; Replayed marks a stored response returned for a repeated
-	// Idempotency-Key (Data and Meta are then nil).
+	// Idempotency-Key: the transport then writes it framed (FrameData) without a copy.
+	// Replayed marks a stored response returned for a repeated Idempotency-Key (Data and
+	// Meta are then nil).
 	Body     []byte
 	Replayed bool
 	// Rate is the rate-limit state reported with the answer (nil when unlimited).

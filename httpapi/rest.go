@@ -121,7 +121,7 @@ func (s *Service) serveOp(ctx *fasthttp.RequestCtx, op *api.Operation) {
 		ctx.SetBody(res.Body)
 		return
 	}
-	// Raw data, framed into the response's own (pooled) buffer.
+	// Raw data, framed (as api.FrameData does) into the response's own pooled buffer.
 	ctx.Response.ResetBody()
 	_, _ = ctx.WriteString(`{"data":`)
 	_, _ = ctx.Write(res.Raw)

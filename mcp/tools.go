@@ -133,7 +133,7 @@ func (r toolResult) body() []byte {
 	if r.json != nil || r.raw == nil {
 		return r.json
 	}
-	return append(append(append(make([]byte, 0, len(r.raw)+10), `{"data":`...), r.raw...), '}')
+	return api.FrameData(make([]byte, 0, len(r.raw)+10), r.raw)
 }
 
 func (r toolResult) sdk() *sdk.CallToolResult {

@@ -187,6 +187,10 @@ func (b *book) setPages(m *SetPages) (*storage.Book, error) {
 			batch.Close()
 			return nil, err
 		}
+		if err := batch.PutPageTexts(b.t, b.rid, m.Texts); err != nil {
+			batch.Close()
+			return nil, err
+		}
 	}
 	if err := batch.Commit(); err != nil {
 		return nil, err

@@ -34,7 +34,10 @@ type (
 		Pages     []storage.Page
 		Thumbnail string
 		Document  string
-		Failed    string // reason; "" when the pages are ready
+		// Texts are the pages' texts (issue 28), stored with the pages; nil when the source
+		// has none (photos, editor pages).
+		Texts  []storage.PageText
+		Failed string // reason; "" when the pages are ready
 	}
 )
 

@@ -270,6 +270,8 @@ func (bt *Batch) DeleteBook(b *Book) error {
 		return err
 	}
 	bt.del(pagesKey(b.Tenant(), b.RandomID))
+	tp := pageTextPrefix(b.Tenant(), b.RandomID)
+	_ = bt.b.DeleteRange(tp, prefixEnd(tp), nil)
 	bt.unindexBook(b)
 	bt.del(bookLookupKey(b.RandomID))
 	bt.del(bookKey(b.Tenant(), b.RandomID))

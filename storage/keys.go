@@ -19,6 +19,7 @@ import (
 //	g/due/<unix nanos><tenant><rid>    a book with a timed transition (schedule, expiry)
 //	t/<tenant>/book/<random_id>        Book
 //	t/<tenant>/pages/<random_id>       []Page of a book
+//	t/<tenant>/text/<random_id>/<page> PageText of a page (uint32; pagetext.go)
 //	t/<tenant>/bi/<filter>/<sort>/<k>  book index: filter is "*" or a status, sort one of c,u,n,s
 //	t/<tenant>/idem/<key>              stored idempotent response
 //	t/<tenant>/sub/, bsub/, emb/, embh/, tl/  access lists, embed domains, tracked links (access.go)

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 
@@ -41,6 +42,10 @@ type Result struct {
 	Pages []Page
 	Thumb []byte
 	PDF   string
+	// Text is each page's text, for PDF and Office sources (nil for the others: no OCR yet).
+	// Reading it never fails a conversion: a page whose text could not be read says why
+	// (PageText.Problem).
+	Text []storage.PageText
 }
 
 // Convert turns the file src of the given kind into page images under work (a scratch folder
@@ -108,6 +113,7 @@ func convertPDF(ctx context.Context, pdf, work string, o Options) (*Result, erro
 			res.Pages[i].Links = l
 		}
 	}
+	res.Text = pageTexts(ctx, pdf, boxes)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -123,6 +129,24 @@ func convertPDF(ctx context.Context, pdf, work string, o Options) (*Result, erro
 		return nil, err
 	}
 	return res, nil
+}
+
+// pageTexts is PDFText, or, when the text cannot be read, every page saying why.
+func pageTexts(ctx context.Context, pdf string, boxes []PageBox) []storage.PageText {
+	texts, err := PDFText(ctx, pdf, boxes)
+	if err == nil {
+		return texts
+	}
+	problem := "the text could not be read"
+	var f *Failure
+	if errors.As(err, &f) {
+		problem = f.Reason
+	}
+	texts = make([]storage.PageText, len(boxes))
+	for i := range texts {
+		texts[i] = storage.PageText{Page: i + 1, Words: []storage.Word{}, Problem: problem}
+	}
+	return texts
 }
 
 func jpegSize(path string) (int, int, error) {

@@ -12,25 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"flipbook/storage"
 )
-
-// Word is one word of a page with its box in fractions of the page (0..1, origin top left).
-type Word struct {
-	Text string  `json:"text"`
-	X    float64 `json:"x"`
-	Y    float64 `json:"y"`
-	W    float64 `json:"w"`
-	H    float64 `json:"h"`
-}
-
-// PageText is the text of one page: its words in reading order (as pdftotext gives them), and
-// Text, the words joined: a space between words of a line, a newline between lines, a blank
-// line between blocks (and between pdftotext's flows).
-type PageText struct {
-	Page  int    `json:"page"` // 1-based
-	Text  string `json:"text"`
-	Words []Word `json:"words"`
-}
 
 // PDFTextMax is the most output of pdftotext PDFText reads: a PDF whose text is longer (a
 // hostile one can draw millions of glyphs) fails rather than filling the memory.
@@ -43,14 +27,14 @@ const PDFTextMax = 64 << 20
 // rotation applied. The boxes are needed for the rotation: pdftotext gives word boxes on the
 // displayed page but the page size unrotated. Errors are *Failure (a reason for the customer),
 // ctx.Err() when cancelled, or ErrNoPoppler.
-func PDFText(ctx context.Context, path string, boxes []PageBox) ([]PageText, error) {
+func PDFText(ctx context.Context, path string, boxes []PageBox) ([]storage.PageText, error) {
 	return pdfText(ctx, path, boxes, PDFTextMax)
 }
 
 // pdfText is PDFText reading at most limit bytes of pdftotext's output.
-func pdfText(ctx context.Context, path string, boxes []PageBox, limit int64) ([]PageText, error) {
+func pdfText(ctx context.Context, path string, boxes []PageBox, limit int64) ([]storage.PageText, error) {
 	if len(boxes) == 0 {
-		return []PageText{}, nil // -l 0 would mean the last page
+		return []storage.PageText{}, nil // -l 0 would mean the last page
 	}
 	if _, err := exec.LookPath("pdftotext"); err != nil {
 		return nil, ErrNoPoppler
@@ -122,10 +106,10 @@ func (t *textBuilder) word(s string) {
 // empty. More pages than boxes, a word outside a page, a page without a size, a word without
 // its box and malformed XML are errors (pdftotext never prints them). Nesting below <page> is
 // not checked: a word directly in a page is a word of it.
-func parseBBoxLayout(r io.Reader, boxes []PageBox) ([]PageText, error) {
-	p := &bboxParser{boxes: boxes, pages: make([]PageText, len(boxes)), open: -1}
+func parseBBoxLayout(r io.Reader, boxes []PageBox) ([]storage.PageText, error) {
+	p := &bboxParser{boxes: boxes, pages: make([]storage.PageText, len(boxes)), open: -1}
 	for i := range p.pages {
-		p.pages[i] = PageText{Page: i + 1, Words: []Word{}}
+		p.pages[i] = storage.PageText{Page: i + 1, Source: storage.TextFromPDF, Words: []storage.Word{}}
 	}
 	d := xml.NewDecoder(r)
 	for {
@@ -158,7 +142,7 @@ func parseBBoxLayout(r io.Reader, boxes []PageBox) ([]PageText, error) {
 // bboxParser is the state of parseBBoxLayout.
 type bboxParser struct {
 	boxes []PageBox
-	pages []PageText
+	pages []storage.PageText
 	seen  int     // <page> elements read
 	open  int     // index of the open page, -1 outside any
 	w, h  float64 // its displayed size, points
@@ -219,22 +203,22 @@ func pageSize(t xml.StartElement, box PageBox) (w, h float64, err error) {
 }
 
 // readWord reads a <word> element (its start tag already read) on a page of w×h points.
-func readWord(d *xml.Decoder, t xml.StartElement, w, h float64) (Word, error) {
+func readWord(d *xml.Decoder, t xml.StartElement, w, h float64) (storage.Word, error) {
 	var s string
 	if err := d.DecodeElement(&s, &t); err != nil {
-		return Word{}, err
+		return storage.Word{}, err
 	}
 	var c [4]float64
 	for i, name := range []string{"xMin", "yMin", "xMax", "yMax"} {
 		v, err := floatAttr(t, name)
 		if err != nil {
-			return Word{}, err
+			return storage.Word{}, err
 		}
 		c[i] = v
 	}
 	x0, x1 := fraction(math.Min(c[0], c[2]), w), fraction(math.Max(c[0], c[2]), w)
 	y0, y1 := fraction(math.Min(c[1], c[3]), h), fraction(math.Max(c[1], c[3]), h)
-	return Word{Text: strings.TrimSpace(s), X: x0, Y: y0, W: round4(x1 - x0), H: round4(y1 - y0)}, nil
+	return storage.Word{Text: strings.TrimSpace(s), X: x0, Y: y0, W: round4(x1 - x0), H: round4(y1 - y0)}, nil
 }
 
 // fraction is v/size clamped to [0,1] and rounded to 4 decimals.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,8 @@ import (
 	"github.com/go-pdf/fpdf"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"flipbook/storage"
 )
 
 // A4 in millimetres and points.
@@ -43,7 +46,7 @@ func pageBoxes(t *testing.T, path string) []PageBox {
 	return boxes
 }
 
-func wordTexts(ws []Word) []string {
+func wordTexts(ws []storage.Word) []string {
 	s := make([]string, len(ws))
 	for i, w := range ws {
 		s[i] = w.Text
@@ -52,11 +55,11 @@ func wordTexts(ws []Word) []string {
 }
 
 // inside reports whether the point (x, y) (fractions) lies in the word's box.
-func inside(w Word, x, y float64) bool {
+func inside(w storage.Word, x, y float64) bool {
 	return x >= w.X && x <= w.X+w.W && y >= w.Y && y <= w.Y+w.H
 }
 
-func requireFractions(t *testing.T, pages []PageText) {
+func requireFractions(t *testing.T, pages []storage.PageText) {
 	t.Helper()
 	for _, p := range pages {
 		for _, w := range p.Words {
@@ -104,7 +107,7 @@ func TestPDFTextWordsAndLayout(t *testing.T) {
 	require.Empty(t, p3.Words)
 	js, err := json.Marshal(p3)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"page":3,"text":"","words":[]}`, string(js))
+	require.JSONEq(t, `{"page":3,"source":"pdf","text":"","words":[]}`, string(js))
 }
 
 // On a rotated page the word boxes are fractions of the page as displayed: the point just
@@ -229,7 +232,7 @@ func xhtml(doc string) string {
 
 func TestPDFTextParse(t *testing.T) {
 	t.Parallel()
-	parse := func(doc string, boxes ...PageBox) ([]PageText, error) {
+	parse := func(doc string, boxes ...PageBox) ([]storage.PageText, error) {
 		return parseBBoxLayout(strings.NewReader(string(xmlSafe([]byte(xhtml(doc))))), boxes)
 	}
 	portrait := PageBox{X1: 200, Y1: 400}
@@ -245,26 +248,26 @@ func TestPDFTextParse(t *testing.T) {
 	p := pages[0]
 	require.Equal(t, []string{"a&b", "<c>", "edge", "swapped", "bad char \uFFFD"}, wordTexts(p.Words), "blank words are skipped")
 	require.Equal(t, "a&b <c>\nedge\n\nswapped\n\nbad char \uFFFD", p.Text)
-	require.Equal(t, Word{Text: "a&b", X: 0.1, Y: 0.1, W: 0.2, H: 0.05}, p.Words[0])
-	require.Equal(t, Word{Text: "edge", X: 0, Y: 0.975, W: 0.05, H: 0.025}, p.Words[2], "clamped to the page")
-	require.Equal(t, Word{Text: "swapped", X: 0.1, Y: 0.2, W: 0.2, H: 0.05}, p.Words[3], "corners in any order")
-	require.Equal(t, PageText{Page: 2, Words: []Word{}}, pages[1])
+	require.Equal(t, storage.Word{Text: "a&b", X: 0.1, Y: 0.1, W: 0.2, H: 0.05}, p.Words[0])
+	require.Equal(t, storage.Word{Text: "edge", X: 0, Y: 0.975, W: 0.05, H: 0.025}, p.Words[2], "clamped to the page")
+	require.Equal(t, storage.Word{Text: "swapped", X: 0.1, Y: 0.2, W: 0.2, H: 0.05}, p.Words[3], "corners in any order")
+	require.Equal(t, storage.PageText{Page: 2, Source: storage.TextFromPDF, Words: []storage.Word{}}, pages[1])
 
 	// A page turned a quarter: pdftotext prints the size unrotated, the words on the page as
 	// displayed (400 wide, 200 high).
 	pages, err = parse(`<page width="200" height="400"><word xMin="300" yMin="20" xMax="340" yMax="30">w</word></page>`,
 		PageBox{X1: 200, Y1: 400, Rotate: 90})
 	require.NoError(t, err)
-	require.Equal(t, Word{Text: "w", X: 0.75, Y: 0.1, W: 0.1, H: 0.05}, pages[0].Words[0])
+	require.Equal(t, storage.Word{Text: "w", X: 0.75, Y: 0.1, W: 0.1, H: 0.05}, pages[0].Words[0])
 
 	// Rounded to 4 decimals: the edges, so X+W is the rounded right edge (0.6667).
 	pages, err = parse(`<page width="3" height="3"><word xMin="1" yMin="0" xMax="2" yMax="3">r</word></page>`, portrait)
 	require.NoError(t, err)
-	require.Equal(t, Word{Text: "r", X: 0.3333, Y: 0, W: 0.3334, H: 1}, pages[0].Words[0])
+	require.Equal(t, storage.Word{Text: "r", X: 0.3333, Y: 0, W: 0.3334, H: 1}, pages[0].Words[0])
 
 	pages, err = parse(``, portrait)
 	require.NoError(t, err)
-	require.Equal(t, []PageText{{Page: 1, Words: []Word{}}}, pages, "no page printed")
+	require.Equal(t, []storage.PageText{{Page: 1, Source: storage.TextFromPDF, Words: []storage.Word{}}}, pages, "no page printed")
 
 	// Anything pdftotext would not print is an error, never a panic; a word outside any page
 	// is one of them.
@@ -295,7 +298,7 @@ func TestPDFTextParse(t *testing.T) {
 	} {
 		pages, err := parseBBoxLayout(strings.NewReader(string(xmlSafe([]byte(raw)))), []PageBox{portrait})
 		if err == nil { // no page at all: one empty page
-			require.Equal(t, []PageText{{Page: 1, Words: []Word{}}}, pages, name)
+			require.Equal(t, []storage.PageText{{Page: 1, Source: storage.TextFromPDF, Words: []storage.Word{}}}, pages, name)
 		}
 	}
 }
@@ -307,4 +310,20 @@ func TestPDFTextNoSuchFile(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing.pdf")
 	_, err := PDFText(context.Background(), missing, []PageBox{{X1: 1, Y1: 1}})
 	require.True(t, IsFailure(err), "%v", err)
+}
+
+// A document whose text cannot be read still converts: each page says why it has none.
+func TestPageTextsProblem(t *testing.T) {
+	t.Parallel()
+	needPoppler(t)
+	bad := filepath.Join(t.TempDir(), "bad.pdf")
+	require.NoError(t, os.WriteFile(bad, []byte("%PDF-1.4 not really"), 0o600))
+	texts := pageTexts(context.Background(), bad, []PageBox{{}, {}})
+	require.Len(t, texts, 2)
+	for i, pt := range texts {
+		require.Equal(t, i+1, pt.Page)
+		require.NotEmpty(t, pt.Problem)
+		require.Empty(t, pt.Text)
+		require.NotNil(t, pt.Words)
+	}
 }

@@ -1,0 +1,67 @@
+package storage
+
+import "encoding/binary"
+
+// Word is one word of a page with its box in fractions of the page (0..1, origin top left).
+type Word struct {
+	Text string  `json:"text"`
+	X    float64 `json:"x"`
+	Y    float64 `json:"y"`
+	W    float64 `json:"w"`
+	H    float64 `json:"h"`
+}
+
+// PageText is the text of one page (issue 28): its words in reading order, and Text, the words
+// joined (a space between the words of a line, a newline between lines, a blank line between
+// blocks). Source says where it came from ("pdf": the document's own text); Problem, when the
+// page has no text because reading it failed, says why (a page of a PDF without text has
+// neither).
+type PageText struct {
+	Page    int    `json:"page"` // 1-based
+	Source  string `json:"source,omitempty"`
+	Text    string `json:"text"`
+	Words   []Word `json:"words"`
+	Problem string `json:"problem,omitempty"`
+}
+
+// Text sources.
+const (
+	TextFromPDF = "pdf"
+)
+
+// pageTextPrefix is where a book's page texts are: one record a page, in page order.
+func pageTextPrefix(t Tenant, rid string) []byte {
+	k := append(t.prefix(), "text/"...)
+	k = append(k, rid...)
+	return append(k, '/')
+}
+
+func pageTextKey(t Tenant, rid string, page int) []byte {
+	return binary.BigEndian.AppendUint32(pageTextPrefix(t, rid), uint32(page))
+}
+
+// PutPageTexts stages a book's page texts, replacing those it had.
+func (bt *Batch) PutPageTexts(t Tenant, rid string, texts []PageText) error {
+	p := pageTextPrefix(t, rid)
+	_ = bt.b.DeleteRange(p, prefixEnd(p), nil)
+	for i := range texts {
+		if err := bt.setJSON(pageTextKey(t, rid, texts[i].Page), &texts[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PageText reads the text of one page of a book (errs.ErrNotFound when it has none stored).
+func (s *Store) PageText(t Tenant, rid string, page int) (*PageText, error) {
+	var pt PageText
+	if err := s.getJSON(pageTextKey(t, rid, page), &pt); err != nil {
+		return nil, err
+	}
+	return &pt, nil
+}
+
+// PageTexts reads the texts of every page of a book, in page order.
+func (s *Store) PageTexts(t Tenant, rid string) ([]*PageText, error) {
+	return listJSON[PageText](s, pageTextPrefix(t, rid), false)
+}

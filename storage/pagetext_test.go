@@ -1,0 +1,59 @@
+package storage
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"flipbook/errs"
+)
+
+// Page texts are stored a page a record, read one or all in page order, replaced whole by the
+// next write, kept apart per book and tenant, and deleted with their book.
+func TestPageTexts(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	tn, other := Tenant{Workspace: 1, Mode: ModeLive}, Tenant{Workspace: 1, Mode: ModeTest}
+	b := mkBook(tn, 1, "b", StatusDraft, t0, t0)
+	putBooks(t, s, b)
+	texts := make([]PageText, 300) // past 255: page numbers order as numbers, not as text
+	for i := range texts {
+		texts[i] = PageText{Page: i + 1, Source: TextFromPDF, Text: "p", Words: []Word{{Text: "p", X: 0.1, Y: 0.2, W: 0.3, H: 0.05}}}
+	}
+	bt := s.NewBatch()
+	require.NoError(t, bt.PutPageTexts(tn, b.RandomID, texts))
+	require.NoError(t, bt.PutPageTexts(other, b.RandomID, texts[:1]))
+	require.NoError(t, bt.Commit())
+
+	all, err := s.PageTexts(tn, b.RandomID)
+	require.NoError(t, err)
+	require.Len(t, all, 300)
+	for i, pt := range all {
+		require.Equal(t, i+1, pt.Page)
+	}
+	one, err := s.PageText(tn, b.RandomID, 256)
+	require.NoError(t, err)
+	require.Equal(t, texts[255], *one)
+	_, err = s.PageText(tn, b.RandomID, 301)
+	require.ErrorIs(t, err, errs.ErrNotFound)
+
+	// A second conversion replaces every page's text.
+	bt = s.NewBatch()
+	require.NoError(t, bt.PutPageTexts(tn, b.RandomID, []PageText{{Page: 1, Problem: "unreadable", Words: []Word{}}}))
+	require.NoError(t, bt.Commit())
+	all, err = s.PageTexts(tn, b.RandomID)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	require.Equal(t, "unreadable", all[0].Problem)
+
+	// Deleting the book deletes its texts, not another tenant's.
+	bt = s.NewBatch()
+	require.NoError(t, bt.DeleteBook(b))
+	require.NoError(t, bt.Commit())
+	all, err = s.PageTexts(tn, b.RandomID)
+	require.NoError(t, err)
+	require.Empty(t, all)
+	kept, err := s.PageTexts(other, b.RandomID)
+	require.NoError(t, err)
+	require.Len(t, kept, 1)
+}

@@ -9,6 +9,12 @@ type BookPath struct {
 	Book string `param:"book,path,required" max:"64"`
 }
 
+// BookPage names one page of a book (GET /books/{book}/pages/{page}).
+type BookPage struct {
+	Book string `param:"book,path,required" max:"64"`
+	Page int64  `param:"page,path,required" min:"1" max:"100000" desc:"the page number, from 1"`
+}
+
 // EmbedDomainCreate is the input of embed_domains.create (spec §4.3).
 type EmbedDomainCreate struct {
 	Book   string `param:"book,path,required" max:"64"`

@@ -139,6 +139,9 @@ type Operation struct {
 	// Internal operations are routes of the service that are not part of the public API (the
 	// collector, the email gate): no MCP tool, not in the OpenAPI document.
 	Internal bool
+	// Extension operations are public but not in the spec (issue 28's page text): the OpenAPI
+	// document marks them x-extension; they have no MCP tool by default.
+	Extension bool
 	// Multipart operations take multipart/form-data (body parameters are form fields and files).
 	Multipart bool
 	// FastBody, for an operation whose parameters are all in a JSON body, may decode and

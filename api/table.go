@@ -67,6 +67,8 @@ type BookBackend interface {
 	DeleteBook(*Request, *BookPath) (*Reply[BookDeleted, BookDeletedMeta], error)
 	CreateKonva(*Request, *KonvaCreate) (*Data[Raw[Book]], error)
 	CreateFromTemplate(*Request, *TemplateCreate) (*Data[BookCreated], error)
+	ListPages(*Request, *BookPath) (*Data[[]PageInfo], error)
+	GetPage(*Request, *BookPage) (*Data[PageTextInfo], error)
 }
 
 // AccessBackend runs the operations on who reads a book and from where: access lists, embed
@@ -172,6 +174,11 @@ func bookOperations(b BookBackend, o TableOptions) []*Operation {
 			Summary: "Create a draft flipbook from blog posts, pages or shop products laid out with a template.",
 			MaxBody: 32 << 20, // 50 items × 2 × 50,000 characters, escaped
 		}, b.CreateFromTemplate),
+		// Extensions (issue 28): the pages and the text of each.
+		Define(Operation{ID: "books.pages", Method: "GET", Path: "/books/{book}/pages", Scope: "books:read", ReadOnly: true,
+			Extension: true, Summary: "The pages of a flipbook: size, image URL and whether each has text."}, b.ListPages),
+		Define(Operation{ID: "books.page", Method: "GET", Path: "/books/{book}/pages/{page}", Scope: "books:read", ReadOnly: true,
+			Extension: true, Summary: "One page's text and its words, with their boxes in fractions of the page."}, b.GetPage),
 	}
 }
 

@@ -193,6 +193,10 @@ func openAPIOperation(op *api.Operation) map[string]any {
 		"tags":        []string{tagOf(op)},
 	}
 	var desc []string
+	if op.Extension {
+		o["x-extension"] = true
+		desc = append(desc, "An extension of this service: not in the public API specification.")
+	}
 	if op.Scope != "" {
 		scopes := []string{op.Scope}
 		if op.AlsoScope != "" {

@@ -1,0 +1,73 @@
+package httpapi
+
+import (
+	"errors"
+
+	"flipbook/api"
+	"flipbook/errs"
+	"flipbook/storage"
+)
+
+// ListPages is GET /books/{book}/pages (an extension, issue 28): each page's size, image and
+// whether it has text. A book still converting has no pages yet.
+func (s *bookService) ListPages(r *api.Request, in *api.BookPath) (*api.Data[[]api.PageInfo], error) {
+	b, err := s.bookOf(r, in.Book)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := s.Store.Pages(r.Auth.Tenant, b.RandomID)
+	if err != nil && !errors.Is(err, errs.ErrNotFound) {
+		return nil, err
+	}
+	texts, err := s.Store.PageTexts(r.Auth.Tenant, b.RandomID)
+	if err != nil {
+		return nil, err
+	}
+	byPage := make(map[int]*storage.PageText, len(texts))
+	for _, t := range texts {
+		byPage[t.Page] = t
+	}
+	out := make([]api.PageInfo, 0, len(pages))
+	for _, p := range pages {
+		info := api.PageInfo{Number: p.Number, Width: p.Width, Height: p.Height, ImageURL: s.fileURL(b.RandomID, p.File)}
+		if t := byPage[p.Number]; t != nil && len(t.Words) > 0 {
+			info.HasText, info.TextSource = true, optString(t.Source)
+		}
+		out = append(out, info)
+	}
+	return api.OK(out), nil
+}
+
+// GetPage is GET /books/{book}/pages/{page} (an extension, issue 28): the page's text and
+// words. A page of the book without stored text (a photo, an editor page, a book converted
+// before text was kept) answers an empty text and no words; a page past the last is a 404.
+func (s *bookService) GetPage(r *api.Request, in *api.BookPage) (*api.Data[api.PageTextInfo], error) {
+	b, err := s.bookOf(r, in.Book)
+	if err != nil {
+		return nil, err
+	}
+	if in.Page > int64(b.PageCount) {
+		return nil, api.ErrNotFound("page")
+	}
+	out := api.PageTextInfo{Number: int(in.Page), Words: []storage.Word{}}
+	t, err := s.Store.PageText(r.Auth.Tenant, b.RandomID, int(in.Page))
+	switch {
+	case errors.Is(err, errs.ErrNotFound):
+		return api.OK(out), nil
+	case err != nil:
+		return nil, err
+	}
+	out.Text, out.Source, out.Problem = t.Text, optString(t.Source), optString(t.Problem)
+	if len(t.Words) > 0 {
+		out.Words = t.Words
+	}
+	return api.OK(out), nil
+}
+
+// optString is s, or nil when empty.
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

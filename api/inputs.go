@@ -15,6 +15,19 @@ type BookPage struct {
 	Page int64  `param:"page,path,required" min:"1" max:"100000" desc:"the page number, from 1"`
 }
 
+// BookSearch is the input of books.search (an extension, issue 28).
+type BookSearch struct {
+	Book string `param:"book,path,required" max:"64"`
+	Q    string `param:"q,query,required" max:"200" desc:"the words to find: every word must be on the page; each matches the words it begins, ignoring case and accents"`
+}
+
+// Search is the input of search (an extension, issue 28): the workspace's books.
+type Search struct {
+	Q      string `param:"q,query,required" max:"200" desc:"the words to find: every word must be on the page; each matches the words it begins, ignoring case and accents"`
+	Cursor string `param:"cursor,query" max:"256" desc:"meta.next_cursor of the previous page"`
+	Limit  int64  `param:"limit,query" min:"1" max:"100" desc:"hits per page (default 20)"`
+}
+
 // EmbedDomainCreate is the input of embed_domains.create (spec §4.3).
 type EmbedDomainCreate struct {
 	Book   string `param:"book,path,required" max:"64"`

@@ -25,3 +25,36 @@ type PageTextInfo struct {
 	Words   []storage.Word `json:"words"`
 	Problem *string        `json:"problem" desc:"why the page has no text, when reading it failed"`
 }
+
+// Box is a word's box in fractions of the page (0..1, origin top left).
+type Box struct {
+	X float64 `json:"x"`
+	Y float64 `json:"y"`
+	W float64 `json:"w"`
+	H float64 `json:"h"`
+}
+
+// BookSearchHit is a page of GET /books/{book}/search: the words around its first match and
+// the boxes of every matching word (for highlighting them on the page image).
+type BookSearchHit struct {
+	Page    int    `json:"page"`
+	Snippet string `json:"snippet" desc:"the words around the page's first match, with … where words were left out"`
+	Matches int    `json:"matches" desc:"how many words of the page match"`
+	Boxes   []Box  `json:"boxes" desc:"the matching words' boxes (the first 100)"`
+}
+
+// SearchHit is a page of GET /search, best first.
+type SearchHit struct {
+	BookID   int64   `json:"book_id"`
+	RandomID string  `json:"random_id"`
+	BookName string  `json:"book_name"`
+	Page     int     `json:"page"`
+	Snippet  string  `json:"snippet" desc:"the words around the page's first match, with … where words were left out"`
+	Score    float64 `json:"score" desc:"relevance (higher is better): how often the words are on the page, rarer words counting more"`
+}
+
+// SearchMeta is the meta of GET /search: the cursor page and how many pages match in all.
+type SearchMeta struct {
+	CursorMeta
+	Total int `json:"total" desc:"how many pages match; only the best 1,000 can be paged through"`
+}

@@ -69,6 +69,8 @@ type BookBackend interface {
 	CreateFromTemplate(*Request, *TemplateCreate) (*Data[BookCreated], error)
 	ListPages(*Request, *BookPath) (*Data[[]PageInfo], error)
 	GetPage(*Request, *BookPage) (*Data[PageTextInfo], error)
+	SearchBook(*Request, *BookSearch) (*Data[[]BookSearchHit], error)
+	Search(*Request, *Search) (*Reply[[]SearchHit, SearchMeta], error)
 }
 
 // AccessBackend runs the operations on who reads a book and from where: access lists, embed
@@ -179,6 +181,10 @@ func bookOperations(b BookBackend, o TableOptions) []*Operation {
 			Extension: true, Summary: "The pages of a flipbook: size, image URL and whether each has text."}, b.ListPages),
 		Define(Operation{ID: "books.page", Method: "GET", Path: "/books/{book}/pages/{page}", Scope: "books:read", ReadOnly: true,
 			Extension: true, Summary: "One page's text and its words, with their boxes in fractions of the page."}, b.GetPage),
+		Define(Operation{ID: "books.search", Method: "GET", Path: "/books/{book}/search", Scope: "books:read", ReadOnly: true,
+			Extension: true, Summary: "Find words in a flipbook: its matching pages in page order, each with a snippet and the boxes of the matches."}, b.SearchBook),
+		Define(Operation{ID: "search", Method: "GET", Path: "/search", Scope: "books:read", ReadOnly: true,
+			Extension: true, Summary: "Find words in the workspace's flipbooks: matching pages, best first, cursor paginated."}, b.Search),
 	}
 }
 

@@ -272,6 +272,9 @@ func (bt *Batch) DeleteBook(b *Book) error {
 	bt.del(pagesKey(b.Tenant(), b.RandomID))
 	tp := pageTextPrefix(b.Tenant(), b.RandomID)
 	_ = bt.b.DeleteRange(tp, prefixEnd(tp), nil)
+	if err := bt.unindexPageTexts(b.Tenant(), b.RandomID); err != nil {
+		return err
+	}
 	bt.unindexBook(b)
 	bt.del(bookLookupKey(b.RandomID))
 	bt.del(bookKey(b.Tenant(), b.RandomID))

@@ -26,7 +26,8 @@ type PageText struct {
 
 // Text sources.
 const (
-	TextFromPDF = "pdf"
+	TextFromPDF = "pdf" // the document's own text (pdftotext)
+	TextFromOCR = "ocr" // read from the page image (Tesseract)
 )
 
 // pageTextPrefix is where a book's page texts are: one record a page, in page order.
@@ -40,7 +41,8 @@ func pageTextKey(t Tenant, rid string, page int) []byte {
 	return binary.BigEndian.AppendUint32(pageTextPrefix(t, rid), uint32(page))
 }
 
-// PutPageTexts stages a book's page texts, replacing those it had.
+// PutPageTexts stages a book's page texts, replacing those it had, and their search index
+// entries (searchindex.go).
 func (bt *Batch) PutPageTexts(t Tenant, rid string, texts []PageText) error {
 	p := pageTextPrefix(t, rid)
 	_ = bt.b.DeleteRange(p, prefixEnd(p), nil)
@@ -49,7 +51,7 @@ func (bt *Batch) PutPageTexts(t Tenant, rid string, texts []PageText) error {
 			return err
 		}
 	}
-	return nil
+	return bt.indexPageTexts(t, rid, texts)
 }
 
 // PageText reads the text of one page of a book (errs.ErrNotFound when it has none stored).

@@ -1,0 +1,159 @@
+package storage
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"flipbook/search"
+)
+
+// pageOf makes a page text of the given words (boxes do not matter to the index).
+func pageOf(page int, text string) PageText {
+	pt := PageText{Page: page, Source: TextFromPDF, Text: text, Words: []Word{}}
+	for _, w := range strings.Fields(text) {
+		pt.Words = append(pt.Words, Word{Text: w})
+	}
+	return pt
+}
+
+func mustQuery(t *testing.T, q string) search.Query {
+	t.Helper()
+	p, err := search.Parse(q)
+	require.NoError(t, err)
+	return p
+}
+
+func hitsOf(hits []SearchHit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = fmt.Sprintf("%s/%d", h.RandomID, h.Page)
+	}
+	return out
+}
+
+// The index finds pages by folded word prefixes, every term on the same page, best first; it
+// is replaced with the texts, removed with the book, and kept apart per tenant.
+func TestSearchIndex(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	tn, other := Tenant{Workspace: 1, Mode: ModeLive}, Tenant{Workspace: 2, Mode: ModeLive}
+	a, b := mkBook(tn, 1, "a", StatusDraft, t0, t0), mkBook(tn, 2, "b", StatusDraft, t0, t0)
+	o := mkBook(other, 3, "o", StatusDraft, t0, t0)
+	putBooks(t, s, a, b, o)
+	bt := s.NewBatch()
+	require.NoError(t, bt.PutPageTexts(tn, a.RandomID, []PageText{
+		pageOf(1, "Our Photographs of the Éléphant"),
+		pageOf(2, "photo photo photo, and a garden"),
+		pageOf(3, "nothing here"),
+	}))
+	require.NoError(t, bt.PutPageTexts(tn, b.RandomID, []PageText{pageOf(1, "A garden PHOTO"), pageOf(7, "elephants")}))
+	require.NoError(t, bt.PutPageTexts(other, o.RandomID, []PageText{pageOf(1, "photo elephant garden")}))
+	require.NoError(t, bt.Commit())
+
+	search := func(tn Tenant, q string, offset, limit int) ([]string, int) {
+		hits, total, err := s.Search(tn, mustQuery(t, q), offset, limit)
+		require.NoError(t, err)
+		return hitsOf(hits), total
+	}
+	// Three photos on a/2 rank it first; then the single ones, by book and page.
+	got, total := search(tn, "photo", 0, 10)
+	require.Equal(t, []string{a.RandomID + "/2", a.RandomID + "/1", b.RandomID + "/1"}, got)
+	require.Equal(t, 3, total)
+	got, _ = search(tn, "ELEPH", 0, 10)
+	require.ElementsMatch(t, []string{a.RandomID + "/1", b.RandomID + "/7"}, got)
+	got, total = search(tn, "garden photo", 0, 10)
+	require.ElementsMatch(t, []string{a.RandomID + "/2", b.RandomID + "/1"}, got)
+	require.Equal(t, 2, total)
+	got, _ = search(tn, "a", 0, 10) // one letter: the word itself, not "and"
+	require.ElementsMatch(t, []string{a.RandomID + "/2", b.RandomID + "/1"}, got)
+	got, _ = search(tn, "zebra photo", 0, 10)
+	require.Empty(t, got)
+	// Paging: offsets past the hits are empty; the total stays.
+	got, total = search(tn, "photo", 1, 1)
+	require.Equal(t, []string{a.RandomID + "/1"}, got)
+	require.Equal(t, 3, total)
+	got, total = search(tn, "photo", 5, 10)
+	require.Empty(t, got)
+	require.Equal(t, 3, total)
+	// The other workspace sees only its own book.
+	got, _ = search(other, "photo", 0, 10)
+	require.Equal(t, []string{o.RandomID + "/1"}, got)
+
+	// New texts replace the old entries; deleting the book removes them.
+	bt = s.NewBatch()
+	require.NoError(t, bt.PutPageTexts(tn, a.RandomID, []PageText{pageOf(1, "zebra")}))
+	require.NoError(t, bt.Commit())
+	got, _ = search(tn, "photo", 0, 10)
+	require.Equal(t, []string{b.RandomID + "/1"}, got)
+	got, _ = search(tn, "zebra", 0, 10)
+	require.Equal(t, []string{a.RandomID + "/1"}, got)
+	bt = s.NewBatch()
+	require.NoError(t, bt.DeleteBook(a))
+	require.NoError(t, bt.DeleteBook(b))
+	require.NoError(t, bt.Commit())
+	for _, q := range []string{"zebra", "photo", "garden", "eleph"} {
+		got, _ = search(tn, q, 0, 10)
+		require.Empty(t, got, q)
+	}
+	n := 0
+	it, err := s.db.NewIter(nil)
+	require.NoError(t, err)
+	for ok := it.First(); ok; ok = it.Next() {
+		if strings.HasPrefix(string(it.Key()), string(ixPrefix(tn))) || strings.HasPrefix(string(it.Key()), string(ixBookKey(tn, ""))) {
+			n++
+		}
+	}
+	require.NoError(t, it.Close())
+	require.Zero(t, n, "index keys left after deleting every book")
+}
+
+// The index agrees with a scan of the texts on random books and queries: the same pages match.
+func TestSearchIndexMatchesScan(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	tn := Tenant{Workspace: 9, Mode: ModeLive}
+	vocab := []string{"alpha", "alphabet", "beta", "Bêta", "gamma", "gammé", "delta", "a", "an", "x", "été", "ete", "straße", "strasse"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	texts := map[string][]PageText{}
+	bt := s.NewBatch()
+	for i := range 30 {
+		b := mkBook(tn, int64(i+1), fmt.Sprintf("b%02d", i), StatusDraft, t0, t0)
+		putBooks(t, s, b)
+		var pages []PageText
+		for p := 1; p <= 1+rng.IntN(6); p++ {
+			var words []string
+			for range rng.IntN(8) {
+				words = append(words, vocab[rng.IntN(len(vocab))])
+			}
+			pages = append(pages, pageOf(p, strings.Join(words, " ")))
+		}
+		texts[b.RandomID] = pages
+		require.NoError(t, bt.PutPageTexts(tn, b.RandomID, pages))
+	}
+	require.NoError(t, bt.Commit())
+	for _, qs := range []string{"alph", "alpha", "beta", "gam", "a", "an", "x", "ete", "strasse", "alpha beta", "a gamme", "delta ete x"} {
+		q := mustQuery(t, qs)
+		var want []string
+		for rid, pages := range texts {
+			for _, p := range pages {
+				if _, m := q.Find(strings.Fields(p.Text), 3); m == q.All() {
+					want = append(want, fmt.Sprintf("%s/%d", rid, p.Page))
+				}
+			}
+		}
+		hits, total, err := s.Search(tn, q, 0, MaxSearchHits)
+		require.NoError(t, err)
+		got := hitsOf(hits)
+		sort.Strings(want)
+		require.Equal(t, len(want), total, qs)
+		require.ElementsMatch(t, want, got, qs)
+		for i := 1; i < len(hits); i++ {
+			require.True(t, !better(hits[i], hits[i-1]), "hits out of order for %q", qs)
+		}
+	}
+}

@@ -68,6 +68,8 @@ func (b *book) Receive(c *actor.Context) {
 			c.Respond(result(b.delete()))
 		case *SetPages:
 			c.Respond(result(b.setPages(m)))
+		case *SetTexts:
+			c.Respond(result(b.setTexts(m)))
 		case *AddSubscriber:
 			c.Respond(result(b.addSubscriber(m)))
 		case *RemoveSubscriber:

@@ -55,6 +55,9 @@ type Options struct {
 	// OwnsPartition is Owns for a partition of the event log (the webhook reader reads the
 	// partitions this node owns, each from the position stored with it).
 	OwnsPartition func(p int) bool
+	// NoTextBackfill turns the page-text backfill off (textfill.go): for tests that count
+	// what the system writes.
+	NoTextBackfill bool
 	// MaxCatalogItems bounds the items of one catalog (0: MaxCatalogItems).
 	MaxCatalogItems int64
 }
@@ -70,6 +73,7 @@ type System struct {
 	conversion *actor.PID
 	// catalogSync runs catalog sync jobs (catalog_sync.go).
 	catalogSync *actor.PID
+	textfill    *actor.PID // the page-text backfill (textfill.go)
 
 	conv        ConversionOptions
 	renderSlots chan struct{}
@@ -128,6 +132,10 @@ func Start(store *storage.Store, o Options) (*System, error) {
 	s.startBulk()
 	s.catalogSync = e.Spawn(newCatalogSup(s), "catalogsync", actor.WithID("main"),
 		actor.WithInboxSize(defaultInboxSize), s.middleware("catalogsync"))
+	if !o.NoTextBackfill {
+		s.textfill = e.Spawn(newTextfill(s), "textfill", actor.WithID("main"),
+			actor.WithInboxSize(defaultInboxSize), s.middleware("textfill"))
+	}
 	return s, nil
 }
 
@@ -141,6 +149,10 @@ func (s *System) Stop() {
 	// next start); their workers may still be waiting on book actors, which are running.
 	<-s.Engine.Poison(s.conversion).Done()
 	s.workers.Wait()
+	// The text backfill stops its OCR (the book is taken up again at the next start).
+	if s.textfill != nil {
+		s.awaitStop(s.textfill)
+	}
 	// Bulk settings runners stop starting items; those in flight finish (unfinished batches
 	// resume on the next start).
 	s.stopBulk()

@@ -158,6 +158,9 @@ func (w *workspace) createBook(b *storage.Book) (*storage.Book, error) {
 		return nil, err
 	}
 	w.s.scheduleTransition(b)
+	if len(b.Pages) > 0 {
+		w.s.WantText(w.t, b.RandomID) // a book of images: its text is read by OCR
+	}
 	return b, nil
 }
 

@@ -3,14 +3,16 @@
 # Checks what is missing and installs it when it can (root, or sudo without a password);
 # otherwise stops with the one apt-get line to run.
 #
-#   scripts/deps.sh run    conversion: make run (poppler-utils, LibreOffice, fonts)
+#   scripts/deps.sh run    conversion: make run (poppler-utils, LibreOffice, fonts, Tesseract)
 #   scripts/deps.sh test   run + what the tests need (Chromium for the browser tests)
 #   scripts/deps.sh ci     test + what the build itself needs (a bare machine: make, gcc, git)
 set -euo pipefail
 
 # poppler-utils renders PDFs (pdfinfo, pdftoppm, pdftotext); LibreOffice converts Word, Excel
-# and PowerPoint files, with fonts to lay them out.
-run_pkgs=(poppler-utils libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui fonts-liberation)
+# and PowerPoint files, with fonts to lay them out; tesseract-ocr with its English data reads the
+# text of pages that carry none (photos, scans, catalog renders: issue 28).
+run_pkgs=(poppler-utils libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui fonts-liberation
+	tesseract-ocr tesseract-ocr-eng)
 # chromium runs the viewer's, the catalog render's and the OAuth consent page's browser tests.
 test_pkgs=(chromium)
 # a fresh machine of this kind has Go in /usr/local/go but may lack these.
@@ -27,7 +29,7 @@ esac
 if ! command -v dpkg-query >/dev/null; then
 	# Not Debian: check the programs themselves and name the packages.
 	miss=()
-	for c in pdftoppm pdfinfo pdftotext soffice; do command -v "$c" >/dev/null || miss+=("$c"); done
+	for c in pdftoppm pdfinfo pdftotext soffice tesseract; do command -v "$c" >/dev/null || miss+=("$c"); done
 	if [[ "${1:-run}" != run ]] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then miss+=(chromium); fi
 	if ((${#miss[@]})); then
 		echo "missing programs: ${miss[*]} (on Debian: apt-get install -y ${want[*]}); install them and run make again" >&2

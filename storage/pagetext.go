@@ -1,6 +1,10 @@
 package storage
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/cockroachdb/pebble/v2"
+)
 
 // Word is one word of a page with its box in fractions of the page (0..1, origin top left).
 type Word struct {
@@ -66,4 +70,31 @@ func (s *Store) PageText(t Tenant, rid string, page int) (*PageText, error) {
 // PageTexts reads the texts of every page of a book, in page order.
 func (s *Store) PageTexts(t Tenant, rid string) ([]*PageText, error) {
 	return listJSON[PageText](s, pageTextPrefix(t, rid), false)
+}
+
+// HasPageText reports whether a book has its page texts stored (a record for its first page:
+// a conversion or the backfill writes one for every page, with or without words).
+func (s *Store) HasPageText(t Tenant, rid string) (bool, error) {
+	return s.has(pageTextKey(t, rid, 1))
+}
+
+// EachBook calls f with the tenant and id of every book of every workspace (from the global
+// lookup, in id order), until f returns false.
+func (s *Store) EachBook(f func(t Tenant, rid string) bool) error {
+	p := bookLookupKey("")
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		t, ok := tenantFromBytes(it.Value())
+		if !ok {
+			continue
+		}
+		if !f(t, string(it.Key()[len(p):])) {
+			break
+		}
+	}
+	return it.Error()
 }

@@ -37,8 +37,10 @@ type CatalogDoc struct {
 	Items      []Item `json:"items"`
 }
 
-// renderCatalogFile draws the CatalogDoc at src into page files under work.
-func renderCatalogFile(ctx context.Context, src, work string, fetch Fetcher) (*Result, error) {
+// renderCatalogFile draws the CatalogDoc at src into page files under work, with their text
+// read back by OCR (o.Fetch fetches the product images; o.Slots and o.OCRLanguages are the
+// OCR's).
+func renderCatalogFile(ctx context.Context, src, work string, o Options) (*Result, error) {
 	data, err := os.ReadFile(src)
 	if err != nil {
 		return nil, err
@@ -51,28 +53,40 @@ func renderCatalogFile(ctx context.Context, src, work string, fetch Fetcher) (*R
 	if !ok || tpl.Type != TemplateProduct {
 		return nil, fail(fmt.Sprintf("template %d is not a product template", cd.TemplateID))
 	}
-	ctx, cancel := context.WithTimeout(ctx, CatalogRenderTimeout)
+	rctx, cancel := context.WithTimeout(ctx, CatalogRenderTimeout)
 	defer cancel()
 	cover := cd.Cover
 	doc := &Document{Template: tpl, Source: "catalog", SourceType: "products", Title: cd.Title, Cover: &cover,
 		Meta: Metadata{Currency: cd.Currency, SiteName: cd.Cover.Title, SiteURL: cd.Cover.Website}, Items: cd.Items}
-	pages, err := RenderTemplate(ctx, doc, fetch)
+	pages, err := RenderTemplate(rctx, doc, o.Fetch)
 	if err != nil {
 		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if rctx.Err() != nil {
 			return nil, fail("rendering the catalog took longer than " + CatalogRenderTimeout.String())
 		}
 		return nil, err
 	}
 	res := &Result{Pages: make([]Page, len(pages))}
+	paths := make([]string, len(pages))
 	for i, p := range pages {
 		path := filepath.Join(work, "page-"+strconv.Itoa(i+1)+".jpg")
 		if err := os.WriteFile(path, p.Data, 0o640); err != nil {
 			return nil, err
 		}
 		res.Pages[i] = Page{Path: path, Width: p.Width, Height: p.Height, Links: p.Links}
+		paths[i] = path
 	}
 	if res.Thumb, err = Thumbnail(pages[0].Img); err != nil {
 		return nil, err
+	}
+	// The pages are drawn from the items' own text, but the drawing keeps no word positions
+	// (template_render.go): OCR reads the words back with their boxes. The render's timeout does
+	// not cover it (each page has OCRTimeout).
+	res.Text = OCRPages(ctx, paths, o.Slots, o.OCRLanguages)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
 	return res, nil
 }

@@ -27,6 +27,10 @@ type Options struct {
 	Fetch Fetcher
 	// Office is the LibreOffice command ("": soffice, looked up in PATH).
 	Office string
+	// OCRLanguages are the Tesseract languages pages without text are read in, joined by "+"
+	// ("eng+deu"; "": DefaultOCRLanguages); each needs its traineddata installed
+	// (tesseract-ocr-deu), or the pages say so in their Problem.
+	OCRLanguages string
 }
 
 // Page is a rendered page image file.
@@ -42,9 +46,10 @@ type Result struct {
 	Pages []Page
 	Thumb []byte
 	PDF   string
-	// Text is each page's text, for PDF and Office sources (nil for the others: no OCR yet).
-	// Reading it never fails a conversion: a page whose text could not be read says why
-	// (PageText.Problem).
+	// Text is each page's text, one per page in order: the document's own (PDF and Office
+	// sources), or read from the page image by OCR (photos, catalog renders, and PDF pages
+	// without text: scans). Reading it never fails a conversion: a page whose text could not be
+	// read says why (PageText.Problem).
 	Text []storage.PageText
 }
 
@@ -75,7 +80,11 @@ func Convert(ctx context.Context, src, kind, work string, o Options) (*Result, e
 		if o.OnPages != nil {
 			o.OnPages(1)
 		}
-		return &Result{Pages: []Page{{Path: dst, Width: w, Height: h}}, Thumb: thumb}, nil
+		text := OCRPages(ctx, []string{dst}, o.Slots, o.OCRLanguages)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return &Result{Pages: []Page{{Path: dst, Width: w, Height: h}}, Thumb: thumb, Text: text}, nil
 	case IsOffice(kind):
 		pdf, err := OfficeToPDF(ctx, o.Office, src, kind, filepath.Join(work, "office"))
 		if err != nil {
@@ -85,7 +94,7 @@ func Convert(ctx context.Context, src, kind, work string, o Options) (*Result, e
 	case kind == KindPDF:
 		return convertPDF(ctx, src, work, o)
 	case kind == KindCatalog:
-		return renderCatalogFile(ctx, src, work, o.Fetch)
+		return renderCatalogFile(ctx, src, work, o)
 	}
 	return nil, fail("unsupported file type " + kind)
 }
@@ -114,6 +123,7 @@ func convertPDF(ctx context.Context, pdf, work string, o Options) (*Result, erro
 		}
 	}
 	res.Text = pageTexts(ctx, pdf, boxes)
+	ocrBlankPages(ctx, res, o)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -147,6 +157,27 @@ func pageTexts(ctx context.Context, pdf string, boxes []PageBox) []storage.PageT
 		texts[i] = storage.PageText{Page: i + 1, Words: []storage.Word{}, Problem: problem}
 	}
 	return texts
+}
+
+// ocrBlankPages reads by OCR the pages of res whose document has no text for them and no
+// problem reading it (scanned pages), from their rendered images. A page where OCR finds
+// nothing keeps no words, with Source "ocr" (it was read).
+func ocrBlankPages(ctx context.Context, res *Result, o Options) {
+	var idx []int
+	var paths []string
+	for i, t := range res.Text {
+		if len(t.Words) == 0 && t.Problem == "" && i < len(res.Pages) {
+			idx = append(idx, i)
+			paths = append(paths, res.Pages[i].Path)
+		}
+	}
+	if len(paths) == 0 {
+		return
+	}
+	for j, t := range OCRPages(ctx, paths, o.Slots, o.OCRLanguages) {
+		t.Page = res.Text[idx[j]].Page
+		res.Text[idx[j]] = t
+	}
 }
 
 func jpegSize(path string) (int, int, error) {

@@ -373,6 +373,12 @@ func (c *clusterFront) workspaceOf(ctx *fasthttp.RequestCtx) (int64, bool) {
 			return c.bookWorkspace(rid)
 		}
 	}
+	if file, ok := seg("/sitemaps/"); ok { // a workspace's sitemap (seo.go)
+		var ws int64
+		slug, ok := sitemapSlug(file)
+		err := c.lookup(func() (err error) { ws, err = c.node.Store().WorkspaceIDBySlug(slug); return err })
+		return ws, ok && err == nil
+	}
 	if slug, ok := seg("/l/"); ok {
 		var t storage.Tenant
 		err := c.lookup(func() (err error) { t, err = c.node.Store().TrackedLinkTenant(slug); return err })

@@ -637,6 +637,10 @@ func (s *Service) buildRouter() *router.Router {
 	handle("GET", "/l/{slug}", "tracked_link", s.followTrackedLink)
 	handle("GET", "/view/{book}", "viewer", s.viewBook)
 	handle("GET", "/view/{book}/pages", "viewer_pages", s.viewPages)
+	handle("GET", "/view/{book}/page/{page}", "viewer_page_text", s.viewTextPage) // seo.go
+	handle("GET", "/view/{book}/text", "viewer_text", s.viewText)
+	handle("GET", "/view/{book}/search", "viewer_search", s.viewSearch)
+	handle("GET", "/sitemaps/{file}", "sitemap", s.serveSitemap)
 	handle("GET", "/viewer/assets/{name}", "viewer_asset", s.viewerAsset)
 	handle("GET", "/template-thumbnails/{name}", "template_thumbnail", s.serveTemplateThumb)
 	// OAuth: the authorization server and the metadata documents (net/http handlers).

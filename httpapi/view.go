@@ -122,6 +122,10 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 	if b.Settings.Background != nil && safeCSSColor(*b.Settings.Background) {
 		data.Background = *b.Settings.Background
 	}
+	if data.SEO, err = s.viewerIndexing(b, now); err != nil { // text without JavaScript (seo.go)
+		s.writeError(ctx, api.ErrInternal())
+		return
+	}
 	var buf bytes.Buffer
 	if err := viewer.Page.Execute(&buf, data); err != nil {
 		s.log.Error("render viewer", "err", err)
@@ -133,6 +137,9 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "strict-origin-when-cross-origin")
+	if data.SEO.NoIndex {
+		setNoIndex(ctx)
+	}
 	ctx.SetContentType("text/html; charset=utf-8")
 	ctx.SetBody(buf.Bytes())
 }
@@ -197,7 +204,9 @@ func (s *Service) viewerNotFound(ctx *fasthttp.RequestCtx) {
 	ctx.SetStatusCode(404)
 	ctx.SetContentType("text/html; charset=utf-8")
 	ctx.Response.Header.Set("Cache-Control", "no-store")
-	ctx.SetBodyString(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Not available</title></head>` +
+	setNoIndex(ctx)
+	ctx.SetBodyString(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="robots" content="noindex">` +
+		`<title>Not available</title></head>` +
 		`<body style="font-family:system-ui;text-align:center;padding:4em"><h1>This flipbook is not available</h1>` +
 		`<p>It may have been unpublished, or the link is wrong.</p></body></html>`)
 }

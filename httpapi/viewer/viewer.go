@@ -35,4 +35,6 @@ type PageData struct {
 	MadeWith   bool // show the "made with" badge
 	// GateMessage is the book's text on the email gate (magic_link_message), "" for the default.
 	GateMessage string
+	// SEO is the text of the first pages and what search engines are told (seo.go).
+	SEO Indexing
 }

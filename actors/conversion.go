@@ -29,6 +29,11 @@ type ConversionOptions struct {
 	LongEdge int // page image size, longer side in pixels
 	Chunk    int // pages per renderer process
 	MaxPages int // most pages of a PDF or Office document (0: convert.DefaultMaxPages)
+	// NoText turns page text off (issue 28): no pdftotext, no OCR, no backfill; books are
+	// page images only (and search finds nothing in them).
+	NoText bool
+	// OCRLanguages are Tesseract's languages ("eng+deu"; "": convert.DefaultOCRLanguages).
+	OCRLanguages string
 }
 
 // Messages of the conversion supervisor.
@@ -424,6 +429,7 @@ func (s *System) convertFile(ctx context.Context, u *storage.Upload, i int) (rea
 	var rendered atomic.Int64 // pages reported by the renderers as they finish (OnPages)
 	res, err := convert.Convert(ctx, UploadPath(s.Store, u.ID, i), f.Kind, work, convert.Options{
 		LongEdge: s.conv.LongEdge, MaxPages: s.conv.MaxPages, AutoLinks: u.AutoLinks, Slots: s.renderSlots, Chunk: s.conv.Chunk,
+		NoText: s.conv.NoText, OCRLanguages: s.conv.OCRLanguages,
 		Fetch: fetch,
 		OnPages: func(n int) {
 			rendered.Add(int64(n))

@@ -132,7 +132,7 @@ func Start(store *storage.Store, o Options) (*System, error) {
 	s.startBulk()
 	s.catalogSync = e.Spawn(newCatalogSup(s), "catalogsync", actor.WithID("main"),
 		actor.WithInboxSize(defaultInboxSize), s.middleware("catalogsync"))
-	if !o.NoTextBackfill {
+	if !o.NoTextBackfill && !o.Conversion.NoText {
 		s.textfill = e.Spawn(newTextfill(s), "textfill", actor.WithID("main"),
 			actor.WithInboxSize(defaultInboxSize), s.middleware("textfill"))
 	}

@@ -183,7 +183,7 @@ func (v *textfill) fill(ctx context.Context, w textWanted) error {
 			return notFoundOK(err)
 		}
 	}
-	texts := convert.BookText(ctx, pdf, images, convert.Options{Slots: v.s.renderSlots})
+	texts := convert.BookText(ctx, pdf, images, convert.Options{Slots: v.s.renderSlots, OCRLanguages: v.s.conv.OCRLanguages})
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

@@ -23,12 +23,16 @@ type ConvertOptions struct {
 	BigPages int // pages of the memory test PDF (1,000)
 	LongEdge int
 	Runs     int // timed conversions per side; the best is kept
+	Scanned  int // pages of the scanned (image-only) PDF read by OCR (10)
 }
 
 // Targets of the convert scenario (issue: conversion).
 const (
 	TargetConvertVsPdftoppm = 0.8       // service pages/s at least this share of pdftoppm's on all cores
 	TargetConvertPeakBytes  = 600 << 20 // peak memory converting the big PDF
+	// TargetConvertTextVsNone: pages/s keeping each page's text (pdftotext) at least this
+	// share of pages/s without it (issue 28).
+	TargetConvertTextVsNone = 0.85
 )
 
 // Convert measures the service converting a PDF (upload to pages ready, through the API of a
@@ -58,11 +62,17 @@ func Convert(ctx context.Context, o ConvertOptions, out io.Writer) (*Report, err
 		return nil, err
 	}
 	defer c.stop()
+	// The same service without page text (issue 28), for the cost of keeping it.
+	bare, err := startChild(ctx, filepath.Join(dir, "data-notext"), "--page-long-edge", strconv.Itoa(o.LongEdge), "--no-page-text")
+	if err != nil {
+		return nil, err
+	}
+	defer bare.stop()
 
 	// Baselines (pdftoppm in one process, and split across all cores) and the service, run in
 	// turns: the machines are shared and their speed drifts, so each round measures all three
 	// close together, and the best of the rounds is kept for each.
-	one, all, svc := time.Duration(1<<62), time.Duration(1<<62), time.Duration(1<<62)
+	one, all, svc, noText := time.Duration(1<<62), time.Duration(1<<62), time.Duration(1<<62), time.Duration(1<<62)
 	for r := 0; r < o.Runs; r++ {
 		d, err := pdftoppm(ctx, small, o.Pages, 1, o.LongEdge, filepath.Join(dir, "base1-"+strconv.Itoa(r)))
 		if err != nil {
@@ -79,11 +89,20 @@ func Convert(ctx context.Context, o ConvertOptions, out io.Writer) (*Report, err
 			return nil, err
 		}
 		svc = min(svc, d)
+		d, _, err = bare.convert(ctx, small)
+		if err != nil {
+			return nil, err
+		}
+		noText = min(noText, d)
 	}
 	pps := func(d time.Duration) float64 { return float64(o.Pages) / d.Seconds() }
 	fmt.Fprintf(out, "  pdftoppm, 1 process             %7.1f pages/s (%d pages in %s)\n", pps(one), o.Pages, one.Round(time.Millisecond))
 	fmt.Fprintf(out, "  pdftoppm, %d processes           %7.1f pages/s (%d pages in %s)\n", cores, pps(all), o.Pages, all.Round(time.Millisecond))
 	fmt.Fprintf(out, "  service, upload to pages ready  %7.1f pages/s (%d pages in %s)\n", pps(svc), o.Pages, svc.Round(time.Millisecond))
+	fmt.Fprintf(out, "  service without page text       %7.1f pages/s (%d pages in %s)\n", pps(noText), o.Pages, noText.Round(time.Millisecond))
+	if err := convertScanned(ctx, c, bare, dir, o, out); err != nil {
+		return nil, err
+	}
 
 	// Memory: convert the big PDF while sampling the service's process tree.
 	var peakTree int64
@@ -116,6 +135,7 @@ func Convert(ctx context.Context, o ConvertOptions, out io.Writer) (*Report, err
 		bigPages, float64(bigPages)/bigD.Seconds(), hwm>>20, peakTree>>20)
 
 	rep.checkValue(out, "service pages/s / pdftoppm pages/s (all cores)", all.Seconds()/svc.Seconds(), ">=", TargetConvertVsPdftoppm, "x")
+	rep.checkValue(out, "pages/s with page text / without", noText.Seconds()/svc.Seconds(), ">=", TargetConvertTextVsNone, "x")
 	rep.checkValue(out, fmt.Sprintf("peak memory, %d-page PDF (service + renderers)", o.BigPages), float64(max(hwm, peakTree))/(1<<20), "<=", TargetConvertPeakBytes>>20, " MB")
 	return rep, nil
 }
@@ -216,4 +236,34 @@ func doJSON(req *http.Request, want int, out any) error {
 		return fmt.Errorf("%s %s: status %d: %.300s", req.Method, req.URL.Path, res.StatusCode, raw)
 	}
 	return json.Unmarshal(raw, out)
+}
+
+// convertScanned converts a PDF of page images without text (a scan) with and without page
+// text: the difference is the OCR's, reported as OCR pages/s (no target: Tesseract's speed
+// is the page's density; docs/DECISIONS.md "OCR").
+func convertScanned(ctx context.Context, c, bare *child, dir string, o ConvertOptions, out io.Writer) error {
+	if o.Scanned <= 0 {
+		return nil
+	}
+	if _, err := exec.LookPath("tesseract"); err != nil {
+		fmt.Fprintln(out, "  scanned PDF: skipped, tesseract (tesseract-ocr) is not installed")
+		return nil
+	}
+	scan := filepath.Join(dir, "scanned.pdf")
+	if err := WriteScannedPDF(ctx, scan, o.Scanned, filepath.Join(dir, "scan")); err != nil {
+		return err
+	}
+	withText, _, err := c.convert(ctx, scan)
+	if err != nil {
+		return err
+	}
+	without, _, err := bare.convert(ctx, scan)
+	if err != nil {
+		return err
+	}
+	ocr := withText - without
+	fmt.Fprintf(out, "  scanned PDF, %d pages            %7.1f pages/s with OCR, %.1f pages/s without text; OCR %.2f pages/s (%.2f s a page on %d cores)\n",
+		o.Scanned, float64(o.Scanned)/withText.Seconds(), float64(o.Scanned)/without.Seconds(),
+		float64(o.Scanned)/ocr.Seconds(), ocr.Seconds()*float64(runtime.NumCPU())/float64(o.Scanned), runtime.NumCPU())
+	return nil
 }

@@ -2,10 +2,15 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
 	"strconv"
 
 	"github.com/go-pdf/fpdf"
@@ -41,6 +46,33 @@ func WritePDF(path string, n int) error {
 		pdf.SetTextColor(0, 0, 255)
 		pdf.WriteLinkString(6, url, url)
 		pdf.SetTextColor(0, 0, 0)
+	}
+	return pdf.OutputFileAndClose(path)
+}
+
+// WriteScannedPDF writes an n-page PDF of page images without text, as a scanner makes: the
+// pages of WritePDF rendered at 150 dpi (in work) and placed as JPEGs.
+func WriteScannedPDF(ctx context.Context, path string, n int, work string) error {
+	src := filepath.Join(work, "source.pdf")
+	if err := os.MkdirAll(work, 0o750); err != nil {
+		return err
+	}
+	if err := WritePDF(src, n); err != nil {
+		return err
+	}
+	if err := exec.CommandContext(ctx, "pdftoppm", "-r", "150", "-jpeg", src, filepath.Join(work, "p")).Run(); err != nil {
+		return fmt.Errorf("render the scan: %w", err)
+	}
+	files, err := filepath.Glob(filepath.Join(work, "p-*.jpg"))
+	if err != nil || len(files) != n {
+		return fmt.Errorf("render the scan: %d pages of %d (%v)", len(files), n, err)
+	}
+	sort.Strings(files)
+	pdf := fpdf.New("P", "mm", "A4", "")
+	pdf.SetAutoPageBreak(false, 0)
+	for _, f := range files {
+		pdf.AddPage()
+		pdf.ImageOptions(f, 0, 0, 210, 297, false, fpdf.ImageOptions{ImageType: "JPG"}, 0, "")
 	}
 	return pdf.OutputFileAndClose(path)
 }

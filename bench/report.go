@@ -47,7 +47,7 @@ func (r *Report) checkValue(out io.Writer, what string, got float64, op string, 
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, mcp, convert, ingest, analytics, webhooks, catalog, hostile (or all)")
+	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, mcp, convert, search, ingest, analytics, webhooks, catalog, hostile (or all)")
 	duration := fs.Duration("duration", 10*time.Second, "measured time per load (ingest: default 10m)")
 	warmup := fs.Duration("warmup", 2*time.Second, "warm-up time per load (ingest: default duration/20, 1-30 s)")
 	conns := fs.Int("conns", 32, "concurrent connections (ingest: default 64)")
@@ -58,6 +58,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	pages := fs.Int("pages", 200, "convert: pages of the speed test PDF")
 	bigPages := fs.Int("big-pages", 1000, "convert: pages of the memory test PDF")
 	runs := fs.Int("runs", 3, "convert: timed conversions per side (best kept)")
+	scanned := fs.Int("scanned-pages", 10, "convert: pages of the scanned PDF read by OCR (0: none)")
+	searchBooks := fs.Int("search-books", 10000, "search: books of the workspace")
+	searchPages := fs.Int("search-pages", 20, "search: pages a book")
+	searchWords := fs.Int("search-words", 100, "search: words a page")
+	searchQueries := fs.Int("search-queries", 500, "search: timed queries")
 	anBooks := fs.Int("analytics-books", 1000, "analytics: books sharing the events")
 	anEvents := fs.Int("analytics-events", 10_000_000, "analytics: interaction events across the books")
 	anExport := fs.Int("export-rows", 1_000_000, "analytics: events of the book exported as CSV")
@@ -94,7 +99,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var missed []string
 	list := strings.Split(*scenarios, ",")
 	if *scenarios == "all" {
-		list = []string{"rest", "mcp", "convert", "ingest", "analytics", "webhooks", "catalog", "hostile", "cluster"}
+		list = []string{"rest", "mcp", "convert", "search", "ingest", "analytics", "webhooks", "catalog", "hostile", "cluster"}
 	}
 	var childOut io.Writer
 	if *childLog != "" {
@@ -121,7 +126,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			rep, err = Analytics(ctx, AnalyticsOptions{Books: *anBooks, Events: *anEvents, ExportRows: *anExport, Calls: *anCalls}, stdout)
 		case "convert":
 			fmt.Fprintln(stdout, "== scenario convert ==")
-			rep, err = Convert(ctx, ConvertOptions{Pages: *pages, BigPages: *bigPages, LongEdge: 1600, Runs: *runs}, stdout)
+			rep, err = Convert(ctx, ConvertOptions{Pages: *pages, BigPages: *bigPages, LongEdge: 1600, Runs: *runs, Scanned: *scanned}, stdout)
+		case "search":
+			fmt.Fprintln(stdout, "== scenario search ==")
+			rep, err = Search(ctx, SearchOptions{Books: *searchBooks, Pages: *searchPages, Words: *searchWords, Queries: *searchQueries}, stdout)
 		case "ingest":
 			fmt.Fprintln(stdout, "== scenario ingest ==")
 			o := IngestOptions{Sessions: *sessions, Rate: *rate, RawEvents: *rawEvents}

@@ -31,7 +31,7 @@ func TestMCPConformanceSuite(t *testing.T) {
 		"--expected-failures", "conformance-expected-failures.yml",
 		"-o", filepath.Join(t.TempDir(), "results"))
 	for _, scenario := range []string{"server-initialize", "ping", "logging-set-level", "tools-list",
-		"resources-list", "prompts-list", "dns-rebinding-protection"} {
+		"resources-list", "prompts-list", "completion-complete", "dns-rebinding-protection"} {
 		re := regexp.MustCompile(`(?m)^✓ ` + regexp.QuoteMeta(scenario) + `: (\d+) passed, 0 failed`)
 		require.Regexp(t, re, stdout, "scenario %s passes", scenario)
 	}

@@ -252,7 +252,8 @@ func TestMCPToolSchemasPortable(t *testing.T) {
 }
 
 // TestMCPCapabilities: tools without listChanged (the list never changes, and no stream could
-// carry the notification), logging (logging/setLevel is answered), nothing else.
+// carry the notification), logging (logging/setLevel is answered), resources, prompts and
+// completions (issue 28; without listChanged or subscribe), nothing else.
 func TestMCPCapabilities(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
@@ -260,7 +261,7 @@ func TestMCPCapabilities(t *testing.T) {
 	for _, version := range []string{"2025-11-25", ""} {
 		cs := h.mcpSession(t, key, version)
 		caps := mustJSON(t, cs.InitializeResult().Capabilities)
-		require.JSONEq(t, `{"logging":{},"tools":{}}`, caps, "revision %q", version)
+		require.JSONEq(t, `{"logging":{},"tools":{},"resources":{},"prompts":{},"completions":{}}`, caps, "revision %q", version)
 	}
 }
 

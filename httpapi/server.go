@@ -109,6 +109,10 @@ type Config struct {
 	ConversionWorkers int
 	PageLongEdge      int
 	MaxPages          int
+	// NoPageText turns page text off (no pdftotext, OCR or backfill: page images only);
+	// OCRLanguages are Tesseract's languages ("eng+deu"; "": English). Issue 28.
+	NoPageText   bool
+	OCRLanguages string
 	// MaxCatalogItems bounds the items of one catalog (0: actors.MaxCatalogItems).
 	MaxCatalogItems int64
 	// ReadersExportBatch is how many readers one query of the readers exports computes (0:
@@ -204,7 +208,8 @@ func New(cfg Config) (*Service, error) {
 	ownsWS, ownsPart := front.ownership(&sysRef)
 	sys, err := actors.Start(st, actors.Options{BookIdle: cfg.BookIdle, Logger: cfg.Logger, Owns: ownsWS, OwnsPartition: ownsPart,
 		MaxCatalogItems: cfg.MaxCatalogItems,
-		Conversion:      actors.ConversionOptions{Workers: cfg.ConversionWorkers, LongEdge: cfg.PageLongEdge, MaxPages: cfg.MaxPages},
+		Conversion: actors.ConversionOptions{Workers: cfg.ConversionWorkers, LongEdge: cfg.PageLongEdge, MaxPages: cfg.MaxPages,
+			NoText: cfg.NoPageText, OCRLanguages: cfg.OCRLanguages},
 		ImageFetcher: func() (convert.Fetcher, func()) {
 			f := newFetcher(cfg.AllowPrivateTargets)
 			return f.fetch, f.close

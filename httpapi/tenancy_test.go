@@ -17,6 +17,12 @@ var validBodies = map[string]any{
 	"tracked_links.create": map[string]any{"name": "hijack"},
 }
 
+// validQueries are valid query strings for the operations with a {book} path value that need
+// one (validation comes before the book is looked up, as for bodies).
+var validQueries = map[string]string{
+	"books.search": "?q=page",
+}
+
 func TestOtherWorkspacesBooksAreNotFound(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
@@ -34,6 +40,7 @@ func TestOtherWorkspacesBooksAreNotFound(t *testing.T) {
 		}
 		n++
 		path := strings.NewReplacer("{book}", ridB, "{embedDomain}", embB.data()["id"].(string)).Replace(op.Base + op.Path)
+		path += validQueries[op.ID]
 		r := h.do(t, op.Method, path, keyA, validBodies[op.ID])
 		require.Equal(t, 404, r.Status, "%s %s: %s", op.Method, op.Path, r.Body)
 		require.Equal(t, api.TypeNotFound, r.errType())

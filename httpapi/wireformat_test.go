@@ -194,6 +194,7 @@ func TestListDefaultLimits(t *testing.T) {
 		"catalogs.items":               "/catalogs/" + cat + "/items",
 		"webhooks.deliveries":          "/webhook-subscriptions/" + wh + "/deliveries",
 		"webhooks.sample_events":       "/webhook-subscriptions/sample-events",
+		"search":                       "/search?q=listed",
 	}
 	var seen []string
 	for _, op := range h.svc.Operations() {

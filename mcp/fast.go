@@ -49,7 +49,9 @@ type fastCall struct {
 var fastJSON = sonic.Config{UseNumber: true, CopyString: true, ValidateString: true}.Froze()
 
 // serveFast answers a plain tools/call and reports whether it did.
-func (s *Server) serveFast(ctx *fasthttp.RequestCtx, p *api.Principal, reqID string) bool {
+// tools are the request's toolset: a tool not among them is the SDK's to refuse, as an
+// unknown tool.
+func (s *Server) serveFast(ctx *fasthttp.RequestCtx, p *api.Principal, reqID string, tools map[string]*api.Operation) bool {
 	h := &ctx.Request.Header
 	if ct, _, _ := bytes.Cut(h.ContentType(), []byte(";")); !bytes.EqualFold(bytes.TrimSpace(ct), []byte("application/json")) {
 		return false
@@ -68,7 +70,7 @@ func (s *Server) serveFast(ctx *fasthttp.RequestCtx, p *api.Principal, reqID str
 	if id := validID(m.ID); id == nil {
 		return false
 	}
-	op := s.tools[m.Params.Name]
+	op := tools[m.Params.Name]
 	if op == nil {
 		return false
 	}

@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -70,15 +72,73 @@ type Options struct {
 
 // Server is the MCP endpoint.
 type Server struct {
-	caller  *api.Caller
-	opts    Options
-	log     *slog.Logger
-	server  *sdk.Server
-	http    fasthttp.RequestHandler
+	caller *api.Caller
+	opts   Options
+	log    *slog.Logger
+	server *sdk.Server
+	http   fasthttp.RequestHandler
+	// tools are the default toolset's: the tools of the spec (toolsets.go).
 	tools   map[string]*api.Operation
 	origins map[string]bool
+	// allTools are every tool, the spec's then the extras (operations of extraTools, given
+	// their tool names); toolGroup names each one's toolset; groups are the toolset names a
+	// client may ask for; toolsets hold the SDK servers of the choices made so far.
+	allTools  []*api.Operation
+	toolGroup map[string]string
+	groups    map[string]bool
+	toolsets  sync.Map // key → *toolset
+	// toolsetCount is how many toolsets holds.
+	toolsetCount atomic.Int32
+	// sdkTools are the tools' descriptions and handlers, made once and shared by the servers.
+	sdkTools map[string]sdkTool
+	// byID are the table's operations by ID (resources, prompts and completion call them).
+	byID map[string]*api.Operation
 	// serverMeta is the _meta member of 2026-07-28 results (serveFast).
 	serverMeta []byte
+	impl       *sdk.Implementation
+}
+
+// sdkTool is a tool's description and handler for the SDK's servers.
+type sdkTool struct {
+	tool    *sdk.Tool
+	handler sdk.ToolHandler
+}
+
+// toolsetKey is the request's user value (and context value) holding its toolset, when it
+// is not the default.
+type toolsetKey struct{}
+
+// newSDKServer is an SDK server with the given tools, the resources, prompts and completion.
+func (s *Server) newSDKServer(tools []*api.Operation) *sdk.Server {
+	srv := sdk.NewServer(s.impl,
+		&sdk.ServerOptions{
+			PageSize: s.opts.PageSize,
+			Instructions: "Tools of a flipbook publishing service: upload documents that become page-turning " +
+				"flipbooks, manage their settings, access lists, embed allowlists, tracked links and branding, " +
+				"and read reader analytics and CSV exports. Every tool acts on the workspace of the API key; " +
+				"each needs the scope of its REST operation. Path values are book_id and batch_id. " +
+				"Resources flipbook://books/{book_id} and flipbook://books/{book_id}/pages/{page} hold a book and a page's text; " +
+				"prompts chain the tools for common jobs. Ask for fewer tools with ?toolsets= (or X-MCP-Toolsets) and " +
+				"X-MCP-Readonly: true; the toolset extras adds page text and search tools.",
+			Logger:            discard(),
+			CompletionHandler: s.complete,
+			// The SDK infers tools: {listChanged: true} from the tools added (and the same of
+			// prompts and resources). The lists never change while the process runs, and a
+			// stateless server answering in JSON has no stream to carry list_changed
+			// notifications: advertise them without it (and resources without subscribe).
+			// logging stays (the SDK's default): logging/setLevel is answered, and no log
+			// notification is ever sent (docs/CLIENTS.md).
+			//lint:ignore SA1019 logging is deprecated by SEP-2577 (2026-07-28), not removed; hosts of older protocol versions still call logging/setLevel
+			Capabilities: &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}, Tools: &sdk.ToolCapabilities{},
+				Resources: &sdk.ResourceCapabilities{}, Prompts: &sdk.PromptCapabilities{}, Completions: &sdk.CompletionCapabilities{}},
+		})
+	for _, op := range tools {
+		t := s.sdkTools[op.Tool]
+		srv.AddTool(t.tool, t.handler)
+	}
+	s.addResources(srv)
+	s.addPrompts(srv, tools)
+	return srv
 }
 
 // New builds the endpoint over the operations of ops that name a tool.
@@ -92,37 +152,48 @@ func New(caller *api.Caller, ops []*api.Operation, o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &Server{caller: caller, opts: o, log: o.Logger, tools: map[string]*api.Operation{}, origins: map[string]bool{}}
+	s := &Server{caller: caller, opts: o, log: o.Logger, tools: map[string]*api.Operation{}, origins: map[string]bool{},
+		toolGroup: map[string]string{}, groups: map[string]bool{ToolsetDefault: true, ToolsetAll: true, ToolsetExtras: true},
+		sdkTools: map[string]sdkTool{}, byID: map[string]*api.Operation{}}
 	for _, origin := range o.AllowedOrigins {
 		s.origins[strings.ToLower(strings.TrimRight(origin, "/"))] = true
 	}
 	impl := &sdk.Implementation{Name: o.Name, Title: "Flipbook service", Version: o.Version}
 	info, _ := json.Marshal(impl)
 	s.serverMeta = append(append([]byte(`"_meta":{"io.modelcontextprotocol/serverInfo":`), info...), '}')
-	s.server = sdk.NewServer(impl,
-		&sdk.ServerOptions{
-			PageSize: o.PageSize,
-			Instructions: "Tools of a flipbook publishing service: upload documents that become page-turning " +
-				"flipbooks, manage their settings, access lists, embed allowlists, tracked links and branding, " +
-				"and read reader analytics and CSV exports. Every tool acts on the workspace of the API key; " +
-				"each needs the scope of its REST operation. Path values are book_id and batch_id.",
-			Logger: discard(),
-			// The SDK infers tools: {listChanged: true} from the tools added. The list never
-			// changes while the process runs, and a stateless server answering in JSON has no
-			// stream to carry notifications/tools/list_changed: advertise tools without it.
-			// logging stays (the SDK's default): logging/setLevel is answered, and no log
-			// notification is ever sent (docs/CLIENTS.md).
-			//lint:ignore SA1019 logging is deprecated by SEP-2577 (2026-07-28), not removed; hosts of older protocol versions still call logging/setLevel
-			Capabilities: &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}, Tools: &sdk.ToolCapabilities{}},
-		})
+	s.impl = impl
+	var spec []*api.Operation
 	for _, op := range ops {
+		s.byID[op.ID] = op
 		if op.Tool == "" || op.Internal {
 			continue
 		}
 		s.tools[op.Tool] = op
-		s.server.AddTool(toolOf(op), s.handler(op))
+		s.toolGroup[op.Tool] = groupOf(op)
+		s.groups[groupOf(op)] = true
+		spec = append(spec, op)
 	}
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.server },
+	s.allTools = spec
+	for _, x := range extraTools {
+		op := s.byID[x.op]
+		if op == nil || op.Internal || s.tools[x.tool] != nil {
+			continue // not in this table (yet)
+		}
+		named := *op // the table's entry has no tool name: this copy carries it
+		named.Tool = x.tool
+		s.toolGroup[x.tool] = ToolsetExtras
+		s.allTools = append(s.allTools, &named)
+	}
+	for _, op := range s.allTools {
+		s.sdkTools[op.Tool] = sdkTool{toolOf(op), s.handler(op)}
+	}
+	s.server = s.newSDKServer(spec)
+	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+		if ts, ok := r.Context().Value(toolsetKey{}).(*toolset); ok {
+			return ts.server
+		}
+		return s.server
+	},
 		&sdk.StreamableHTTPOptions{
 			// Stateless serves both revisions: 2025-11-25 and older with initialize (no
 			// Mcp-Session-Id is issued: every request carries what it needs), and 2026-07-28
@@ -205,13 +276,23 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, reqID string, writeError func(*
 		rpcError(ctx, 405, nil, codeInvalidRequest, "Method Not Allowed: use POST (this endpoint has no SSE stream and no sessions)")
 		return
 	}
+	ts, terr := s.toolsetOf(ctx)
+	if terr != nil {
+		writeError(ctx, terr)
+		return
+	}
+	tools := s.tools
+	if ts != nil {
+		tools = ts.tools
+		ctx.SetUserValue(toolsetKey{}, ts)
+	}
 	if s.opts.ReadBody != nil {
 		if err := s.opts.ReadBody(ctx); err != nil {
 			writeError(ctx, err)
 			return
 		}
 	}
-	if !s.opts.SDKOnly && s.serveFast(ctx, p, reqID) {
+	if !s.opts.SDKOnly && s.serveFast(ctx, p, reqID, tools) {
 		return
 	}
 	answered, fixes := checkMessage(ctx)
@@ -219,7 +300,7 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, reqID string, writeError func(*
 		return
 	}
 	if s.opts.Observe != nil {
-		if op := s.calledTool(ctx.PostBody()); op != nil {
+		if op := calledTool(ctx.PostBody(), tools); op != nil {
 			s.opts.Observe(ctx, p, op)
 		}
 	}
@@ -232,9 +313,9 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, reqID string, writeError func(*
 	restoreIDs(ctx, fixes)
 }
 
-// calledTool is the known tool a tools/call body names (nil for any other message), for
-// Observe of a message the SDK answers.
-func (s *Server) calledTool(body []byte) *api.Operation {
+// calledTool is the tool of tools a tools/call body names (nil for any other message or a
+// tool not among them), for Observe of a message the SDK answers.
+func calledTool(body []byte, tools map[string]*api.Operation) *api.Operation {
 	if !bytes.Contains(body, []byte(`"tools/call"`)) {
 		return nil
 	}
@@ -247,7 +328,7 @@ func (s *Server) calledTool(body []byte) *api.Operation {
 	if fastJSON.Unmarshal(body, &m) != nil || m.Method != "tools/call" || m.Params == nil {
 		return nil
 	}
-	return s.tools[m.Params.Name]
+	return tools[m.Params.Name]
 }
 
 // checkOrigin refuses browser requests from other sites (DNS rebinding, spec of Streamable
@@ -283,12 +364,17 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // principalOf is the caller verify resolved for this request.
 func principalOf(req *sdk.CallToolRequest) (*api.Principal, error) {
-	if req.Extra == nil || req.Extra.TokenInfo == nil {
-		return nil, errors.New("no credentials reached the tool call")
+	return principalFrom(req.Extra)
+}
+
+// principalFrom is the caller verify resolved, from a request's extra (its token info).
+func principalFrom(extra *sdk.RequestExtra) (*api.Principal, error) {
+	if extra == nil || extra.TokenInfo == nil {
+		return nil, errors.New("no credentials reached the call")
 	}
-	p, ok := req.Extra.TokenInfo.Extra[principalKey].(*api.Principal)
+	p, ok := extra.TokenInfo.Extra[principalKey].(*api.Principal)
 	if !ok {
-		return nil, errors.New("no credentials reached the tool call")
+		return nil, errors.New("no credentials reached the call")
 	}
 	return p, nil
 }

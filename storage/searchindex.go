@@ -316,3 +316,22 @@ func (h *hitHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
+
+// SearchIndexSize is the size of a tenant's search index: its keys and their bytes (keys and
+// values, before compression), for the benchmark's figure per page.
+func (s *Store) SearchIndexSize(t Tenant) (keys int, bytes int64, err error) {
+	for _, p := range [][]byte{ixPrefix(t), ixBookKey(t, "")} {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+		if err != nil {
+			return 0, 0, err
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			keys++
+			bytes += int64(len(it.Key()) + len(it.Value()))
+		}
+		if err := it.Close(); err != nil {
+			return 0, 0, err
+		}
+	}
+	return keys, bytes, nil
+}

@@ -84,7 +84,7 @@ func renderCatalogFile(ctx context.Context, src, work string, o Options) (*Resul
 	// The pages are drawn from the items' own text, but the drawing keeps no word positions
 	// (template_render.go): OCR reads the words back with their boxes. The render's timeout does
 	// not cover it (each page has OCRTimeout).
-	res.Text = OCRPages(ctx, paths, o.Slots, o.OCRLanguages)
+	res.Text = o.ocrPages(ctx, paths)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

@@ -31,6 +31,8 @@ type Options struct {
 	// ("eng+deu"; "": DefaultOCRLanguages); each needs its traineddata installed
 	// (tesseract-ocr-deu), or the pages say so in their Problem.
 	OCRLanguages string
+	// NoText skips the pages' text (no pdftotext, no OCR): Result.Text stays nil.
+	NoText bool
 }
 
 // Page is a rendered page image file.
@@ -80,7 +82,7 @@ func Convert(ctx context.Context, src, kind, work string, o Options) (*Result, e
 		if o.OnPages != nil {
 			o.OnPages(1)
 		}
-		text := OCRPages(ctx, []string{dst}, o.Slots, o.OCRLanguages)
+		text := o.ocrPages(ctx, []string{dst})
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -122,8 +124,10 @@ func convertPDF(ctx context.Context, pdf, work string, o Options) (*Result, erro
 			res.Pages[i].Links = l
 		}
 	}
-	res.Text = pageTexts(ctx, pdf, boxes)
-	ocrBlankPages(ctx, res, o)
+	if !o.NoText {
+		res.Text = pageTexts(ctx, pdf, boxes)
+		ocrBlankPages(ctx, res, o)
+	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -157,6 +161,14 @@ func pageTexts(ctx context.Context, pdf string, boxes []PageBox) []storage.PageT
 		texts[i] = storage.PageText{Page: i + 1, Words: []storage.Word{}, Problem: problem}
 	}
 	return texts
+}
+
+// ocrPages is OCRPages with o's slots and languages, or nil when o turns text off.
+func (o Options) ocrPages(ctx context.Context, paths []string) []storage.PageText {
+	if o.NoText {
+		return nil
+	}
+	return OCRPages(ctx, paths, o.Slots, o.OCRLanguages)
 }
 
 // ocrBlankPages reads by OCR the pages of res whose document has no text for them and no

@@ -59,6 +59,8 @@ type rawServeFlags struct {
 	backlog                                 *int
 	// conversion
 	workers, longEdge, maxPages *int
+	noText                      *boolString // --no-page-text
+	ocrLangs                    *string
 	// outbound requests and webhooks
 	private, geoHdr                  *boolString
 	whSchedule, whTimeout, whDisable *string
@@ -124,6 +126,8 @@ func (f *rawServeFlags) registerConversion(r *serveFlagSet) {
 	f.workers = r.num("conversion-workers", 0, "batches converted at once and renderer processes at once (0 = number of cores)")
 	f.longEdge = r.num("page-long-edge", 1600, "page image size: pixels of the longer side")
 	f.maxPages = r.num("max-pages", 2000, "most pages of an uploaded PDF or Office document (more: the file fails before rendering)")
+	f.noText = r.boolean("no-page-text", "keep no page text (no pdftotext, OCR or backfill): page images only, and search, the text layer and the pages without JavaScript have no words")
+	f.ocrLangs = r.str("ocr-languages", "eng", "Tesseract languages of OCR, joined by + (eng+deu+fra); each needs its tesseract-ocr-LANG package")
 }
 
 // registerOutbound registers the flags of outbound requests (webhooks, template images) and of
@@ -177,6 +181,9 @@ func (f *rawServeFlags) check() (*serveFlags, error) {
 	if cfg.TrustGeoHeaders, err = strconv.ParseBool(f.geoHdr.s); err != nil {
 		return nil, fmt.Errorf("--trust-geo-headers: %w", err)
 	}
+	if cfg.NoPageText, err = strconv.ParseBool(f.noText.s); err != nil {
+		return nil, fmt.Errorf("--no-page-text: %w", err)
+	}
 	if cfg.Webhooks, err = f.webhooks(); err != nil {
 		return nil, err
 	}
@@ -211,7 +218,8 @@ func (f *rawServeFlags) config() httpapi.Config {
 		RateWorkspace: *f.rws, RateEndpoint: *f.rep, RateUnauthenticated: *f.run,
 		MaxBodyBytes: *f.maxBody, MaxBufferedBytes: int64(*f.maxBuffered),
 		MaxUploadBytes: *f.maxUpload, BlobURL: *f.blobURL, ConversionWorkers: *f.workers, PageLongEdge: *f.longEdge, MaxPages: *f.maxPages,
-		RateCollect: *f.rcol, IngestBacklog: *f.backlog, AnalyticsMemory: *f.amem, KafkaBrokers: splitList(*f.kafka), KafkaTopic: *f.topic,
+		OCRLanguages: *f.ocrLangs,
+		RateCollect:  *f.rcol, IngestBacklog: *f.backlog, AnalyticsMemory: *f.amem, KafkaBrokers: splitList(*f.kafka), KafkaTopic: *f.topic,
 		MCPAllowedOrigins: splitList(*f.mcpOrigins), MCPPageSize: *f.mcpPage,
 	}
 }

@@ -43,6 +43,8 @@ type viewerConfig struct {
 	Watermark      string `json:"watermark,omitempty"`
 	GateError      string `json:"gate_error_message,omitempty"`
 	OpenFullscreen bool   `json:"open_fullscreen,omitempty"`
+	// Accessibility (accessibility_enabled) offers the reading mode: the text as HTML.
+	Accessibility bool `json:"accessibility_enabled,omitempty"`
 }
 
 // viewerPages lists a book's page images (relative URLs, so the viewer works from any host). A
@@ -100,6 +102,7 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 		Pages: []viewerPage{}}
 	cfg.Watermark, cfg.GateError = deref(b.Extra.Watermark), deref(b.Extra.MagicLinkErrorMessage)
 	cfg.OpenFullscreen = b.Extra.OpenFullscreenByDefault && b.Settings.FullscreenEnabled
+	cfg.Accessibility = b.Extra.AccessibilityEnabled
 	if tl := string(ctx.QueryArgs().Peek("tl")); tl != "" && validSlug(tl) && len(tl) <= 255 {
 		cfg.TrackedLink = tl
 	}

@@ -1,5 +1,6 @@
 // The flipbook viewer: page-flip for the page turning, lazy page images, link areas, the email
 // gate, and reader events posted to the collector in batches (sendBeacon when the page goes).
+// The pages' text (text layer, search, announcements, reading mode) is viewer-text.js.
 (function () {
   "use strict";
   var cfg = JSON.parse(document.getElementById("config").textContent);
@@ -79,12 +80,14 @@
   }
 
   function render() {
+    var text = window.FlipbookText(cfg, function () { return token; });
     cfg.pages.forEach(function (p, i) {
       var div = document.createElement("div");
       div.className = "page"; div.dataset.n = String(i + 1);
       var img = document.createElement("img");
       img.dataset.src = p.url; img.alt = "Page " + (i + 1); img.decoding = "async";
       div.appendChild(img);
+      text.decorate(div, p, i); // the text layer, over the image
       if (cfg.watermark) { // drawn on the page itself, so it turns with it
         var wm = document.createElement("span");
         wm.className = "wm"; wm.textContent = cfg.watermark; wm.setAttribute("aria-hidden", "true");
@@ -121,6 +124,7 @@
     chooseOrientation();
     window.addEventListener("resize", chooseOrientation);
     pageFlip.loadFromHTML(document.querySelectorAll(".page"));
+    text.attach(pageFlip);
     // show records what is on show: counter, fragment, images, and the reader's time. page-flip
     // also reports the pages on show again (on resize, say): that is not a new view.
     function show(i) {
@@ -132,6 +136,7 @@
       startSegment(pages);
       info.textContent = (pages.length > 1 ? pages[0] + "\u2013" + pages[pages.length - 1] : pages[0]) + " / " + cfg.pages.length;
       loadAround(i);
+      text.shown(pages);
       if (!opening || fragmentPage()) writeFragment(pages); // a book opened without a fragment keeps its plain URL
     }
     pageFlip.on("flip", function (e) { show(e.data); });
@@ -148,12 +153,13 @@
     document.getElementById("prev").onclick = function () { pageFlip.flipPrev(); };
     document.getElementById("next").onclick = function () { pageFlip.flipNext(); };
     document.addEventListener("keydown", function (e) {
+      if (text.keyOwned(e)) return; // typing, a focused button's Space or Enter, reading mode
       if (e.key === "ArrowRight" || e.key === "PageDown" || e.key === " ") { pageFlip.flipNext(); e.preventDefault(); }
       if (e.key === "ArrowLeft" || e.key === "PageUp") { pageFlip.flipPrev(); e.preventDefault(); }
       if (e.key === "Home") pageFlip.turnToPage(0);
       if (e.key === "End") pageFlip.turnToPage(cfg.pages.length - 1);
     });
-    window.flipbook = { pageFlip: pageFlip, flush: flush, queue: queue, session: session };
+    window.flipbook = { pageFlip: pageFlip, flush: flush, queue: queue, session: session, text: text };
   }
 
   // Tools from the book's settings.

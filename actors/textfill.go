@@ -36,11 +36,17 @@ type SetTexts struct {
 
 func (m *SetTexts) bookID() string { return m.RandomID }
 
-// textWanted asks the backfill for a book's text (when it has none yet).
+// textWanted asks the backfill for a book's text (when it has none yet). walked: sent by the
+// walk, which holds a place of textfill.room for it until it leaves the queue.
 type textWanted struct {
-	t   storage.Tenant
-	rid string
+	t      storage.Tenant
+	rid    string
+	walked bool
 }
+
+// textQueued is how many books the walk queues ahead of the worker: the walk waits for room,
+// so a first start over a million books without text holds a few hundred in memory, not all.
+const textQueued = 256
 
 // textDone tells the backfill its worker finished a book.
 type textDone struct{}
@@ -51,7 +57,8 @@ type textScanned struct{}
 type textfill struct {
 	s       *System
 	queue   []textWanted
-	known   map[textWanted]bool
+	known   map[textKey]bool
+	room    chan struct{} // places of walked books in the queue (textQueued)
 	busy    bool
 	walking bool // a walk is running
 	rewalk  bool // another walk was asked for meanwhile (Resume)
@@ -61,7 +68,15 @@ type textfill struct {
 }
 
 func newTextfill(s *System) actor.Producer {
-	return func() actor.Receiver { return &textfill{s: s, known: map[textWanted]bool{}} }
+	return func() actor.Receiver {
+		return &textfill{s: s, known: map[textKey]bool{}, room: make(chan struct{}, textQueued)}
+	}
+}
+
+// textKey names a book in the queue.
+type textKey struct {
+	t   storage.Tenant
+	rid string
 }
 
 func (v *textfill) Receive(c *actor.Context) {
@@ -81,9 +96,11 @@ func (v *textfill) Receive(c *actor.Context) {
 			v.walk(c)
 		}
 	case textWanted:
-		if !v.known[m] {
-			v.known[m] = true
+		if k := (textKey{m.t, m.rid}); !v.known[k] {
+			v.known[k] = true
 			v.queue = append(v.queue, m)
+		} else if m.walked {
+			<-v.room
 		}
 		v.next(c)
 	case textDone:
@@ -105,20 +122,39 @@ func (v *textfill) walk(c *actor.Context) {
 	v.running.Add(1)
 	go func() {
 		defer v.running.Done()
-		err := v.s.Store.EachBook(func(t storage.Tenant, rid string) bool {
-			if ctx.Err() != nil {
-				return false
-			}
-			if v.s.owns(t.Workspace) && v.needsText(t, rid) {
-				e.Send(pid, textWanted{t: t, rid: rid})
-			}
-			return true
-		})
-		if err != nil {
+		if err := v.walkBooks(ctx, func(w textWanted) { e.Send(pid, w) }); err != nil {
 			v.s.opts.Logger.Error("text backfill: walk the books", "err", err)
 		}
 		e.Send(pid, textScanned{})
 	}()
+}
+
+// walkBooks sends each owned book without text to the queue, a step of books at a time,
+// waiting for room in the queue.
+func (v *textfill) walkBooks(ctx context.Context, send func(textWanted)) error {
+	after := ""
+	for ctx.Err() == nil {
+		refs, err := v.s.Store.BooksAfter(after, textQueued)
+		if err != nil {
+			return err
+		}
+		for _, r := range refs {
+			if !v.s.owns(r.Tenant.Workspace) || !v.needsText(r.Tenant, r.RandomID) {
+				continue
+			}
+			select {
+			case v.room <- struct{}{}: // freed as the book leaves the queue
+			case <-ctx.Done():
+				return nil
+			}
+			send(textWanted{t: r.Tenant, rid: r.RandomID, walked: true})
+		}
+		if len(refs) < textQueued {
+			return nil
+		}
+		after = refs[len(refs)-1].RandomID
+	}
+	return nil
 }
 
 // needsText says whether a book is ready, has pages and has no text stored.
@@ -138,7 +174,10 @@ func (v *textfill) next(c *actor.Context) {
 	}
 	w := v.queue[0]
 	v.queue = v.queue[1:]
-	delete(v.known, w)
+	delete(v.known, textKey{w.t, w.rid})
+	if w.walked {
+		<-v.room
+	}
 	v.busy = true
 	pid, e, ctx := c.PID(), c.Engine(), v.ctx
 	v.running.Add(1)

@@ -93,6 +93,9 @@ func (s *bookService) Search(r *api.Request, in *api.Search) (*api.Reply[[]api.S
 		offset = int(binary.BigEndian.Uint32(p))
 	}
 	hits, total, err := s.Store.Search(t, q, offset, limit)
+	if errors.Is(err, storage.ErrSearchTooBroad) {
+		return nil, api.FieldError("q", err.Error())
+	}
 	if err != nil {
 		return nil, err
 	}

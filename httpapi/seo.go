@@ -370,7 +370,7 @@ const (
 	viewerBoxesMax      = 200 // highlighted words per page
 	viewerSnippetRadius = 8   // words of a snippet either side of the first match
 	readerTextCache     = "public, max-age=300"
-	gatedTextCache      = "private, max-age=300"
+	gatedTextCache      = "private, no-cache" // revalidated (ETag): access can be withdrawn
 )
 
 // readerBook resolves the book of a viewer text request and checks that the reader may see its
@@ -633,7 +633,16 @@ func (s *Service) serveSitemap(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, api.ErrNotFound("sitemap"))
 		return
 	}
-	urls, err := s.sitemapURLs(storage.Tenant{Workspace: ws, Mode: storage.ModeLive}, time.Now().UTC())
+	// Making a sitemap reads up to sitemapBooksMax books, so it counts against the address's
+	// limit of the reader routes.
+	now := time.Now().UTC()
+	if s.limCollect != nil {
+		if d := s.limCollect.Allow(ctx.RemoteIP().String(), now); !d.Allowed {
+			s.writeError(ctx, api.TooMany(d, "too many requests from this address (limit "+strconv.Itoa(d.Limit)+" per minute)"))
+			return
+		}
+	}
+	urls, err := s.sitemapURLs(storage.Tenant{Workspace: ws, Mode: storage.ModeLive}, now)
 	if err != nil {
 		s.log.Error("sitemap", "workspace", ws, "err", err)
 		s.writeError(ctx, api.ErrInternal())

@@ -212,7 +212,7 @@ func (h *harness) checkViewerText(t *testing.T, rid, tok string) {
 	hdr := []string{}
 	cache := "public, max-age=300"
 	if tok != "" {
-		hdr, cache = []string{"X-Reader-Token", tok}, "private, max-age=300"
+		hdr, cache = []string{"X-Reader-Token", tok}, "private, no-cache"
 	}
 	r := h.do(t, "GET", "/view/"+rid+"/text?from=1&to=2", "", nil, hdr...)
 	require.Equal(t, 200, r.Status, "%s", r.Body)

@@ -78,23 +78,31 @@ func (s *Store) HasPageText(t Tenant, rid string) (bool, error) {
 	return s.has(pageTextKey(t, rid, 1))
 }
 
-// EachBook calls f with the tenant and id of every book of every workspace (from the global
-// lookup, in id order), until f returns false.
-func (s *Store) EachBook(f func(t Tenant, rid string) bool) error {
+// BookRef names a book.
+type BookRef struct {
+	Tenant   Tenant
+	RandomID string
+}
+
+// BooksAfter lists up to n books of every workspace whose ids follow after (from the global
+// lookup, in id order; "" for the first): a walk over all books that holds no iterator between
+// its steps.
+func (s *Store) BooksAfter(after string, n int) ([]BookRef, error) {
 	p := bookLookupKey("")
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	lo := p
+	if after != "" {
+		lo = append(bookLookupKey(after), 0)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(p)})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		t, ok := tenantFromBytes(it.Value())
-		if !ok {
-			continue
-		}
-		if !f(t, string(it.Key()[len(p):])) {
-			break
+	var out []BookRef
+	for ok := it.First(); ok && len(out) < n; ok = it.Next() {
+		if t, ok := tenantFromBytes(it.Value()); ok {
+			out = append(out, BookRef{Tenant: t, RandomID: string(it.Key()[len(p):])})
 		}
 	}
-	return it.Error()
+	return out, it.Error()
 }

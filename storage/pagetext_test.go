@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -56,4 +57,31 @@ func TestPageTexts(t *testing.T) {
 	kept, err := s.PageTexts(other, b.RandomID)
 	require.NoError(t, err)
 	require.Len(t, kept, 1)
+}
+
+// BooksAfter walks every book of every tenant once, in id order, a step at a time.
+func TestBooksAfter(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	a, b := Tenant{Workspace: 1, Mode: ModeLive}, Tenant{Workspace: 2, Mode: ModeTest}
+	books := []*Book{mkBook(a, 1, "x", StatusDraft, t0, t0), mkBook(b, 2, "x", StatusDraft, t0, t0),
+		mkBook(a, 3, "x", StatusDraft, t0, t0), mkBook(b, 4, "x", StatusDraft, t0, t0), mkBook(a, 5, "x", StatusDraft, t0, t0)}
+	putBooks(t, s, books...)
+	var want []BookRef
+	for _, bk := range books {
+		want = append(want, BookRef{bk.Tenant(), bk.RandomID})
+	}
+	sort.Slice(want, func(i, j int) bool { return want[i].RandomID < want[j].RandomID })
+	var got []BookRef
+	after := ""
+	for {
+		step, err := s.BooksAfter(after, 2)
+		require.NoError(t, err)
+		got = append(got, step...)
+		if len(step) < 2 {
+			break
+		}
+		after = step[len(step)-1].RandomID
+	}
+	require.Equal(t, want, got)
 }

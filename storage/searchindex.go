@@ -89,23 +89,41 @@ func (bt *Batch) indexPageTexts(t Tenant, rid string, texts []PageText) error {
 		list = append(list, n...)
 	}
 	bt.set(ixBookKey(t, rid), list)
+	bt.stageTerms(t, rid, list)
 	return nil
 }
 
+// stageTerms records the term list the batch leaves for a book (nil: none).
+func (bt *Batch) stageTerms(t Tenant, rid string, list []byte) {
+	if bt.ixTerms == nil {
+		bt.ixTerms = map[string][]byte{}
+	}
+	bt.ixTerms[string(ixBookKey(t, rid))] = list
+}
+
 // unindexPageTexts stages the removal of a book's index entries (none when it has none). It
-// reads the book's term list as committed: the book's actor is its only writer.
+// reads the book's term list as this batch left it, else as committed: the book's actor is its
+// only writer.
 func (bt *Batch) unindexPageTexts(t Tenant, rid string) error {
-	list, err := bt.s.get(ixBookKey(t, rid))
-	switch {
-	case errors.Is(err, errs.ErrNotFound):
+	list, staged := bt.ixTerms[string(ixBookKey(t, rid))]
+	if !staged {
+		var err error
+		list, err = bt.s.get(ixBookKey(t, rid))
+		switch {
+		case errors.Is(err, errs.ErrNotFound):
+			return nil
+		case err != nil:
+			return err
+		}
+	}
+	if list == nil {
 		return nil
-	case err != nil:
-		return err
 	}
 	for _, term := range bytes.Split(list, []byte{0}) {
 		bt.del(ixKey(t, string(term), rid))
 	}
 	bt.del(ixBookKey(t, rid))
+	bt.stageTerms(t, rid, nil)
 	return nil
 }
 
@@ -146,12 +164,25 @@ type SearchHit struct {
 // MaxSearchHits pages are ranked, the rest are counted but not listed.
 const MaxSearchHits = 1000
 
+// MaxSearchScan is the most index entries (a term of a book each) one query reads: a query
+// whose words begin too many terms of too many books (two letters in a big workspace) is
+// refused with ErrSearchTooBroad rather than reading the whole index.
+const MaxSearchScan = 400_000
+
+// ErrSearchTooBroad is Search's answer to a query past MaxSearchScan.
+var ErrSearchTooBroad = errors.New("matches too many words to search; use longer or more specific words")
+
 // Search returns the best pages of the tenant's books for q, in order (score, then book, then
 // page), from offset, at most limit; total is how many pages match in all.
 func (s *Store) Search(t Tenant, q search.Query, offset, limit int) (hits []SearchHit, total int, err error) {
+	return s.search(t, q, offset, limit, MaxSearchScan)
+}
+
+// search is Search reading at most budget index entries.
+func (s *Store) search(t Tenant, q search.Query, offset, limit, budget int) (hits []SearchHit, total int, err error) {
 	perTerm := make([]map[string][]posting, len(q.Terms))
 	for i, term := range q.Terms {
-		if perTerm[i], err = s.termPostings(t, term); err != nil {
+		if perTerm[i], err = s.termPostings(t, term, &budget); err != nil {
 			return nil, 0, err
 		}
 		if len(perTerm[i]) == 0 {
@@ -202,8 +233,9 @@ func (s *Store) Search(t Tenant, q search.Query, offset, limit int) (hits []Sear
 }
 
 // termPostings reads the pages of every book with a word the query term matches (the term
-// itself, or every term it begins), merged by book and page.
-func (s *Store) termPostings(t Tenant, term string) (map[string][]posting, error) {
+// itself, or every term it begins), merged by book and page, taking the entries read from
+// budget (ErrSearchTooBroad when it runs out).
+func (s *Store) termPostings(t Tenant, term string, budget *int) (map[string][]posting, error) {
 	lo := append(ixPrefix(t), term...)
 	hi := prefixEnd(lo)
 	if !search.Prefix(term) {
@@ -216,42 +248,42 @@ func (s *Store) termPostings(t Tenant, term string) (map[string][]posting, error
 	}
 	defer it.Close()
 	out := map[string][]posting{}
+	several := map[string]bool{} // books with more than one term under the prefix
 	skip := len(ixPrefix(t))
-	var scratch []posting
 	for ok := it.First(); ok; ok = it.Next() {
+		if *budget--; *budget < 0 {
+			return nil, ErrSearchTooBroad
+		}
 		k := it.Key()[skip:]
 		z := bytes.IndexByte(k, 0)
 		if z < 0 {
 			continue
 		}
-		if scratch, err = decodePostings(it.Value(), scratch[:0]); err != nil {
+		rid := string(k[z+1:])
+		prev, seen := out[rid]
+		if seen {
+			several[rid] = true
+		}
+		if out[rid], err = decodePostings(it.Value(), prev); err != nil {
 			return nil, err
 		}
-		rid := string(k[z+1:])
-		out[rid] = mergePostings(out[rid], scratch)
+	}
+	for rid := range several {
+		out[rid] = mergePages(out[rid])
 	}
 	return out, it.Error()
 }
 
-// mergePostings adds b's pages to a (both in page order), summing the counts of a page in both.
-func mergePostings(a, b []posting) []posting {
-	if len(a) == 0 {
-		return append([]posting(nil), b...)
-	}
-	out := make([]posting, 0, len(a)+len(b))
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		switch {
-		case j == len(b) || (i < len(a) && a[i].page < b[j].page):
-			out = append(out, a[i])
-			i++
-		case i == len(a) || b[j].page < a[i].page:
-			out = append(out, b[j])
-			j++
-		default:
-			out = append(out, posting{page: a[i].page, tf: a[i].tf + b[j].tf})
-			i, j = i+1, j+1
+// mergePages sorts postings by page and sums the counts of a page's several terms.
+func mergePages(ps []posting) []posting {
+	sort.Slice(ps, func(i, j int) bool { return ps[i].page < ps[j].page })
+	out := ps[:0]
+	for _, p := range ps {
+		if n := len(out); n > 0 && out[n-1].page == p.page {
+			out[n-1].tf += p.tf
+			continue
 		}
+		out = append(out, p)
 	}
 	return out
 }

@@ -157,3 +157,44 @@ func TestSearchIndexMatchesScan(t *testing.T) {
 		}
 	}
 }
+
+// Writing a book's texts twice in one batch, or writing then deleting it, leaves exactly the
+// last state's index entries; a query reading more entries than its budget is refused.
+func TestSearchIndexBatchAndBudget(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	tn := Tenant{Workspace: 4, Mode: ModeLive}
+	a, b := mkBook(tn, 1, "a", StatusDraft, t0, t0), mkBook(tn, 2, "b", StatusDraft, t0, t0)
+	putBooks(t, s, a, b)
+	bt := s.NewBatch()
+	require.NoError(t, bt.PutPageTexts(tn, a.RandomID, []PageText{pageOf(1, "first walrus")}))
+	require.NoError(t, bt.PutPageTexts(tn, a.RandomID, []PageText{pageOf(1, "second otter")}))
+	require.NoError(t, bt.PutPageTexts(tn, b.RandomID, []PageText{pageOf(1, "otter walrus")}))
+	require.NoError(t, bt.DeleteBook(b))
+	require.NoError(t, bt.Commit())
+	for q, want := range map[string][]string{"walrus": nil, "first": nil, "otter": {a.RandomID + "/1"}, "second": {a.RandomID + "/1"}} {
+		hits, _, err := s.Search(tn, mustQuery(t, q), 0, 10)
+		require.NoError(t, err)
+		if want == nil {
+			require.Empty(t, hits, q)
+		} else {
+			require.Equal(t, want, hitsOf(hits), q)
+		}
+	}
+	keys, _, err := s.SearchIndexSize(tn)
+	require.NoError(t, err)
+	require.Equal(t, 3, keys, "otter, second and a's term list")
+
+	bt = s.NewBatch()
+	for i := range 20 {
+		c := mkBook(tn, int64(10+i), fmt.Sprintf("c%02d", i), StatusDraft, t0, t0)
+		putBooks(t, s, c)
+		require.NoError(t, bt.PutPageTexts(tn, c.RandomID, []PageText{pageOf(1, "otter otters ottoman")}))
+	}
+	require.NoError(t, bt.Commit())
+	_, total, err := s.search(tn, mustQuery(t, "ot"), 0, 10, 61)
+	require.NoError(t, err)
+	require.Equal(t, 21, total)
+	_, _, err = s.search(tn, mustQuery(t, "ot"), 0, 10, 60)
+	require.ErrorIs(t, err, ErrSearchTooBroad)
+}

@@ -203,6 +203,10 @@ type Batch struct {
 	// fills are the book records the batch writes, by cache key, decoded from the bytes
 	// written: cached once the commit succeeded (bookCache.end).
 	fills map[string]*Book
+	// ixTerms are the search index term lists this batch wrote (nil: it removed the book's),
+	// by the list's key: a second index write of a book in the batch removes what the first
+	// staged (searchindex.go).
+	ixTerms map[string][]byte
 }
 
 // NewBatch starts a write batch.

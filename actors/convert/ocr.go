@@ -152,7 +152,11 @@ func parseTSV(out []byte) (storage.PageText, error) {
 			text.br("\n")
 		case level == tsvWord && len(f) == 12:
 			word, ok := tsvWordOf(f[10], f[11], box, w, h)
-			if ok {
+			switch {
+			case !ok:
+			case len(pt.Words) >= MaxPageWords:
+				pt.Problem = tooManyWords
+			default:
 				pt.Words = append(pt.Words, word)
 				text.word(word.Text)
 			}

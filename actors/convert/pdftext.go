@@ -20,6 +20,15 @@ import (
 // hostile one can draw millions of glyphs) fails rather than filling the memory.
 const PDFTextMax = 64 << 20
 
+// MaxPageWords is the most words kept of one page (PDF or OCR): a dense page has about a
+// thousand, a hostile one can draw a million, which every reader of the page (the viewer's
+// text layer, the page's own HTML, the index) would pay for. The rest of such a page is left
+// out and its Problem says so.
+const MaxPageWords = 20_000
+
+// tooManyWords is the Problem of a page cut to MaxPageWords.
+var tooManyWords = fmt.Sprintf("the page has more than %d words; only the first %d are kept", MaxPageWords, MaxPageWords)
+
 // PDFText extracts the words of the pages of the PDF at path whose boxes are given (as
 // PDFPagesMax returned them: pages 1..len(boxes)), one PageText per box, in order. A page
 // without text has empty Text and no Words (an empty, not nil, slice). Word boxes are
@@ -177,8 +186,13 @@ func (p *bboxParser) start(d *xml.Decoder, t xml.StartElement) error {
 		if err != nil {
 			return err
 		}
-		if word.Text != "" {
-			p.pages[p.open].Words = append(p.pages[p.open].Words, word)
+		pg := &p.pages[p.open]
+		switch {
+		case word.Text == "":
+		case len(pg.Words) >= MaxPageWords:
+			pg.Problem = tooManyWords
+		default:
+			pg.Words = append(pg.Words, word)
 			p.text.word(word.Text)
 		}
 	}

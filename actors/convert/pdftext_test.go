@@ -327,3 +327,23 @@ func TestPageTextsProblem(t *testing.T) {
 		require.NotNil(t, pt.Words)
 	}
 }
+
+// A page of more than MaxPageWords words keeps the first MaxPageWords and says why; the next
+// page is read whole.
+func TestPDFTextWordCap(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString(`<page width="200" height="400"><flow><block><line>`)
+	for range MaxPageWords + 5 {
+		b.WriteString(`<word xMin="1" yMin="1" xMax="2" yMax="2">w</word>`)
+	}
+	b.WriteString(`</line></block></flow></page><page width="200" height="400"><word xMin="1" yMin="1" xMax="2" yMax="2">x</word></page>`)
+	portrait := PageBox{X1: 200, Y1: 400}
+	pages, err := parseBBoxLayout(strings.NewReader(xhtml(b.String())), []PageBox{portrait, portrait})
+	require.NoError(t, err)
+	require.Len(t, pages[0].Words, MaxPageWords)
+	require.Equal(t, MaxPageWords*2-1, len(pages[0].Text))
+	require.Contains(t, pages[0].Problem, "more than 20000 words")
+	require.Len(t, pages[1].Words, 1)
+	require.Empty(t, pages[1].Problem)
+}

@@ -106,6 +106,22 @@ func convertPDF(ctx context.Context, pdf, work string, o Options) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
+	// The text is read while the pages render (pdftotext is one short process beside the
+	// renderers), and awaited on every way out.
+	text := func() []storage.PageText { return nil }
+	if !o.NoText {
+		done := make(chan []storage.PageText, 1)
+		go func() { done <- pageTexts(ctx, pdf, boxes) }()
+		var got []storage.PageText
+		waited := false
+		text = func() []storage.PageText {
+			if !waited {
+				got, waited = <-done, true
+			}
+			return got
+		}
+		defer text()
+	}
 	files, err := RenderPDF(ctx, pdf, len(boxes), RenderOptions{LongEdge: o.LongEdge, Slots: o.Slots,
 		Chunk: o.Chunk, OnPages: o.OnPages}, filepath.Join(work, "pages"))
 	if err != nil {
@@ -124,8 +140,7 @@ func convertPDF(ctx context.Context, pdf, work string, o Options) (*Result, erro
 			res.Pages[i].Links = l
 		}
 	}
-	if !o.NoText {
-		res.Text = pageTexts(ctx, pdf, boxes)
+	if res.Text = text(); res.Text != nil {
 		ocrBlankPages(ctx, res, o)
 	}
 	if ctx.Err() != nil {

@@ -347,3 +347,19 @@ func TestPDFTextWordCap(t *testing.T) {
 	require.Len(t, pages[1].Words, 1)
 	require.Empty(t, pages[1].Problem)
 }
+
+// A PDF's conversion keeps its pages' text (read while the pages render), and none with NoText.
+func TestConvertPDFText(t *testing.T) {
+	t.Parallel()
+	needPoppler(t)
+	pdf := textPDF(t)
+	res, err := Convert(context.Background(), pdf, KindPDF, t.TempDir(), Options{LongEdge: 400})
+	require.NoError(t, err)
+	require.Len(t, res.Text, len(res.Pages))
+	require.Equal(t, storage.TextFromPDF, res.Text[0].Source)
+	require.NotEmpty(t, res.Text[0].Words)
+	res, err = Convert(context.Background(), pdf, KindPDF, t.TempDir(), Options{LongEdge: 400, NoText: true})
+	require.NoError(t, err)
+	require.Nil(t, res.Text)
+	require.NotEmpty(t, res.Pages)
+}

@@ -62,7 +62,10 @@ func pdfText(ctx context.Context, path string, boxes []PageBox, limit int64) ([]
 		}
 		return nil, err
 	}
-	pages, err := parseBBoxLayout(bytes.NewReader(xmlSafe(out)), boxes)
+	pages, err := parseBBoxFast(out, boxes)
+	if errors.Is(err, errSlowPath) {
+		pages, err = parseBBoxLayout(bytes.NewReader(xmlSafe(out)), boxes)
+	}
 	if err != nil {
 		return nil, fail("the PDF's text could not be read (" + err.Error() + ")")
 	}
@@ -186,15 +189,7 @@ func (p *bboxParser) start(d *xml.Decoder, t xml.StartElement) error {
 		if err != nil {
 			return err
 		}
-		pg := &p.pages[p.open]
-		switch {
-		case word.Text == "":
-		case len(pg.Words) >= MaxPageWords:
-			pg.Problem = tooManyWords
-		default:
-			pg.Words = append(pg.Words, word)
-			p.text.word(word.Text)
-		}
+		p.addWord(word)
 	}
 	return nil
 }
@@ -230,9 +225,7 @@ func readWord(d *xml.Decoder, t xml.StartElement, w, h float64) (storage.Word, e
 		}
 		c[i] = v
 	}
-	x0, x1 := fraction(math.Min(c[0], c[2]), w), fraction(math.Max(c[0], c[2]), w)
-	y0, y1 := fraction(math.Min(c[1], c[3]), h), fraction(math.Max(c[1], c[3]), h)
-	return storage.Word{Text: strings.TrimSpace(s), X: x0, Y: y0, W: round4(x1 - x0), H: round4(y1 - y0)}, nil
+	return wordAt(s, c, w, h), nil
 }
 
 // fraction is v/size clamped to [0,1] and rounded to 4 decimals.

@@ -1,12 +1,14 @@
 package convert
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -362,4 +364,69 @@ func TestConvertPDFText(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, res.Text)
 	require.NotEmpty(t, res.Pages)
+}
+
+// The fast reader of pdftotext's output gives what the XML decoder gives, on real output and
+// on hand-made documents, or hands the document to it (errSlowPath).
+func TestPDFTextFastMatchesDecoder(t *testing.T) {
+	t.Parallel()
+	needPoppler(t)
+	pdf := textPDF(t)
+	boxes := pageBoxes(t, pdf)
+	out, err := exec.Command("pdftotext", "-bbox-layout", "-cropbox", "-enc", "UTF-8", pdf, "-").Output()
+	require.NoError(t, err)
+	portrait := PageBox{X1: 200, Y1: 400}
+	docs := map[string]struct {
+		out   []byte
+		boxes []PageBox
+	}{
+		"real": {out, boxes},
+		"entities and broken bytes": {[]byte(xhtml(`<page width="200" height="400"><flow><block><line>` +
+			`<word xMin="20" yMin="40" xMax="60" yMax="60">a&amp;b&lt;c&gt;&quot;&apos;</word>` +
+			`<word xMin="1" yMin="1" xMax="2" yMax="2">bad` + "\x01char\x02\xff" + `</word>` +
+			`<word xMin="-10" yMin="390" xMax="10" yMax="500"> edge </word></line></block></flow></page>`)), []PageBox{portrait}},
+		"rotated": {[]byte(xhtml(`<page width="200" height="400"><word xMin="10" yMin="20" xMax="30" yMax="40">r</word></page>`)),
+			[]PageBox{{X1: 200, Y1: 400, Rotate: 90}}},
+	}
+	for name, d := range docs {
+		slow, err := parseBBoxLayout(bytes.NewReader(xmlSafe(d.out)), d.boxes)
+		require.NoError(t, err, name)
+		fast, err := parseBBoxFast(d.out, d.boxes)
+		require.NoError(t, err, name)
+		require.Equal(t, slow, fast, name)
+	}
+	for name, doc := range map[string]string{
+		"numeric entity":   `<page width="200" height="400"><word xMin="1" yMin="1" xMax="2" yMax="2">&#65;</word></page>`,
+		"word without box": `<page width="200" height="400"><word xMin="1">w</word></page>`,
+		"unclosed page":    `<page width="200" height="400"><word xMin="1" yMin="1" xMax="2" yMax="2">w</word>`,
+		"page of no size":  `<page width="0" height="400"></page>`,
+	} {
+		_, err := parseBBoxFast([]byte(xhtml(doc)), []PageBox{portrait})
+		require.ErrorIs(t, err, errSlowPath, name)
+	}
+}
+
+// FuzzBBoxFast: whatever both readers accept, they read the same way, and what the fast one
+// reads alone (malformed XML pdftotext never prints, read leniently) stays in bounds.
+func FuzzBBoxFast(f *testing.F) {
+	f.Add([]byte(xhtml(`<page width="200" height="400"><flow><block><line><word xMin="1" yMin="2" xMax="3" yMax="4">a&amp;b</word></line></block></flow></page>`)))
+	f.Add([]byte(xhtml(`<page width="200" height="400"><word xMin="1" yMin="2" xMax="3" yMax="4">x</word></page><page width="10" height="10"></page>`)))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		boxes := []PageBox{{X1: 200, Y1: 400}, {X1: 10, Y1: 10, Rotate: 90}}
+		fast, err := parseBBoxFast(out, boxes)
+		if err != nil {
+			return
+		}
+		require.Len(t, fast, len(boxes))
+		for _, p := range fast {
+			require.LessOrEqual(t, len(p.Words), MaxPageWords)
+			for _, w := range p.Words {
+				require.True(t, w.X >= 0 && w.Y >= 0 && w.X+w.W <= 1.0001 && w.Y+w.H <= 1.0001, "%+v", w)
+			}
+		}
+		slow, err := parseBBoxLayout(bytes.NewReader(xmlSafe(out)), boxes)
+		if err == nil && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("fast %+v\nslow %+v\nfor %q", fast, slow, out)
+		}
+	})
 }

@@ -193,6 +193,10 @@ func (b *book) setPages(m *SetPages) (*storage.Book, error) {
 			batch.Close()
 			return nil, err
 		}
+		if err := batch.PutOutline(b.t, b.rid, m.Outline); err != nil {
+			batch.Close()
+			return nil, err
+		}
 	}
 	if err := batch.Commit(); err != nil {
 		return nil, err

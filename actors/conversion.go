@@ -465,7 +465,7 @@ func (s *System) convertFile(ctx context.Context, u *storage.Upload, i int) (rea
 		return "", 0, ctx.Err()
 	}
 	stored := time.Now()
-	_, err = s.SetPages(u.Tenant(), &SetPages{RandomID: f.BookID, Pages: out, Thumbnail: thumb, Document: doc, Texts: res.Text})
+	_, err = s.SetPages(u.Tenant(), &SetPages{RandomID: f.BookID, Pages: out, Thumbnail: thumb, Document: doc, Texts: res.Text, Outline: res.Outline})
 	if errors.Is(err, errs.ErrNotFound) {
 		_ = s.Store.Blobs.DeleteBook(f.BookID)
 		return "the book was deleted during its conversion", 0, nil

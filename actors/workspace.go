@@ -36,8 +36,10 @@ type (
 		Document  string
 		// Texts are the pages' texts (issue 28), stored with the pages; nil when the source
 		// has none (photos, editor pages).
-		Texts  []storage.PageText
-		Failed string // reason; "" when the pages are ready
+		Texts []storage.PageText
+		// Outline is the document's bookmarks (issue 29), stored with the pages.
+		Outline []storage.OutlineItem
+		Failed  string // reason; "" when the pages are ready
 	}
 )
 

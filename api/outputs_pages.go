@@ -58,3 +58,10 @@ type SearchMeta struct {
 	CursorMeta
 	Total int `json:"total" desc:"how many pages match; only the best 1,000 can be paged through"`
 }
+
+// OutlineItem is an entry of GET /books/{book}/outline (an extension, issue 29).
+type OutlineItem struct {
+	Title string `json:"title"`
+	Level int    `json:"level" desc:"depth in the outline: 0 for the top level"`
+	Page  int    `json:"page" desc:"the page the entry opens, from 1"`
+}

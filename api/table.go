@@ -70,6 +70,7 @@ type BookBackend interface {
 	ListPages(*Request, *BookPath) (*Data[[]PageInfo], error)
 	GetPage(*Request, *BookPage) (*Data[PageTextInfo], error)
 	SearchBook(*Request, *BookSearch) (*Data[[]BookSearchHit], error)
+	GetOutline(*Request, *BookPath) (*Data[[]OutlineItem], error)
 	Search(*Request, *Search) (*Reply[[]SearchHit, SearchMeta], error)
 }
 
@@ -185,6 +186,9 @@ func bookOperations(b BookBackend, o TableOptions) []*Operation {
 			Extension: true, Summary: "Find words in a flipbook: its matching pages in page order, each with a snippet and the boxes of the matches."}, b.SearchBook),
 		Define(Operation{ID: "search", Method: "GET", Path: "/search", Scope: "books:read", ReadOnly: true,
 			Extension: true, Summary: "Find words in the workspace's flipbooks: matching pages, best first, cursor paginated."}, b.Search),
+		// Extension (issue 29): the document's outline.
+		Define(Operation{ID: "books.outline", Method: "GET", Path: "/books/{book}/outline", Scope: "books:read", ReadOnly: true,
+			Extension: true, Summary: "The flipbook's outline (the PDF's bookmarks): titles, depths and pages, in order."}, b.GetOutline),
 	}
 }
 

@@ -48,18 +48,10 @@ func specWithPrefix(prefixes ...string) []string {
 	return out
 }
 
-// extraToolNames are the extras served with the table as it is: the page tools always, the
-// search tools once their operations exist.
-func extraToolNames(h *harness) []string {
-	out := []string{"books_get_page_text", "books_list_pages"}
-	for _, op := range h.svc.ops {
-		switch op.ID {
-		case "books.search":
-			out = append(out, "books_search")
-		case "search":
-			out = append(out, "workspace_search")
-		}
-	}
+// extraToolNames are the extras served with the table as it is: the tools of the extension
+// operations.
+func extraToolNames(*harness) []string {
+	out := []string{"books_get_page_text", "books_list_pages", "books_search", "workspace_search", "books_get_outline"}
 	sort.Strings(out)
 	return out
 }

@@ -71,3 +71,22 @@ func optString(s string) *string {
 	}
 	return &s
 }
+
+// GetOutline is GET /books/{book}/outline (an extension, issue 29): the document's bookmarks as
+// the conversion kept them; a book without (a photo, an editor book, a PDF without bookmarks,
+// a book converted before outlines were kept) answers an empty list.
+func (s *bookService) GetOutline(r *api.Request, in *api.BookPath) (*api.Data[[]api.OutlineItem], error) {
+	b, err := s.bookOf(r, in.Book)
+	if err != nil {
+		return nil, err
+	}
+	items, err := s.Store.Outline(r.Auth.Tenant, b.RandomID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.OutlineItem, len(items))
+	for i, it := range items {
+		out[i] = api.OutlineItem{Title: it.Title, Level: it.Level, Page: it.Page}
+	}
+	return api.OK(out), nil
+}

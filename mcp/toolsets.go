@@ -52,6 +52,7 @@ var domainGroups = map[string]string{
 // operation ID. An entry whose operation is not in the table is skipped.
 var extraTools = []struct{ tool, op string }{
 	{"books_get_page_text", "books.page"},
+	{"books_get_outline", "books.outline"},
 	{"books_list_pages", "books.pages"},
 	{"books_search", "books.search"},
 	{"workspace_search", "search"},

@@ -272,6 +272,7 @@ func (bt *Batch) DeleteBook(b *Book) error {
 	bt.del(pagesKey(b.Tenant(), b.RandomID))
 	tp := pageTextPrefix(b.Tenant(), b.RandomID)
 	_ = bt.b.DeleteRange(tp, prefixEnd(tp), nil)
+	bt.del(outlineKey(b.Tenant(), b.RandomID))
 	if err := bt.unindexPageTexts(b.Tenant(), b.RandomID); err != nil {
 		return err
 	}

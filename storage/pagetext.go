@@ -2,8 +2,11 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"flipbook/errs"
 )
 
 // Word is one word of a page with its box in fractions of the page (0..1, origin top left).
@@ -105,4 +108,35 @@ func (s *Store) BooksAfter(after string, n int) ([]BookRef, error) {
 		}
 	}
 	return out, it.Error()
+}
+
+// OutlineItem is an entry of a book's outline (issue 29: the PDF's bookmarks): its title, its
+// depth (0 for the top level) and the page it opens.
+type OutlineItem struct {
+	Title string `json:"title"`
+	Level int    `json:"level"`
+	Page  int    `json:"page"`
+}
+
+func outlineKey(t Tenant, rid string) []byte {
+	return append(append(t.prefix(), "outline/"...), rid...)
+}
+
+// PutOutline stages a book's outline (none: removed).
+func (bt *Batch) PutOutline(t Tenant, rid string, items []OutlineItem) error {
+	if len(items) == 0 {
+		bt.del(outlineKey(t, rid))
+		return nil
+	}
+	return bt.setJSON(outlineKey(t, rid), items)
+}
+
+// Outline reads a book's outline (empty when it has none).
+func (s *Store) Outline(t Tenant, rid string) ([]OutlineItem, error) {
+	items := []OutlineItem{}
+	err := s.getJSON(outlineKey(t, rid), &items)
+	if errors.Is(err, errs.ErrNotFound) {
+		return []OutlineItem{}, nil
+	}
+	return items, err
 }

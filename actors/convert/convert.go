@@ -53,6 +53,9 @@ type Result struct {
 	// without text: scans). Reading it never fails a conversion: a page whose text could not be
 	// read says why (PageText.Problem).
 	Text []storage.PageText
+	// Outline is a PDF's bookmarks (PDF and Office sources; nil for the others, and when they
+	// cannot be read: an outline never fails a conversion).
+	Outline []storage.OutlineItem
 }
 
 // Convert turns the file src of the given kind into page images under work (a scratch folder
@@ -143,6 +146,7 @@ func convertPDF(ctx context.Context, pdf, work string, o Options) (*Result, erro
 	if res.Text = text(); res.Text != nil {
 		ocrBlankPages(ctx, res, o)
 	}
+	res.Outline, _ = PDFOutline(ctx, pdf, len(res.Pages))
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

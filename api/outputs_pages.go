@@ -65,3 +65,12 @@ type OutlineItem struct {
 	Level int    `json:"level" desc:"depth in the outline: 0 for the top level"`
 	Page  int    `json:"page" desc:"the page the entry opens, from 1"`
 }
+
+// PageHeatmap is GET /analytics/page-heatmap (an extension, issue 29).
+type PageHeatmap struct {
+	BookID     string    `json:"book_id"`
+	PageNumber int       `json:"page_number"`
+	Grid       int       `json:"grid" desc:"cells across and down the page"`
+	Total      int64     `json:"total" desc:"clicks counted"`
+	Cells      [][]int64 `json:"cells" desc:"clicks per cell: cells[row][column], row 0 at the top, column 0 at the left"`
+}

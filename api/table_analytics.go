@@ -17,6 +17,7 @@ type AnalyticsBackend interface {
 	ReaderPages(*Request, *AnalyticsQuery) (*Data[[]analytics.ReaderPage], error)
 	ReadingSessionPages(*Request, *AnalyticsQuery) (*Reply[[]analytics.SessionPage, ViewEvent], error)
 	ReaderJourney(*Request, *AnalyticsQuery) (*Data[Journey], error)
+	PageHeatmap(*Request, *AnalyticsQuery) (*Data[PageHeatmap], error)
 
 	ExportAnalytics(*Request, *AnalyticsQuery) (*Result, error)
 	ExportAccessAudit(*Request, *AnalyticsQuery) (*Result, error)
@@ -26,6 +27,7 @@ type AnalyticsBackend interface {
 	ExportPagePerformance(*Request, *AnalyticsQuery) (*Result, error)
 	ExportReaderPages(*Request, *AnalyticsQuery) (*Result, error)
 	ExportReaders(*Request, *AnalyticsQuery) (*Result, error)
+	ExportPageHeatmap(*Request, *AnalyticsQuery) (*Result, error)
 }
 
 // analyticsOp declares one operation of spec §4.4: its parameters are params (analyticsParams),
@@ -65,6 +67,10 @@ func analyticsOperations(b AnalyticsBackend) []*Operation {
 			"One summary per reader of a flipbook (sessions, time spent, pages, downloads, link clicks, engagement); identified readers unless include_anonymous.",
 			analyticsParams(nil, "book_id", "viewer_id", "session_id", "include_anonymous", "date", "sort", "tracked_link_id", "limit", "cursor"),
 			b.ListReaders),
+		Define(Operation{ID: "analytics.page_heatmap", Method: "GET", Path: "/analytics/page-heatmap",
+			Scope: "analytics:read", Plan: actors.PlanCompany, ReadOnly: true, Extension: true,
+			Summary: "Where readers click on a page of a flipbook: counts on a 20 × 20 grid and the total.",
+			Params:  analyticsParams(nil, "book_id", "page_number", "date", "tracked_link_id")}, b.PageHeatmap),
 		analyticsOp("reader_pages", "reader-pages", "analytics_list_reader_pages",
 			"Per-reader, per-page engagement of a flipbook (identified readers unless include_anonymous or session_id).",
 			analyticsParams(nil, "book_id", "viewer_id", "session_id", "date", "tracked_link_id", "page_number", "include_anonymous"),
@@ -128,5 +134,16 @@ func exportOperations(b AnalyticsBackend) []*Operation {
 			"CSV of a flipbook's readers, one summary per reader (the rows of GET /analytics/readers walked fully).",
 			analyticsParams(nil, "viewer_id", "session_id", "include_anonymous", "date", "sort", "tracked_link_id"),
 			b.ExportReaders),
+		// Extension (issue 29): no tool of its own (the extras toolset has the heatmap).
+		extension(op("page_heatmap", "/exports/books/{book}/page-heatmap", "", company,
+			"CSV of where readers click on a page: one row per cell of the 20 × 20 grid (the cells of GET /analytics/page-heatmap).",
+			analyticsParams(nil, "page_number", "date", "tracked_link_id"),
+			b.ExportPageHeatmap)),
 	}
+}
+
+// extension marks op as an extension of the spec (in the OpenAPI document as x-extension).
+func extension(op *Operation) *Operation {
+	op.Extension = true
+	return op
 }

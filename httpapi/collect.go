@@ -49,13 +49,19 @@ func collectParams() []api.Param {
 		api.Str("source_host", api.InBody, maxCollectSourceHost),
 		{Name: "events", In: api.InBody, Kind: api.KArray, Required: true, MinItems: 1, MaxItems: MaxCollectEvents,
 			Items: &api.Param{Kind: api.KObject, Props: []api.Param{
-				api.Enum("type", api.InBody, ingest.InteractionTypes...).Req(),
+				api.Enum("type", api.InBody, ingest.CollectTypes...).Req(),
 				api.Int("page_number", api.InBody, 1, maxCollectPage),
 				{Name: "active_ms", In: api.InBody, Kind: api.KInt, Min: api.F64(0), Max: api.F64(MaxActiveMs)},
 				api.Time("occurred_at", api.InBody),
 				api.Str("url", api.InBody, maxCollectURL),
 				api.Str("exit_reason", api.InBody, maxCollectExitReason),
 				{Name: "form", In: api.InBody, Kind: api.KObject, Nullable: true},
+				{Name: "x", In: api.InBody, Kind: api.KNumber, Min: api.F64(0), Max: api.F64(1),
+					Desc: "page_clicked: where across the page, from 0 (left) to 1 (right)"},
+				{Name: "y", In: api.InBody, Kind: api.KNumber, Min: api.F64(0), Max: api.F64(1),
+					Desc: "page_clicked: where down the page, from 0 (top) to 1 (bottom)"},
+				{Name: "zoom", In: api.InBody, Kind: api.KNumber, Min: api.F64(1), Max: api.F64(10),
+					Desc: "page_clicked: the viewer's zoom (1: the page fits)"},
 			}}},
 	}
 }
@@ -166,6 +172,9 @@ func (o *collectOrigin) event(r *api.Request, b *storage.Book, session string, i
 			e.Metadata = string(data)
 		}
 	}
+	if m.typ == ingest.PageClicked && m.hasXY {
+		e.Metadata = fmt.Sprintf(`{"x":%.4f,"y":%.4f,"zoom":%.2f}`, m.x, m.y, max(m.zoom, 1))
+	}
 	field := func(name, msg string) { v.Add(fmt.Sprintf("events.%d.%s", i, name), msg) }
 	if msg := ingest.URLProblem(e.URL); e.URL != "" && msg != "" {
 		field("url", msg)
@@ -181,6 +190,13 @@ func (o *collectOrigin) event(r *api.Request, b *storage.Book, session string, i
 	case ingest.LinkClicked, ingest.CheckoutRedirectClicked:
 		if e.URL == "" {
 			field("url", "is required for "+e.Type)
+		}
+	case ingest.PageClicked:
+		if e.PageNumber == 0 {
+			field("page_number", "is required for page_clicked")
+		}
+		if !m.hasXY {
+			field("x", "x and y are required for page_clicked")
 		}
 	}
 	if e.PageNumber > 0 && b.PageCount > 0 && int(e.PageNumber) > b.PageCount {

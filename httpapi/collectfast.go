@@ -29,6 +29,9 @@ type collectEvent struct {
 	hasAt       bool // occurred_at was given (a zero time given is out of range, not absent)
 	url, exit   string
 	form        map[string]any
+	// x, y and zoom: where a page_clicked event's click was (the generic path only).
+	x, y, zoom float64
+	hasXY      bool
 }
 
 // collectEventOf reads an event validated by the generic path (checkValue's typed map).
@@ -43,6 +46,10 @@ func collectEventOf(m map[string]any) collectEvent {
 	e.url, _ = m["url"].(string)
 	e.exit, _ = m["exit_reason"].(string)
 	e.form, _ = m["form"].(map[string]any)
+	x, okX := m["x"].(float64)
+	y, okY := m["y"].(float64)
+	e.x, e.y, e.hasXY = x, y, okX && okY
+	e.zoom, _ = m["zoom"].(float64)
 	return e
 }
 

@@ -51,7 +51,8 @@ func specWithPrefix(prefixes ...string) []string {
 // extraToolNames are the extras served with the table as it is: the tools of the extension
 // operations.
 func extraToolNames(*harness) []string {
-	out := []string{"books_get_page_text", "books_list_pages", "books_search", "workspace_search", "books_get_outline"}
+	out := []string{"books_get_page_text", "books_list_pages", "books_search", "workspace_search", "books_get_outline",
+		"analytics_get_page_heatmap"}
 	sort.Strings(out)
 	return out
 }

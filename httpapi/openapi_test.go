@@ -273,6 +273,8 @@ func TestOpenAPIDocumentMatchesResponses(t *testing.T) {
 	c.check(t, 200, "GET", "/api/v1/analytics/audit-log?book_id="+rid, key, nil)
 	c.check(t, 200, "GET", "/api/v1/analytics/page-performance?book_id="+rid, key, nil)
 	c.check(t, 200, "GET", "/api/v1/analytics/book-flow?book_id="+rid, key, nil)
+	c.check(t, 200, "GET", "/api/v1/analytics/page-heatmap?book_id="+rid+"&page_number=1", key, nil)
+	c.check(t, 422, "GET", "/api/v1/analytics/page-heatmap?book_id="+rid, key, nil)
 	c.check(t, 200, "GET", "/api/v1/analytics/readers?book_id="+rid+"&include_anonymous=true", key, nil)
 	c.check(t, 200, "GET", "/api/v1/analytics/reader-pages?book_id="+rid+"&include_anonymous=true", key, nil)
 	c.check(t, 200, "GET", "/api/v1/analytics/reading-session-pages?book_id="+rid+"&view_event_id="+viewID, key, nil)
@@ -281,7 +283,8 @@ func TestOpenAPIDocumentMatchesResponses(t *testing.T) {
 	// Exports.
 	for _, p := range []string{"/exports/analytics/" + rid, "/exports/books/" + rid + "/access-audit", "/exports/books/" + rid + "/audit-log",
 		"/exports/books/" + rid + "/interaction-events", "/exports/books/" + rid + "/leads", "/exports/books/" + rid + "/page-performance",
-		"/exports/books/" + rid + "/reader-pages", "/exports/books/" + rid + "/readers"} {
+		"/exports/books/" + rid + "/reader-pages", "/exports/books/" + rid + "/readers",
+		"/exports/books/" + rid + "/page-heatmap?page_number=1"} {
 		r := c.check(t, 200, "GET", "/api/v1"+p, key, nil)
 		require.True(t, strings.HasPrefix(r.Header.Get("Content-Type"), "text/csv"))
 	}

@@ -29,9 +29,18 @@ const (
 	AccessRejected  = "access_rejected"
 )
 
-// InteractionTypes are the event types a viewer may post to the collector.
+// InteractionTypes are the interaction event types of the spec (§2.8): those the analytics
+// operations list and aggregate.
 var InteractionTypes = []string{SessionStarted, PageSegmentCompleted, LinkClicked, DocumentDownloaded,
 	LeadFormSubmitted, FormWidgetOpened, CheckoutWidgetOpened, CheckoutRedirectClicked, SessionEnded}
+
+// PageClicked is an extension event (issue 29): where on a page a reader clicked or tapped,
+// as page fractions with the zoom, kept in the event's metadata ({"x", "y", "zoom"}). It feeds
+// the page heatmap only: the spec's views and aggregates read InteractionTypes.
+const PageClicked = "page_clicked"
+
+// CollectTypes are the event types a viewer may post to the collector.
+var CollectTypes = append(append([]string(nil), InteractionTypes...), PageClicked)
 
 // Event is one reader event as it travels through the log. Every field is set by the service
 // (the collector or the access gate) from a validated request; nothing here is trusted input.

@@ -53,6 +53,7 @@ var domainGroups = map[string]string{
 var extraTools = []struct{ tool, op string }{
 	{"books_get_page_text", "books.page"},
 	{"books_get_outline", "books.outline"},
+	{"analytics_get_page_heatmap", "analytics.page_heatmap"},
 	{"books_list_pages", "books.pages"},
 	{"books_search", "books.search"},
 	{"workspace_search", "search"},

@@ -301,7 +301,7 @@ func TestFilesAreCacheable(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, 200, res.StatusCode)
 	require.Equal(t, "image/png", res.Header.Get("Content-Type"))
-	require.Equal(t, "public, max-age=3600", res.Header.Get("Cache-Control"))
+	require.Equal(t, "public, max-age=31536000, s-maxage=3600, immutable", res.Header.Get("Cache-Control"))
 	etag := res.Header.Get("ETag")
 	require.NotEmpty(t, etag)
 	require.NotEmpty(t, data)

@@ -65,7 +65,7 @@ func TestBookFileAccess(t *testing.T) {
 	require.Equal(t, 200, h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "publish", "downloadable_pdf": false}).Status)
 	st, hd, _ := h.fetchFile(t, page1, "")
 	require.Equal(t, 200, st)
-	require.Equal(t, "public, max-age=3600", hd.Get("Cache-Control"))
+	require.Equal(t, "public, max-age=31536000, s-maxage=3600, immutable", hd.Get("Cache-Control")) // issue 29
 	require.Equal(t, "nosniff", hd.Get("X-Content-Type-Options"))
 	st, _, _ = h.fetchFile(t, doc, "")
 	require.Equal(t, 404, st, "downloads are off")

@@ -20,10 +20,13 @@ var contentTypes = map[string]string{
 }
 
 // Cache lifetimes of served files. Names are content hashes, so a URL's bytes never change, but
-// whether it may be read does (unpublish, gate, download switched off): caches keep a book's
-// files an hour and then revalidate (the ETag makes that a 304).
+// whether it may be read does (unpublish, gate, download switched off). A public book's page
+// images and thumbnail are kept a year by the reader's browser, which does not even revalidate
+// them (immutable: issue 29); shared caches (a CDN) keep them an hour and then revalidate (the
+// ETag makes that a 304), so unpublishing a book takes effect there within the hour. A gated
+// book's files stay private to the reader's browser for an hour.
 const (
-	cachePublicFile  = "public, max-age=3600"
+	cachePublicFile  = "public, max-age=31536000, s-maxage=3600, immutable"
 	cachePrivateFile = "private, max-age=3600"
 	cachePublicDoc   = "public, no-cache"
 	cachePrivateDoc  = "private, no-cache"
@@ -52,7 +55,7 @@ func (s *Service) fileAccess(ctx *fasthttp.RequestCtx, rid, name string, now tim
 		return "", api.ErrNotFound("file")
 	}
 	doc := name == b.Document
-	if doc && !b.Settings.Downloadable {
+	if doc && downloadMode(b) != DownloadFull { // single, spread: cut pages only (download.go)
 		return "", api.ErrNotFound("file")
 	}
 	if !b.Settings.EODEnabled {

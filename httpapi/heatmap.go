@@ -11,12 +11,12 @@ import (
 
 // heatmapFilter is the filter of a page heatmap: a page of the book is required.
 func (s *analyticsService) heatmapFilter(r *api.Request, q *api.AnalyticsQuery) (analytics.Filter, *storage.Book, error) {
-	if q.PageNumber == 0 {
-		return analytics.Filter{}, nil, api.FieldError("page_number", "is required: the page of the heatmap")
-	}
-	f, b, err := s.analyticsFilter(r, q, true)
+	f, b, err := s.analyticsFilter(r, q, true) // another workspace's book: 404 first
 	if err != nil {
 		return f, nil, err
+	}
+	if q.PageNumber == 0 {
+		return f, nil, api.FieldError("page_number", "is required: the page of the heatmap")
 	}
 	if b.PageCount > 0 && int(q.PageNumber) > b.PageCount {
 		return f, nil, api.FieldError("page_number", fmt.Sprintf("is beyond the book's %d pages", b.PageCount))

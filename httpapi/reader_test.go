@@ -193,7 +193,7 @@ func TestViewerPage(t *testing.T) {
 	require.Equal(t, "frame-ancestors *", page.Header.Get("Content-Security-Policy"))
 	require.Contains(t, string(page.Body), "Spring &lt;catalogue&gt;", "the title is escaped")
 	require.Contains(t, string(page.Body), "/files/"+rid+"/")
-	require.Contains(t, string(page.Body), "page-flip.browser.js")
+	require.Contains(t, string(page.Body), "/viewer/assets/page-flip.browser.") // a content-hashed name
 	require.NotContains(t, string(page.Body), "Test mode")
 
 	require.Equal(t, 200, h.do(t, "POST", "/api/v1/books/"+rid+"/embed-domains", key, map[string]any{"domain": "shop.example"}).Status)

@@ -640,13 +640,16 @@ func (s *Service) buildRouter() *router.Router {
 	handle("GET", "/api/docs", "api_docs", s.serveAPIDocs)
 	handle("GET", "/api/docs/{name}", "api_docs", s.serveAPIDocs)
 	handle("GET", "/l/{slug}", "tracked_link", s.followTrackedLink)
-	handle("GET", "/view/{book}", "viewer", s.viewBook)
+	prepareViewerAssets() // minified and compressed in the background (viewer_assets.go)
+	handle("GET", "/view/{book}", "viewer", compressHTML(s.viewBook))
 	handle("GET", "/view/{book}/pages", "viewer_pages", s.viewPages)
-	handle("GET", "/view/{book}/page/{page}", "viewer_page_text", s.viewTextPage) // seo.go
+	handle("GET", "/view/{book}/page/{page}", "viewer_page_text", compressHTML(s.viewTextPage)) // seo.go
 	handle("GET", "/view/{book}/text", "viewer_text", s.viewText)
 	handle("GET", "/view/{book}/search", "viewer_search", s.viewSearch)
+	handle("GET", "/view/{book}/download", "viewer_download", s.viewDownload) // download.go
 	handle("GET", "/sitemaps/{file}", "sitemap", s.serveSitemap)
 	handle("GET", "/viewer/assets/{name}", "viewer_asset", s.viewerAsset)
+	handle("GET", "/favicon.ico", "favicon", s.serveFavicon) // viewer_assets.go
 	handle("GET", "/template-thumbnails/{name}", "template_thumbnail", s.serveTemplateThumb)
 	// OAuth: the authorization server and the metadata documents (net/http handlers).
 	oh := fasthttpadaptor.NewFastHTTPHandler(s.oauth.Handler())

@@ -219,7 +219,8 @@ func checkThumbnail(tb testing.TB, u string) {
 	res.Body.Close()
 	require.Equal(tb, 200, res.StatusCode, u)
 	require.Equal(tb, "image/jpeg", res.Header.Get("Content-Type"))
-	require.Equal(tb, "public, max-age=3600", res.Header.Get("Cache-Control"), "cached an hour, then revalidated (access can change)")
+	require.Equal(tb, "public, max-age=31536000, s-maxage=3600, immutable", res.Header.Get("Cache-Control"),
+		"kept a year by browsers, an hour by shared caches (access can change)")
 	etag := res.Header.Get("ETag")
 	require.NotEmpty(tb, etag)
 	_, err = jpeg.Decode(bytes.NewReader(data))

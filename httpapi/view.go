@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"html/template"
-	"io/fs"
-	"mime"
 	"net/url"
-	"path"
 	"strings"
 	"time"
 
@@ -45,6 +42,8 @@ type viewerConfig struct {
 	OpenFullscreen bool   `json:"open_fullscreen,omitempty"`
 	// Accessibility (accessibility_enabled) offers the reading mode: the text as HTML.
 	Accessibility bool `json:"accessibility_enabled,omitempty"`
+	// DownloadMode is how readers may download the PDF (download.go): full, single, spread, "".
+	DownloadMode string `json:"download_mode,omitempty"`
 }
 
 // viewerPages lists a book's page images (relative URLs, so the viewer works from any host). A
@@ -103,6 +102,7 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 	cfg.Watermark, cfg.GateError = deref(b.Extra.Watermark), deref(b.Extra.MagicLinkErrorMessage)
 	cfg.OpenFullscreen = b.Extra.OpenFullscreenByDefault && b.Settings.FullscreenEnabled
 	cfg.Accessibility = b.Extra.AccessibilityEnabled
+	cfg.DownloadMode = downloadMode(b)
 	if tl := string(ctx.QueryArgs().Peek("tl")); tl != "" && validSlug(tl) && len(tl) <= 255 {
 		cfg.TrackedLink = tl
 	}
@@ -197,7 +197,7 @@ func bookFilePath(b *storage.Book, name, token string) string {
 
 // documentPath is the address of a book's source document, "" when readers may not download it.
 func documentPath(b *storage.Book, token string) string {
-	if b.Document == "" || !b.Settings.Downloadable {
+	if downloadMode(b) != DownloadFull { // single pages or spreads: only cut by /download
 		return ""
 	}
 	return bookFilePath(b, b.Document, token)
@@ -212,27 +212,6 @@ func (s *Service) viewerNotFound(ctx *fasthttp.RequestCtx) {
 		`<title>Not available</title></head>` +
 		`<body style="font-family:system-ui;text-align:center;padding:4em"><h1>This flipbook is not available</h1>` +
 		`<p>It may have been unpublished, or the link is wrong.</p></body></html>`)
-}
-
-// viewerAsset serves the viewer's scripts and styles from the binary.
-func (s *Service) viewerAsset(ctx *fasthttp.RequestCtx) {
-	name, _ := ctx.UserValue("name").(string)
-	if !storage.ValidName(name) {
-		ctx.SetStatusCode(404)
-		return
-	}
-	data, err := fs.ReadFile(viewer.Assets, path.Join("assets", name))
-	if err != nil {
-		ctx.SetStatusCode(404)
-		return
-	}
-	ct := mime.TypeByExtension(path.Ext(name))
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
-	ctx.SetContentType(ct)
-	ctx.Response.Header.Set("Cache-Control", "public, max-age=3600")
-	ctx.SetBody(data)
 }
 
 // safeCSSColor accepts colour values that cannot break out of a CSS declaration.

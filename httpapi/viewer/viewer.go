@@ -8,14 +8,18 @@ import (
 	"html/template"
 )
 
+// AssetFiles are the viewer's scripts and styles as written; they are served as Assets()
+// prepares them (assets.go).
+//
 //go:embed assets
-var Assets embed.FS
+var AssetFiles embed.FS
 
 //go:embed page.html
 var pageHTML string
 
-// Page is the viewer's HTML template; its data is PageData.
-var Page = template.Must(template.New("viewer").Parse(pageHTML))
+// Page is the viewer's HTML template; its data is PageData. Its function asset names an asset
+// by its content-hashed address ({{asset "viewer.js"}}: /viewer/assets/viewer.3f2a9c1b.js).
+var Page = template.Must(template.New("viewer").Funcs(template.FuncMap{"asset": assetURL}).Parse(pageHTML))
 
 // PageData is what the viewer page shows.
 type PageData struct {

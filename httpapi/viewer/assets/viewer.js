@@ -1,6 +1,7 @@
 // The flipbook viewer: page-flip for the page turning, lazy page images, link areas, the email
 // gate, and reader events posted to the collector in batches (sendBeacon when the page goes).
-// The pages' text (text layer, search, announcements, reading mode) is viewer-text.js.
+// The pages' text (text layer, search, announcements, reading mode) is viewer-text.js; zoom,
+// thumbnails, share, download and print are viewer-tools.js.
 (function () {
   "use strict";
   var cfg = JSON.parse(document.getElementById("config").textContent);
@@ -125,6 +126,8 @@
     window.addEventListener("resize", chooseOrientation);
     pageFlip.loadFromHTML(document.querySelectorAll(".page"));
     text.attach(pageFlip);
+    var tools = window.FlipbookTools(cfg, { pageFlip: pageFlip, token: function () { return token; }, text: text,
+      emit: emit, flush: function () { flush(false); } });
     // show records what is on show: counter, fragment, images, and the reader's time. page-flip
     // also reports the pages on show again (on resize, say): that is not a new view.
     function show(i) {
@@ -137,6 +140,7 @@
       info.textContent = (pages.length > 1 ? pages[0] + "\u2013" + pages[pages.length - 1] : pages[0]) + " / " + cfg.pages.length;
       loadAround(i);
       text.shown(pages);
+      tools.shown(pages);
       if (!opening || fragmentPage()) writeFragment(pages); // a book opened without a fragment keeps its plain URL
     }
     pageFlip.on("flip", function (e) { show(e.data); });
@@ -150,16 +154,18 @@
       if (shown.indexOf(n) >= 0) { writeFragment(shown); return; }
       pageFlip.turnToPage(n - 1);
     });
-    document.getElementById("prev").onclick = function () { pageFlip.flipPrev(); };
-    document.getElementById("next").onclick = function () { pageFlip.flipNext(); };
+    // The buttons turn from a zoomed page too (back to the whole page); keys do not (they pan).
+    document.getElementById("prev").onclick = function () { tools.unzoom(); pageFlip.flipPrev(); };
+    document.getElementById("next").onclick = function () { tools.unzoom(); pageFlip.flipNext(); };
     document.addEventListener("keydown", function (e) {
       if (text.keyOwned(e)) return; // typing, a focused button's Space or Enter, reading mode
+      if (tools.key(e)) return; // zoom keys, panning while zoomed, the thumbnails, Escape
       if (e.key === "ArrowRight" || e.key === "PageDown" || e.key === " ") { pageFlip.flipNext(); e.preventDefault(); }
       if (e.key === "ArrowLeft" || e.key === "PageUp") { pageFlip.flipPrev(); e.preventDefault(); }
       if (e.key === "Home") pageFlip.turnToPage(0);
       if (e.key === "End") pageFlip.turnToPage(cfg.pages.length - 1);
     });
-    window.flipbook = { pageFlip: pageFlip, flush: flush, queue: queue, session: session, text: text };
+    window.flipbook = { pageFlip: pageFlip, flush: flush, queue: queue, session: session, text: text, tools: tools };
   }
 
   // Tools from the book's settings.
@@ -176,17 +182,6 @@
     var fs = document.getElementById("fullscreen"); fs.hidden = false;
     fs.onclick = function () { document.fullscreenElement ? document.exitFullscreen() : document.documentElement.requestFullscreen(); };
   }
-  // The download button: a gated book's document address comes with its pages, after the gate.
-  function showDownload() {
-    if (!cfg.settings.downloadable || !cfg.document_url) return;
-    var dl = document.getElementById("download"); dl.hidden = false; dl.href = cfg.document_url; dl.download = "";
-    dl.addEventListener("click", function () { emit({ type: "document_downloaded" }); flush(false); });
-  }
-  showDownload();
-  if (cfg.settings.share_social_media && navigator.share) {
-    var sh = document.getElementById("share"); sh.hidden = false;
-    sh.onclick = function () { navigator.share({ title: document.title, url: location.href }).catch(function () {}); };
-  }
 
   // The email gate.
   var gate = document.getElementById("gate");
@@ -195,7 +190,7 @@
     if (cfg.pages.length || !cfg.gated) { render(); return; }
     fetch(cfg.pages_url, { headers: { "X-Reader-Token": token } })
       .then(function (r) { if (!r.ok) throw new Error("gate"); return r.json(); })
-      .then(function (b) { cfg.pages = b.data.pages; cfg.document_url = b.data.document_url; showDownload(); render(); })
+      .then(function (b) { cfg.pages = b.data.pages; cfg.document_url = b.data.document_url; render(); })
       .catch(function () { try { localStorage.removeItem(tokenKey); } catch (e) {} token = null; gate.hidden = false; });
   }
   if (cfg.gated && !token) {

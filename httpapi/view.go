@@ -40,6 +40,9 @@ type viewerConfig struct {
 	Watermark      string `json:"watermark,omitempty"`
 	GateError      string `json:"gate_error_message,omitempty"`
 	OpenFullscreen bool   `json:"open_fullscreen,omitempty"`
+	// Outline is the document's bookmarks (issue 29), the viewer's table of contents; a gated
+	// book's comes with its pages, after the gate.
+	Outline []storage.OutlineItem `json:"outline,omitempty"`
 	// Accessibility (accessibility_enabled) offers the reading mode: the text as HTML.
 	Accessibility bool `json:"accessibility_enabled,omitempty"`
 	// DownloadMode is how readers may download the PDF (download.go): full, single, spread, "".
@@ -112,6 +115,10 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		cfg.DocumentURL = documentPath(b, "")
+		if cfg.Outline, err = s.Store.Outline(b.Tenant(), b.RandomID); err != nil {
+			s.writeError(ctx, api.ErrInternal())
+			return
+		}
 	}
 	conf, _ := json.Marshal(cfg)
 	brand := s.brandForViewer(b)
@@ -175,7 +182,12 @@ func (s *Service) viewPages(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, api.ErrInternal())
 		return
 	}
-	data := map[string]any{"pages": pages}
+	outline, err := s.Store.Outline(b.Tenant(), b.RandomID)
+	if err != nil {
+		s.writeError(ctx, api.ErrInternal())
+		return
+	}
+	data := map[string]any{"pages": pages, "outline": outline}
 	if u := documentPath(b, tok); u != "" {
 		data["document_url"] = u
 	}

@@ -244,8 +244,26 @@
 
     // Thumbnails: every page, lazy-loaded images, a button each.
     var tPanel = $("thumbs-panel"), tOpen = $("thumbs-open"), tList = $("thumbs-list"), tBuilt = false;
+    // The table of contents (the PDF's outline, issue 29) heads the panel: an entry a button,
+    // indented by its depth, turning to its page.
+    function buildToc() {
+      var items = cfg.outline || [], list = $("toc-list");
+      if (!items.length) return;
+      items.forEach(function (it) {
+        var li = document.createElement("li"), b = document.createElement("button"), pg = document.createElement("span");
+        b.type = "button"; b.className = "toc-entry"; b.style.paddingLeft = (0.5 + 1.2 * Math.min(it.level, 6)) + "em";
+        b.appendChild(document.createTextNode(it.title));
+        pg.className = "toc-page"; pg.textContent = String(it.page);
+        b.appendChild(pg);
+        b.setAttribute("aria-label", it.title + ", page " + it.page);
+        b.onclick = function () { closeThumbs(); goTo(it.page); };
+        li.appendChild(b); list.appendChild(li);
+      });
+      $("toc").hidden = false;
+    }
     function buildThumbs() {
       tBuilt = true;
+      buildToc();
       var frag = document.createDocumentFragment();
       cfg.pages.forEach(function (p, i) {
         var li = document.createElement("li"), b = document.createElement("button"), img = document.createElement("img");

@@ -80,6 +80,21 @@
     try { history.replaceState(history.state, "", "#page=" + pages[0]); } catch (e) {}
   }
 
+  // Where readers click on a page, for the page heatmap (issue 29): the position in fractions
+  // of the page as shown (zoom and turn transforms included), the zoom, at most maxClicks a
+  // session. A drag is not a click (the tools swallow the click that ends one).
+  var clicks = 0, maxClicks = 300;
+  function pageClicked(div, n, e) {
+    var r = div.getBoundingClientRect();
+    if (clicks >= maxClicks || !r.width || !r.height) return;
+    var x = (e.clientX - r.left) / r.width, y = (e.clientY - r.top) / r.height;
+    if (!(x >= 0 && x <= 1 && y >= 0 && y <= 1)) return;
+    var z = window.flipbook && window.flipbook.tools ? window.flipbook.tools.zoom() : 1;
+    clicks++;
+    emit({ type: "page_clicked", page_number: n, x: Math.round(x * 1e4) / 1e4, y: Math.round(y * 1e4) / 1e4,
+      zoom: Math.min(10, Math.max(1, Math.round(z * 100) / 100)) });
+  }
+
   function render() {
     var text = window.FlipbookText(cfg, function () { return token; });
     cfg.pages.forEach(function (p, i) {
@@ -94,6 +109,7 @@
         wm.className = "wm"; wm.textContent = cfg.watermark; wm.setAttribute("aria-hidden", "true");
         div.appendChild(wm);
       }
+      div.addEventListener("click", function (e) { pageClicked(div, i + 1, e); });
       (p.links || []).forEach(function (l) {
         var a = document.createElement("a");
         a.className = "link"; a.href = l.url; a.target = "_blank"; a.rel = "noopener";
@@ -190,7 +206,7 @@
     if (cfg.pages.length || !cfg.gated) { render(); return; }
     fetch(cfg.pages_url, { headers: { "X-Reader-Token": token } })
       .then(function (r) { if (!r.ok) throw new Error("gate"); return r.json(); })
-      .then(function (b) { cfg.pages = b.data.pages; cfg.document_url = b.data.document_url; render(); })
+      .then(function (b) { cfg.pages = b.data.pages; cfg.document_url = b.data.document_url; cfg.outline = b.data.outline; render(); })
       .catch(function () { try { localStorage.removeItem(tokenKey); } catch (e) {} token = null; gate.hidden = false; });
   }
   if (cfg.gated && !token) {

@@ -644,8 +644,8 @@ func (s *Service) buildRouter() *router.Router {
 	handle("GET", "/view/{book}", "viewer", compressHTML(s.viewBook))
 	handle("GET", "/view/{book}/pages", "viewer_pages", s.viewPages)
 	handle("GET", "/view/{book}/page/{page}", "viewer_page_text", compressHTML(s.viewTextPage)) // seo.go
-	handle("GET", "/view/{book}/text", "viewer_text", s.viewText)
-	handle("GET", "/view/{book}/search", "viewer_search", s.viewSearch)
+	handle("GET", "/view/{book}/text", "viewer_text", compressHTML(s.viewText))
+	handle("GET", "/view/{book}/search", "viewer_search", compressHTML(s.viewSearch))
 	handle("GET", "/view/{book}/download", "viewer_download", s.viewDownload) // download.go
 	handle("GET", "/sitemaps/{file}", "sitemap", s.serveSitemap)
 	handle("GET", "/viewer/assets/{name}", "viewer_asset", s.viewerAsset)

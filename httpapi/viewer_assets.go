@@ -116,9 +116,11 @@ func qAboveZero(params string) bool {
 	return true
 }
 
-// compressHTML wraps a handler of HTML pages: an answer of text/html of at least
-// minCompressHTML bytes is compressed with brotli or gzip when the request accepts it (images
-// and other bodies are left alone).
+// compressHTML wraps a handler of HTML pages or JSON (the viewer's text and search): an answer
+// of text/html or application/json of at least minCompressHTML bytes is compressed with
+// brotli or gzip when the request accepts it (images and other bodies are left alone). A
+// strong ETag becomes weak: the compressed bytes differ from those it names, and the
+// handler's If-None-Match check still finds it.
 func compressHTML(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		next(ctx)
@@ -129,7 +131,9 @@ func compressHTML(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 func compressHTMLBody(ctx *fasthttp.RequestCtx) {
 	r := &ctx.Response
 	h := &r.Header
-	if r.IsBodyStream() || len(h.ContentEncoding()) > 0 || !bytes.HasPrefix(h.ContentType(), []byte("text/html")) {
+	ct := h.ContentType()
+	if r.IsBodyStream() || len(h.ContentEncoding()) > 0 ||
+		!bytes.HasPrefix(ct, []byte("text/html")) && !bytes.HasPrefix(ct, []byte("application/json")) {
 		return
 	}
 	body := r.Body()
@@ -155,6 +159,9 @@ func compressHTMLBody(ctx *fasthttp.RequestCtx) {
 	}
 	r.SetBodyRaw(out)
 	h.Set(headerContentEnc, enc)
+	if et := h.Peek("ETag"); len(et) > 0 && et[0] == '"' {
+		h.Set("ETag", "W/"+string(et))
+	}
 }
 
 // serveFavicon is GET /favicon.ico: the service's icon, which browsers ask for on any page

@@ -380,3 +380,32 @@ func TestViewerLoadsCleanlyInBrowser(t *testing.T) {
 	require.GreaterOrEqual(t, assets, 4.0, "the viewer's style and scripts: %v", l.status)
 	t.Logf("HTML+JS+CSS transferred to open the book on a phone: %.0f bytes (Chromium: %v)", htmlJSCSS, l.encoding)
 }
+
+// The viewer's text and search JSON are compressed like its pages, with a weak ETag that still
+// answers 304.
+func TestViewerTextCompressed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	key, _ := h.workspaceKey(t, "company", "live", "*")
+	batch, rid := h.uploadOK(t, key, "many.pdf", manyPagesPDF(t, 6))
+	require.Equal(t, "completed", h.waitBatch(t, key, batch)["status"])
+	require.Equal(t, 200, h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "publish"}).Status)
+	// (A search answer under 1 KiB, like this book's, is sent as it is.)
+	for _, path := range []string{"/view/" + rid + "/text?from=1&to=6"} {
+		plain, body := h.rawGet(t, path, "")
+		require.Equal(t, 200, plain.StatusCode, path)
+		require.Empty(t, plain.Header.Get("Content-Encoding"))
+		for _, enc := range []string{"br", "gzip"} {
+			res, z := h.rawGet(t, path, enc)
+			require.Equal(t, 200, res.StatusCode, path)
+			require.Equal(t, enc, res.Header.Get("Content-Encoding"), path)
+			require.Contains(t, res.Header.Get("Vary"), "Accept-Encoding")
+			require.Equal(t, body, decodeBody(t, enc, z), "%s: %s decodes to the plain answer", path, enc)
+			require.Less(t, len(z), len(body))
+			etag := res.Header.Get("ETag")
+			require.True(t, strings.HasPrefix(etag, `W/"`), "%s: a weak ETag for the compressed bytes: %q", path, etag)
+			again, _ := h.rawGet(t, path, enc, "If-None-Match", etag)
+			require.Equal(t, 304, again.StatusCode, path)
+		}
+	}
+}

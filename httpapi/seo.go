@@ -261,7 +261,8 @@ func (s *Service) viewTextPage(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, api.ErrInternal())
 		return
 	}
-	data, err := s.textPageData(b, n, now)
+	lang := readerLang(ctx)
+	data, err := s.textPageData(b, n, now, lang)
 	if errors.Is(err, errs.ErrNotFound) {
 		s.pageNotFound(ctx, b)
 		return
@@ -272,7 +273,7 @@ func (s *Service) viewTextPage(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	var buf bytes.Buffer
-	if err := viewer.TextPage.Execute(&buf, data); err != nil {
+	if err := viewer.TextPage.Execute(&buf, viewer.LocalTextPage{TextPageData: data, L: lang}); err != nil {
 		s.log.Error("render text page", "err", err)
 		s.writeError(ctx, api.ErrInternal())
 		return
@@ -280,6 +281,7 @@ func (s *Service) viewTextPage(ctx *fasthttp.RequestCtx) {
 	h := &ctx.Response.Header
 	h.Set("Content-Security-Policy", csp)
 	h.Set("Cache-Control", seoCacheControl)
+	h.Set("Vary", "Accept-Language") // the page's own words (readerLang)
 	if b.Settings.EODEnabled {
 		h.Set("Cache-Control", "no-store")
 	}
@@ -294,7 +296,7 @@ func (s *Service) viewTextPage(ctx *fasthttp.RequestCtx) {
 
 // textPageData is what page n's own page shows (errs.ErrNotFound when the book has no such
 // page image).
-func (s *Service) textPageData(b *storage.Book, n int, now time.Time) (viewer.TextPageData, error) {
+func (s *Service) textPageData(b *storage.Book, n int, now time.Time, lang viewer.Lang) (viewer.TextPageData, error) {
 	d := viewer.TextPageData{BookTitle: b.Name, Number: n, Count: b.PageCount, TestMode: b.Mode == storage.ModeTest,
 		ViewerURL: viewerPath(b.RandomID) + "#page=" + strconv.Itoa(n)}
 	d.Canonical, d.NoIndex = s.publicURL+pagePath(b.RandomID, n), noindexReason(b, now) != ""
@@ -309,11 +311,11 @@ func (s *Service) textPageData(b *storage.Book, n int, now time.Time) (viewer.Te
 	}
 	switch {
 	case b.Settings.EODEnabled:
-		d.Notice, d.NoticeText = "This flipbook is shared with invited readers", "Open it in the flipbook and enter your email address to read it."
+		d.Notice, d.NoticeText = lang.T("gated_title"), lang.T("gated_text")
 		d.JSONLD = jsonLD(s.pageLD(b, n, nil, ""))
 		return d, nil
 	case billingExpired(b, now):
-		d.Notice, d.NoticeText = "This flipbook has expired", "Access to it has ended. Contact its publisher for a new link."
+		d.Notice, d.NoticeText = lang.T("expired_title"), lang.T("expired_text")
 		return d, nil
 	}
 	pages, err := s.Store.Pages(b.Tenant(), b.RandomID)
@@ -329,11 +331,11 @@ func (s *Service) textPageData(b *storage.Book, n int, now time.Time) (viewer.Te
 	if err != nil {
 		return d, err
 	}
-	d.Alt = "Page " + strconv.Itoa(n) + " of " + b.Name
+	d.Alt = lang.T("textpage_caption", "n", n, "title", b.Name)
 	if pt != nil && strings.TrimSpace(pt.Text) != "" {
 		d.Blocks = textBlocks(pt.Text)
 		d.Description = summary(pt.Text, descriptionRunes)
-		d.Alt = "Page " + strconv.Itoa(n) + ": " + summary(pt.Text, altRunes)
+		d.Alt = lang.T("textpage_alt", "n", n, "text", summary(pt.Text, altRunes))
 	}
 	d.JSONLD = jsonLD(s.pageLD(b, n, &img, d.Description))
 	return d, nil
@@ -344,16 +346,18 @@ func (s *Service) pageNotFound(ctx *fasthttp.RequestCtx, b *storage.Book) {
 	ctx.SetStatusCode(404)
 	ctx.SetContentType("text/html; charset=utf-8")
 	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.Response.Header.Set("Vary", "Accept-Language")
 	setNoIndex(ctx)
 	var buf bytes.Buffer
-	_ = notFoundPage.Execute(&buf, map[string]any{"Title": b.Name, "Viewer": viewerPath(b.RandomID), "Count": b.PageCount})
+	_ = notFoundPage.Execute(&buf, map[string]any{"Title": b.Name, "Viewer": viewerPath(b.RandomID), "Count": b.PageCount,
+		"L": readerLang(ctx)})
 	ctx.SetBody(buf.Bytes())
 }
 
-var notFoundPage = template.Must(template.New("nopage").Parse(`<!doctype html><html lang="en"><head><meta charset="utf-8">` +
-	`<meta name="robots" content="noindex"><title>Page not found</title></head>` +
-	`<body style="font-family:system-ui;text-align:center;padding:4em"><h1>This page is not in the flipbook</h1>` +
-	`<p>{{.Title}} has {{.Count}} pages. <a href="{{.Viewer}}">Open the flipbook</a>.</p></body></html>`))
+var notFoundPage = template.Must(template.New("nopage").Parse(`<!doctype html><html lang="{{.L}}"><head><meta charset="utf-8">` +
+	`<meta name="robots" content="noindex"><title>{{.L.T "nopage_title"}}</title></head>` +
+	`<body style="font-family:system-ui;text-align:center;padding:4em"><h1>{{.L.T "nopage"}}</h1>` +
+	`<p>{{.L.T "nopage_text" "title" .Title "total" .Count}} <a href="{{.Viewer}}">{{.L.T "open_flipbook"}}</a></p></body></html>`))
 
 // etagOf is a strong validator of an answer's bytes.
 func etagOf(body []byte) string {

@@ -122,7 +122,7 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 	}
 	conf, _ := json.Marshal(cfg)
 	brand := s.brandForViewer(b)
-	data := viewer.PageData{
+	data := viewer.PageData{L: readerLang(ctx),
 		Title: b.Name, ConfigJSON: template.JS(conf), TestMode: b.Mode == storage.ModeTest,
 		Expired: billingExpired(b, now), Processing: b.PageImagesStatus == storage.PagesProcessing,
 		Failed: b.PageImagesStatus == storage.PagesFailed, Brand: brand.name,
@@ -145,6 +145,7 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 	h := &ctx.Response.Header
 	h.Set("Content-Security-Policy", csp)
 	h.Set("Cache-Control", "no-store")
+	h.Set("Vary", "Accept-Language") // the viewer's words (readerLang)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "strict-origin-when-cross-origin")
 	if data.SEO.NoIndex {
@@ -219,11 +220,23 @@ func (s *Service) viewerNotFound(ctx *fasthttp.RequestCtx) {
 	ctx.SetStatusCode(404)
 	ctx.SetContentType("text/html; charset=utf-8")
 	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.Response.Header.Set("Vary", "Accept-Language")
 	setNoIndex(ctx)
-	ctx.SetBodyString(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="robots" content="noindex">` +
-		`<title>Not available</title></head>` +
-		`<body style="font-family:system-ui;text-align:center;padding:4em"><h1>This flipbook is not available</h1>` +
-		`<p>It may have been unpublished, or the link is wrong.</p></body></html>`)
+	var buf bytes.Buffer
+	_ = viewerGone.Execute(&buf, map[string]any{"L": readerLang(ctx)})
+	ctx.SetBody(buf.Bytes())
+}
+
+var viewerGone = template.Must(template.New("gone").Parse(`<!doctype html><html lang="{{.L}}"><head><meta charset="utf-8">` +
+	`<meta name="robots" content="noindex"><title>{{.L.T "missing_title"}}</title></head>` +
+	`<body style="font-family:system-ui;text-align:center;padding:4em"><h1>{{.L.T "missing"}}</h1>` +
+	`<p>{{.L.T "missing_text"}}</p></body></html>`))
+
+// readerLang is the language of the viewer's words for a request: ?lang= when the catalogue has
+// it, else Accept-Language, else English (viewer.Pick). Pages that use it vary on
+// Accept-Language.
+func readerLang(ctx *fasthttp.RequestCtx) viewer.Lang {
+	return viewer.Pick(string(ctx.QueryArgs().Peek("lang")), string(ctx.Request.Header.Peek("Accept-Language")))
 }
 
 // safeCSSColor accepts colour values that cannot break out of a CSS declaration.

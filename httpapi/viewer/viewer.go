@@ -41,4 +41,6 @@ type PageData struct {
 	GateMessage string
 	// SEO is the text of the first pages and what search engines are told (seo.go).
 	SEO Indexing
+	// L is the reader's language (i18n.go): the page's words and the scripts' (L.ScriptJSON).
+	L Lang
 }

@@ -7,7 +7,8 @@
   "use strict";
   var SPAN = 20; // pages per GET /text call (the route's limit)
 
-  window.FlipbookText = function (cfg, token) {
+  // t(key, vars) is the viewer's words in the reader's language (viewer.js).
+  window.FlipbookText = function (cfg, token, t) {
     var n = cfg.pages.length, base = "/view/" + encodeURIComponent(cfg.book_id);
     var copyable = !cfg.settings.copyright_enabled; // copyright_enabled: copy protection
     var texts = {}; // page number -> promise of {page, text, words}
@@ -23,7 +24,7 @@
       if (tok) h["X-Reader-Token"] = tok;
       return fetch(base + path, { headers: h }).then(function (r) {
         return r.json().catch(function () { return {}; }).then(function (b) {
-          if (!r.ok) throw new Error((b.error && b.error.message) || "The service answered " + r.status);
+          if (!r.ok) throw new Error(t("service_error", { status: r.status }));
           return b;
         });
       });
@@ -60,7 +61,7 @@
       tl.className = "tl" + (copyable ? "" : " nocopy");
       tl.style.cssText = "left:" + (100 - w) / 2 + "%;top:" + (100 - h) / 2 + "%;width:" + w + "%;height:" + h + "%";
       div.setAttribute("role", "region");
-      div.setAttribute("aria-label", "Page " + (i + 1));
+      div.setAttribute("aria-label", t("page_n", { n: i + 1 }));
       div.appendChild(tl); // after the image, before the watermark and the link areas: under them
       layers[i + 1] = tl;
       if (copyable) tl.addEventListener("mousedown", selectStart);
@@ -118,8 +119,8 @@
     });
     if (!copyable) { // copy protection: no selection, no copy, no context menu on the pages
       $("reader").classList.add("nocopy");
-      ["copy", "cut", "contextmenu", "dragstart"].forEach(function (t) {
-        ["book-wrap", "reader"].forEach(function (id) { $(id).addEventListener(t, function (e) { e.preventDefault(); }); });
+      ["copy", "cut", "contextmenu", "dragstart"].forEach(function (type) {
+        ["book-wrap", "reader"].forEach(function (id) { $(id).addEventListener(type, function (e) { e.preventDefault(); }); });
       });
     }
 
@@ -127,7 +128,7 @@
     // announcement for screen readers.
     function shown(pages) {
       shownPages = pages;
-      announce.textContent = (pages.length > 1 ? "Pages " + pages[0] + " and " + pages[1] : "Page " + pages[0]) + " of " + n;
+      announce.textContent = pages.length > 1 ? t("pages_of", { a: pages[0], b: pages[1], total: n }) : t("page_of", { n: pages[0], total: n });
       ensure(pages[0] - 2, pages[pages.length - 1] + 3).forEach(function (pr) { pr.then(fill, noop); });
     }
 
@@ -149,17 +150,17 @@
       e.preventDefault();
       var query = q.value.trim();
       if (!query || query === searched) return;
-      searched = query; list.textContent = ""; status.textContent = "Searching…";
+      searched = query; list.textContent = ""; status.textContent = t("searching");
       get("/search?q=" + encodeURIComponent(query)).then(function (r) {
         if (searched !== query) return;
         var total = r.meta.total;
-        status.textContent = total ? (total === 1 ? "1 page" : total + " pages") + " with “" + query + "”" +
-          (r.meta.truncated ? " (the first " + r.data.length + " are listed)" : "") : "No page has “" + query + "”";
+        var says = !total ? "search_none" : total === 1 ? "search_one" : r.meta.truncated ? "search_many_cut" : "search_many";
+        status.textContent = t(says, { n: total, q: query, shown: r.data.length });
         r.data.forEach(function (hit) {
           var li = document.createElement("li"), b = document.createElement("button");
           b.type = "button"; b.className = "hit";
           var pg = document.createElement("span"), sn = document.createElement("span");
-          pg.className = "hit-page"; pg.textContent = "Page " + hit.page;
+          pg.className = "hit-page"; pg.textContent = t("page_n", { n: hit.page });
           sn.className = "hit-snippet"; sn.textContent = hit.snippet;
           b.appendChild(pg); b.appendChild(document.createTextNode(" ")); b.appendChild(sn);
           b.onclick = function () { goTo(hit, b); };
@@ -208,8 +209,8 @@
       for (var k = 1; k <= n; k++) {
         var sec = document.createElement("section"), h = document.createElement("h2"), body = document.createElement("div");
         sec.className = "rp"; sec.dataset.n = String(k); sec.setAttribute("aria-labelledby", "rp-" + k);
-        h.id = "rp-" + k; h.textContent = "Page " + k; h.tabIndex = -1;
-        body.className = "rp-body"; body.textContent = "Loading…";
+        h.id = "rp-" + k; h.textContent = t("page_n", { n: k }); h.tabIndex = -1;
+        body.className = "rp-body"; body.textContent = t("loading");
         sec.appendChild(h); sec.appendChild(body); frag.appendChild(sec);
       }
       reader.appendChild(frag);
@@ -231,7 +232,12 @@
       var body = sec.querySelector(".rp-body");
       body.textContent = "";
       var blocks = (pt.text || "").split(/\n\s*\n/).map(function (b) { return b.replace(/\s*\n\s*/g, " ").trim(); }).filter(Boolean);
-      if (!blocks.length) { body.innerHTML = '<p class="rp-none">This page has no text.</p>'; return; }
+      if (!blocks.length) {
+        var none = document.createElement("p");
+        none.className = "rp-none"; none.textContent = t("no_text");
+        body.appendChild(none);
+        return;
+      }
       blocks.forEach(function (b) { var p = document.createElement("p"); p.textContent = b; body.appendChild(p); });
     }
     function readAt(k) {
@@ -246,7 +252,7 @@
         if (!built) buildReader();
         wrap.hidden = true; reader.hidden = false;
         readAt(shownPages[0] || 1);
-        announce.textContent = "Reading mode: the text of the pages";
+        announce.textContent = t("reading_on");
         return;
       }
       // Back to the flipbook, at the page read last (the first section still in view).
@@ -273,10 +279,10 @@
     // keyOwned says whether a key is not for turning pages: typed in a field, in the search
     // panel, Space or Enter on a button or link, with a modifier, or in reading mode.
     function keyOwned(e) {
-      var t = e.target;
+      var tg = e.target;
       if (reading || e.ctrlKey || e.metaKey || e.altKey) return true;
-      if (t.closest && t.closest("input, textarea, select, [contenteditable], #search-panel")) return true;
-      return (e.key === " " || e.key === "Enter") && t.closest && !!t.closest("button, a");
+      if (tg.closest && tg.closest("input, textarea, select, [contenteditable], #search-panel")) return true;
+      return (e.key === " " || e.key === "Enter") && tg.closest && !!tg.closest("button, a");
     }
 
     return {

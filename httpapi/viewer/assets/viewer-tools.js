@@ -11,8 +11,9 @@
   var SHARP = 1.5;      // times the page image's natural size, at most
 
   // o: pageFlip, token() (a gated book's reader token), emit and flush (reader events), text
-  // (viewer-text.js: keyOwned, isReading).
+  // (viewer-text.js: keyOwned, isReading), t(key, vars) (the viewer's words, viewer.js).
   window.FlipbookTools = function (cfg, o) {
+    var t = o.t;
     var $ = function (id) { return document.getElementById(id); };
     var pageFlip = o.pageFlip, book = $("book"), wrap = $("book-wrap"), announce = $("announce");
     var shownPages = [], noop = function () {};
@@ -61,7 +62,7 @@
       $("zoom-out").disabled = !on;
       $("zoom-in").disabled = on && Z.s >= Z.max - 0.001;
       var rs = $("zoom-reset");
-      rs.disabled = !on; rs.textContent = pct; rs.setAttribute("aria-label", "Reset zoom (" + pct + ")");
+      rs.disabled = !on; rs.textContent = pct; rs.setAttribute("aria-label", t("zoom_reset", { pct: pct }));
     }
     // zoomTo sets the scale s (1 to the maximum), keeping the point (cx, cy) of the screen (the
     // middle of the book's area by default) where it is.
@@ -78,13 +79,13 @@
       Z.tx = cx - g.bx - s * qx; Z.ty = cy - g.by - s * qy; Z.s = s;
       if (!zoomed()) { unzoom(); return; }
       apply();
-      say("Zoom " + Math.round(s * 100) + "%");
+      say(t("zoom_level", { pct: Math.round(s * 100) + "%" }));
     }
     function unzoom() {
       var was = zoomed();
       Z.s = 1; Z.tx = Z.ty = 0; Z.g = null;
       apply();
-      if (was) say("Zoom 100%");
+      if (was) say(t("zoom_level", { pct: "100%" }));
     }
     function panBy(dx, dy) { if (zoomed()) { Z.tx += dx; Z.ty += dy; apply(); } }
     function toggleAt(x, y) { if (zoomed()) unzoom(); else zoomTo(2, x, y); }
@@ -155,7 +156,7 @@
       delete ptrs[e.pointerId];
       var left = ptrList().length;
       if (gest && gest.pinch) {
-        if (left === 0) { gest = null; if (Z.s < 1.02) unzoom(); else say("Zoom " + Math.round(Z.s * 100) + "%"); }
+        if (left === 0) { gest = null; if (Z.s < 1.02) unzoom(); else say(t("zoom_level", { pct: Math.round(Z.s * 100) + "%" })); }
         return;
       }
       gest = null;
@@ -183,12 +184,12 @@
     function inBook(e) { return wrap.contains(e.target) && !(e.target.closest && e.target.closest("a, button")); }
     // Touch: while zoomed or with two fingers, page-flip sees no touches (no swipe, no fold), and
     // the browser does not scroll or zoom the page.
-    ["touchstart", "touchmove", "touchend"].forEach(function (t) {
-      window.addEventListener(t, function (e) {
+    ["touchstart", "touchmove", "touchend"].forEach(function (type) {
+      window.addEventListener(type, function (e) {
         if (!wrap.contains(e.target) || o.text.isReading()) return;
         if (zoomed() || e.touches.length >= 2 || (gest && gest.pinch)) {
           e.stopPropagation();
-          if (t !== "touchend" && e.cancelable) e.preventDefault();
+          if (type !== "touchend" && e.cancelable) e.preventDefault();
         }
       }, { capture: true, passive: false });
     });
@@ -255,7 +256,7 @@
         b.appendChild(document.createTextNode(it.title));
         pg.className = "toc-page"; pg.textContent = String(it.page);
         b.appendChild(pg);
-        b.setAttribute("aria-label", it.title + ", page " + it.page);
+        b.setAttribute("aria-label", t("toc_entry", { title: it.title, n: it.page }));
         b.onclick = function () { closeThumbs(); goTo(it.page); };
         li.appendChild(b); list.appendChild(li);
       });
@@ -269,7 +270,7 @@
         var li = document.createElement("li"), b = document.createElement("button"), img = document.createElement("img");
         var num = document.createElement("span");
         b.type = "button"; b.className = "thumb"; b.dataset.n = String(i + 1);
-        b.setAttribute("aria-label", "Page " + (i + 1));
+        b.setAttribute("aria-label", t("page_n", { n: i + 1 }));
         img.loading = "lazy"; img.decoding = "async"; img.alt = "";
         img.width = 120; img.height = Math.round(120 * (p.height || 4) / (p.width || 3));
         img.src = p.url;
@@ -350,7 +351,7 @@
       sh.onclick = function () {
         var url = pageLink();
         if (navigator.share) { navigator.share({ title: document.title, url: url }).catch(noop); return; }
-        copyText(url).then(function () { showToast("Link copied"); }, function () { showToast("Copy this link: " + url); });
+        copyText(url).then(function () { showToast(t("link_copied")); }, function () { showToast(t("copy_link", { url: url })); });
       };
     }
 
@@ -371,17 +372,17 @@
     function updateDownload() {
       if (!mode) return;
       var p = shownPages;
-      if (mode === "full") choices = [{ url: dlURL(""), label: "Download the PDF" }];
+      if (mode === "full") choices = [{ url: dlURL(""), label: t("download_pdf") }];
       else if (mode === "spread" || p.length < 2) {
         var two = mode === "spread" && p.length > 1;
         choices = [{ url: dlURL(two ? p[0] + "-" + p[1] : String(p[0])), n: p[0],
-          label: two ? "Download pages " + p[0] + "–" + p[1] + " (PDF)" : "Download page " + p[0] + " (PDF)" }];
+          label: two ? t("download_pages", { a: p[0], b: p[1] }) : t("download_page", { n: p[0] }) }];
       } else {
-        choices = p.map(function (n) { return { url: dlURL(String(n)), n: n, label: "Download page " + n + " (PDF)", text: "Page " + n }; });
+        choices = p.map(function (n) { return { url: dlURL(String(n)), n: n, label: t("download_page", { n: n }), text: t("page_n", { n: n }) }; });
       }
       dl.hidden = false;
       dl.href = choices[0].url; dl.setAttribute("download", "");
-      dl.setAttribute("aria-label", choices.length > 1 ? "Download a page (PDF)" : choices[0].label);
+      dl.setAttribute("aria-label", choices.length > 1 ? t("download_choose") : choices[0].label);
       if (choices.length > 1) { dl.setAttribute("aria-expanded", String(!menu.hidden)); dl.setAttribute("aria-controls", "download-menu"); }
       else { dl.removeAttribute("aria-expanded"); dl.removeAttribute("aria-controls"); closeMenu(); }
     }
@@ -417,10 +418,10 @@
     var area = $("print-area"), pr = $("print"), filling = false;
     function fillPrint() {
       area.textContent = "";
-      if (cfg.settings.copyright_enabled) { area.textContent = "Printing is turned off for this flipbook."; return []; }
+      if (cfg.settings.copyright_enabled) { area.textContent = t("print_off"); return []; }
       return shownPages.map(function (n) {
         var img = document.createElement("img");
-        img.src = cfg.pages[n - 1].url; img.alt = "Page " + n;
+        img.src = cfg.pages[n - 1].url; img.alt = t("page_n", { n: n });
         area.appendChild(img);
         return img;
       });

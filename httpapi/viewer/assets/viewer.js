@@ -5,6 +5,14 @@
 (function () {
   "use strict";
   var cfg = JSON.parse(document.getElementById("config").textContent);
+  // The viewer's words in the reader's language (docs/VIEWER.md "Languages"): the page gives
+  // them (#strings, from the catalogue in i18n.go); t fills the placeholders ({n}, {total}).
+  var strings = {};
+  try { strings = JSON.parse(document.getElementById("strings").textContent); } catch (e) {}
+  function t(key, vars) {
+    var s = strings[key] == null ? key : strings[key];
+    return s.replace(/\{(\w+)\}/g, function (m, k) { return vars && vars[k] != null ? String(vars[k]) : m; });
+  }
   var tokenKey = "flipbook-token-" + cfg.book_id;
   var token = null;
   try { token = localStorage.getItem(tokenKey); } catch (e) {}
@@ -96,12 +104,12 @@
   }
 
   function render() {
-    var text = window.FlipbookText(cfg, function () { return token; });
+    var text = window.FlipbookText(cfg, function () { return token; }, t);
     cfg.pages.forEach(function (p, i) {
       var div = document.createElement("div");
       div.className = "page"; div.dataset.n = String(i + 1);
       var img = document.createElement("img");
-      img.dataset.src = p.url; img.alt = "Page " + (i + 1); img.decoding = "async";
+      img.dataset.src = p.url; img.alt = t("page_n", { n: i + 1 }); img.decoding = "async";
       div.appendChild(img);
       text.decorate(div, p, i); // the text layer, over the image
       if (cfg.watermark) { // drawn on the page itself, so it turns with it
@@ -143,7 +151,7 @@
     pageFlip.loadFromHTML(document.querySelectorAll(".page"));
     text.attach(pageFlip);
     var tools = window.FlipbookTools(cfg, { pageFlip: pageFlip, token: function () { return token; }, text: text,
-      emit: emit, flush: function () { flush(false); } });
+      emit: emit, flush: function () { flush(false); }, t: t });
     // show records what is on show: counter, fragment, images, and the reader's time. page-flip
     // also reports the pages on show again (on resize, say): that is not a new view.
     function show(i) {
@@ -219,10 +227,10 @@
         .then(function (res) {
           if (!res.ok) {
             var er = document.getElementById("gate-error"); er.hidden = false;
-            // The book's own refusal text for a refused address; the service's message otherwise
-            // (an invalid address, too many attempts).
+            // The book's own refusal text for a refused address, else the viewer's words for
+            // the refusal, an invalid address or too many attempts.
             var refused = res.status === 403 && cfg.gate_error_message;
-            er.textContent = refused ? cfg.gate_error_message : ((res.body.error && res.body.error.message) || "Access denied");
+            er.textContent = refused ? cfg.gate_error_message : t({ 403: "gate_denied", 422: "gate_invalid", 400: "gate_invalid", 429: "gate_too_many" }[res.status] || "gate_failed");
             return;
           }
           token = res.body.data.reader_token;

@@ -126,6 +126,7 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 		Title: b.Name, ConfigJSON: template.JS(conf), TestMode: b.Mode == storage.ModeTest,
 		Expired: billingExpired(b, now), Processing: b.PageImagesStatus == storage.PagesProcessing,
 		Failed: b.PageImagesStatus == storage.PagesFailed, Brand: brand.name,
+		Tools:    !cfg.Gated && b.PageImagesStatus == storage.PagesReady && !billingExpired(b, now),
 		TakeOver: brand.takeOver, BrandLogo: brand.logo, BrandURL: brand.website, BrandColor: brand.color,
 		MadeWith: b.Extra.MadeWithBadgeEnabled && !brand.takeOver, GateMessage: deref(b.Extra.MagicLinkMessage),
 	}

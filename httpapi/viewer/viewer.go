@@ -30,7 +30,11 @@ type PageData struct {
 	Expired    bool
 	Processing bool
 	Failed     bool
-	Brand      string // the workspace's name, or the brand's company name under take-over branding
+	// Tools shows the page tools (zoom, pages) in the HTML as sent, so the header does not
+	// grow when the script starts (a layout shift): a ready book a reader can open at once
+	// (not gated). Without JavaScript the stylesheet hides them.
+	Tools bool
+	Brand string // the workspace's name, or the brand's company name under take-over branding
 	// Take-over branding (docs/VIEWER.md): the brand's logo, website and primary colour.
 	TakeOver   bool
 	BrandLogo  string

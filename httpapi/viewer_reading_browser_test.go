@@ -135,7 +135,7 @@ func readingZoomChecks(t *testing.T, ctx context.Context, view string) {
 	require.InDelta(t, 1.5*z0.Img.Width, z.Img.Width, 1, "the page image is 1.5 times as wide")
 	require.Contains(t, z.Transform, "scale(1.5)")
 	requireWordOnImage(t, textWordOf(t, ctx, 2, "Okavango"), fx, fy, "zoomed 1.5")
-	require.Equal(t, "Reset zoom (150%)", viewerEval(t, ctx, `document.getElementById("zoom-reset").getAttribute("aria-label")`))
+	require.Equal(t, "Reset zoom, 150%", viewerEval(t, ctx, `document.getElementById("zoom-reset").getAttribute("aria-label")`))
 
 	// A drag pans (the page does not turn or fold), by the distance dragged.
 	x, y := z.Img.Left+z.Img.Width*0.5, z.Img.Top+z.Img.Height*0.5

@@ -74,7 +74,7 @@ fuzz-short:
 # Benchmark scenarios (bench/): figures are ratios against a baseline measured in the same run.
 # The ingest scenario runs 10 minutes by default (-duration overrides it for every scenario).
 # make bench BENCH_SCENARIOS=ingest BENCH_ARGS='-duration 2m' (or BENCH_ARGS='-scenario rest')
-BENCH_SCENARIOS ?= rest,mcp,convert,ingest,analytics,webhooks,catalog,hostile,cluster
+BENCH_SCENARIOS ?= rest,mcp,convert,ingest,analytics,webhooks,catalog,hostile,cluster,viewer
 bench: build
 	./$(BIN) bench -scenario $(BENCH_SCENARIOS) $(BENCH_ARGS)
 

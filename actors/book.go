@@ -70,6 +70,8 @@ func (b *book) Receive(c *actor.Context) {
 			c.Respond(result(b.setPages(m)))
 		case *SetTexts:
 			c.Respond(result(b.setTexts(m)))
+		case *SetRenditions:
+			c.Respond(result(b.setRenditions(m)))
 		case *AddSubscriber:
 			c.Respond(result(b.addSubscriber(m)))
 		case *RemoveSubscriber:

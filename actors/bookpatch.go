@@ -50,6 +50,8 @@ type BookPatch struct {
 	// DownloadMode is bulk settings' downloadable_pdf: "false" turns downloads off; full,
 	// single or spread turn them on and tell the viewer how to offer the PDF.
 	DownloadMode Opt[string]
+	// ReadingDirection is ltr or rtl (an extension of the update body, issue 29).
+	ReadingDirection Opt[string]
 }
 
 func setPtr(dst **string, o Opt[string]) {
@@ -120,6 +122,12 @@ func (p *BookPatch) apply(b *storage.Book, now time.Time) error {
 	setPtr(&b.Extra.MagicLinkErrorMessage, p.MagicLinkErrorMessage)
 	setPtr(&b.Settings.Privacy, p.PDFPrivacyStatus)
 	setPtr(&b.Extra.Watermark, p.Watermark)
+	if o := p.ReadingDirection; o.Set && !o.Null {
+		b.Extra.ReadingDirection = ""
+		if o.V == "rtl" {
+			b.Extra.ReadingDirection = "rtl"
+		}
+	}
 	if p.PDFPassword.Set {
 		if p.PDFPassword.Null || p.PDFPassword.V == "" {
 			b.Extra.PDFPasswordHash, b.Extra.PDFPasswordSalt = nil, nil

@@ -473,6 +473,7 @@ func (s *System) convertFile(ctx context.Context, u *storage.Upload, i int) (rea
 	if err != nil {
 		return "", 0, err
 	}
+	s.WantRenditions(u.Tenant(), f.BookID)
 	s.opts.Logger.Info("converted", "batch", u.ID, "book", f.BookID, "kind", f.Kind, "pages", len(out),
 		"convert", renderedAt.Sub(start).Round(time.Millisecond), "store", stored.Sub(renderedAt).Round(time.Millisecond),
 		"total", time.Since(start).Round(time.Millisecond))

@@ -58,6 +58,9 @@ type Options struct {
 	// NoTextBackfill turns the page-text backfill off (textfill.go): for tests that count
 	// what the system writes.
 	NoTextBackfill bool
+	// NoRenditions turns the page renditions off (renditions.go): the viewer shows the page
+	// images alone (flipbook serve --no-renditions).
+	NoRenditions bool
 	// MaxCatalogItems bounds the items of one catalog (0: MaxCatalogItems).
 	MaxCatalogItems int64
 }
@@ -74,6 +77,7 @@ type System struct {
 	// catalogSync runs catalog sync jobs (catalog_sync.go).
 	catalogSync *actor.PID
 	textfill    *actor.PID // the page-text backfill (textfill.go)
+	renditions  *actor.PID // the page renditions backfill (renditions.go)
 
 	conv        ConversionOptions
 	renderSlots chan struct{}
@@ -133,8 +137,16 @@ func Start(store *storage.Store, o Options) (*System, error) {
 	s.catalogSync = e.Spawn(newCatalogSup(s), "catalogsync", actor.WithID("main"),
 		actor.WithInboxSize(defaultInboxSize), s.middleware("catalogsync"))
 	if !o.NoTextBackfill && !o.Conversion.NoText {
-		s.textfill = e.Spawn(newTextfill(s), "textfill", actor.WithID("main"),
+		s.textfill = e.Spawn(newBackfill(s, textJob{s}), "textfill", actor.WithID("main"),
 			actor.WithInboxSize(defaultInboxSize), s.middleware("textfill"))
+	}
+	if !o.NoRenditions {
+		if convert.RenditionsUsable() {
+			s.renditions = e.Spawn(newBackfill(s, renditionJob{s}), "renditions", actor.WithID("main"),
+				actor.WithInboxSize(defaultInboxSize), s.middleware("renditions"))
+		} else {
+			o.Logger.Warn("page renditions are off: " + convert.ErrNoVips.Error())
+		}
 	}
 	return s, nil
 }
@@ -152,6 +164,9 @@ func (s *System) Stop() {
 	// The text backfill stops its OCR (the book is taken up again at the next start).
 	if s.textfill != nil {
 		s.awaitStop(s.textfill)
+	}
+	if s.renditions != nil {
+		s.awaitStop(s.renditions)
 	}
 	// Bulk settings runners stop starting items; those in flight finish (unfinished batches
 	// resume on the next start).
@@ -213,6 +228,11 @@ func (s *System) Resume() {
 	s.opts.Logger.Debug("supervisors: read the queues again (a partition was taken over)")
 	for _, pid := range []*actor.PID{s.conversion, s.bulk.pid, s.catalogSync, s.clock} {
 		s.tell(pid, resumeQueues{})
+	}
+	for _, pid := range []*actor.PID{s.textfill, s.renditions} { // the backfills walk again
+		if pid != nil {
+			s.tell(pid, resumeQueues{})
+		}
 	}
 	if s.wh.started {
 		if err := s.loadWebhookIndex(); err != nil {

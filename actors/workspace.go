@@ -162,6 +162,7 @@ func (w *workspace) createBook(b *storage.Book) (*storage.Book, error) {
 	w.s.scheduleTransition(b)
 	if len(b.Pages) > 0 {
 		w.s.WantText(w.t, b.RandomID) // a book of images: its text is read by OCR
+		w.s.WantRenditions(w.t, b.RandomID)
 	}
 	return b, nil
 }

@@ -54,6 +54,7 @@ type BookUpdate struct {
 	Watermark               actors.Opt[string]    `param:"watermark,body,nullable" max:"2048"`
 	DomainLists             []any                 `param:"domain_lists,body,nullable" desc:"accepted and ignored: embed domains change through their own operations"`
 	EodLists                []any                 `param:"eod_lists,body,nullable" desc:"accepted and ignored: access lists change through the subscribers operations"`
+	ReadingDirection        actors.Opt[string]    `param:"reading_direction,body,extension" enum:"ltr|rtl" desc:"an extension of this service (not in the public API specification): the order the viewer turns the pages in, ltr (the default) or rtl for right-to-left books"`
 }
 
 // Patch is the update as the book actor takes it.
@@ -69,6 +70,7 @@ func (in *BookUpdate) Patch() *actors.BookPatch {
 		MobileAnimationType: in.MobileAnimationType, Background: in.Background, ImageDisplay: in.ImageDisplay,
 		MagicLinkMessage: in.MagicLinkMessage, MagicLinkErrorMessage: in.MagicLinkErrorMessage,
 		PDFPassword: in.PDFPassword, PDFPrivacyStatus: in.PDFPrivacyStatus, Watermark: in.Watermark,
+		ReadingDirection: in.ReadingDirection,
 	}
 }
 

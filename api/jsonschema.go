@@ -80,6 +80,9 @@ func ParamSchema(p *Param) *jsonschema.Schema {
 			s.Enum = append(s.Enum, nil)
 		}
 	}
+	if p.Extension {
+		s.Extra = map[string]any{"x-extension": true}
+	}
 	return s
 }
 

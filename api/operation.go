@@ -73,6 +73,9 @@ type Param struct {
 	// Schema, when set, is the parameter's JSON Schema instead of the one its Kind gives (a
 	// KAny value the handler reads in more than one form: webhook event types).
 	Schema *jsonschema.Schema
+	// Extension marks a parameter that is not in the public API specification (the tag option
+	// extension): its schema says x-extension, in the OpenAPI document and the MCP tool.
+	Extension bool `json:",omitempty"`
 }
 
 // ArgName is the parameter's name as a tool argument.

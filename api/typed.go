@@ -27,7 +27,7 @@ import (
 // stream), copies the validated values into a new struct for each call, so a handler reads
 // fields the compiler knows, not names in a map. Tags:
 //
-//	param:"name,in[,required][,nullable][,lines]"  in: path, query or body
+//	param:"name,in[,required][,nullable][,lines][,extension]"  in: path, query or body
 //	max:"N" (string length, or number maximum), min:"N" (number minimum), minlen:"N"
 //	enum:"a|b|c", format:"email|uri|background|domain", desc:"...", arg:"tool argument name"
 //	minitems:"N", maxitems:"N" (arrays and files); itemmax, itemmin, itemenum, itemformat
@@ -232,6 +232,8 @@ func paramOf(f reflect.StructField, tag string) (Param, error) {
 			p.Nullable = true
 		case "lines":
 			p.Multiline = true
+		case "extension":
+			p.Extension = true
 		default:
 			return p, fmt.Errorf("param tag %q: unknown option %q", tag, o)
 		}

@@ -48,6 +48,7 @@ func testServe(args []string) error {
 	fs.IntVar(&cfg.PageLongEdge, "page-long-edge", 1600, "")
 	fs.BoolVar(&cfg.AllowPrivateTargets, "allow-private-targets", false, "")
 	fs.BoolVar(&cfg.NoPageText, "no-page-text", false, "")
+	fs.BoolVar(&cfg.NoRenditions, "no-renditions", false, "")
 	fs.DurationVar(&cfg.Webhooks.Timeout, "webhook-timeout", 0, "")
 	fs.IntVar(&cfg.MaxBodyBytes, "max-body-bytes", 0, "")
 	logLevel := fs.String("log-level", "info", "")

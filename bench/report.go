@@ -47,7 +47,7 @@ func (r *Report) checkValue(out io.Writer, what string, got float64, op string, 
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, mcp, convert, search, ingest, analytics, webhooks, catalog, hostile (or all)")
+	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: rest, mcp, convert, search, ingest, analytics, webhooks, catalog, hostile, cluster, viewer (or all)")
 	duration := fs.Duration("duration", 10*time.Second, "measured time per load (ingest: default 10m)")
 	warmup := fs.Duration("warmup", 2*time.Second, "warm-up time per load (ingest: default duration/20, 1-30 s)")
 	conns := fs.Int("conns", 32, "concurrent connections (ingest: default 64)")
@@ -57,7 +57,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	skipList := fs.Bool("skip-list", false, "rest: measure only the bare handler and GET /books/{book}")
 	pages := fs.Int("pages", 200, "convert: pages of the speed test PDF")
 	bigPages := fs.Int("big-pages", 1000, "convert: pages of the memory test PDF")
-	runs := fs.Int("runs", 3, "convert: timed conversions per side (best kept)")
+	runs := fs.Int("runs", 3, "convert: timed conversions per side (best kept); viewer: rounds of each view per service (lowest kept)")
 	scanned := fs.Int("scanned-pages", 10, "convert: pages of the scanned PDF read by OCR (0: none)")
 	searchBooks := fs.Int("search-books", 10000, "search: books of the workspace")
 	searchPages := fs.Int("search-pages", 20, "search: pages a book")
@@ -99,7 +99,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var missed []string
 	list := strings.Split(*scenarios, ",")
 	if *scenarios == "all" {
-		list = []string{"rest", "mcp", "convert", "search", "ingest", "analytics", "webhooks", "catalog", "hostile", "cluster"}
+		list = []string{"rest", "mcp", "convert", "search", "ingest", "analytics", "webhooks", "catalog", "hostile", "cluster", "viewer"}
 	}
 	var childOut io.Writer
 	if *childLog != "" {
@@ -191,6 +191,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				o.Duration = *duration
 			}
 			rep, err = Hostile(ctx, o, stdout)
+		case "viewer":
+			fmt.Fprintln(stdout, "== scenario viewer ==")
+			rep, err = Viewer(ctx, ViewerOptions{Rounds: *runs, Log: childOut}, stdout)
 		default:
 			return fmt.Errorf("unknown scenario %q", sc)
 		}

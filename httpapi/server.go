@@ -111,7 +111,10 @@ type Config struct {
 	MaxPages          int
 	// NoPageText turns page text off (no pdftotext, OCR or backfill: page images only);
 	// OCRLanguages are Tesseract's languages ("eng+deu"; "": English). Issue 28.
-	NoPageText   bool
+	NoPageText bool
+	// NoRenditions turns the pages' WebP renditions off: none made, none offered (the viewer
+	// shows the page images alone).
+	NoRenditions bool
 	OCRLanguages string
 	// MaxCatalogItems bounds the items of one catalog (0: actors.MaxCatalogItems).
 	MaxCatalogItems int64
@@ -207,7 +210,7 @@ func New(cfg Config) (*Service, error) {
 	var sysRef atomic.Pointer[actors.System]
 	ownsWS, ownsPart := front.ownership(&sysRef)
 	sys, err := actors.Start(st, actors.Options{BookIdle: cfg.BookIdle, Logger: cfg.Logger, Owns: ownsWS, OwnsPartition: ownsPart,
-		MaxCatalogItems: cfg.MaxCatalogItems,
+		MaxCatalogItems: cfg.MaxCatalogItems, NoRenditions: cfg.NoRenditions,
 		Conversion: actors.ConversionOptions{Workers: cfg.ConversionWorkers, LongEdge: cfg.PageLongEdge, MaxPages: cfg.MaxPages,
 			NoText: cfg.NoPageText, OCRLanguages: cfg.OCRLanguages},
 		ImageFetcher: func() (convert.Fetcher, func()) {

@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"html/template"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +24,11 @@ type viewerPage struct {
 	Width  int            `json:"width"`
 	Height int            `json:"height"`
 	Links  []storage.Link `json:"links,omitempty"`
+	// SrcSet offers the page's WebP renditions and the page image itself by width (issue 29,
+	// docs/VIEWER.md "Page images"), "" until the renditions exist; Placeholder is a data:
+	// URL of the page a few pixels wide, shown at once (the first pages only).
+	SrcSet      string `json:"srcset,omitempty"`
+	Placeholder string `json:"placeholder,omitempty"`
 }
 
 type viewerConfig struct {
@@ -47,6 +54,8 @@ type viewerConfig struct {
 	Accessibility bool `json:"accessibility_enabled,omitempty"`
 	// DownloadMode is how readers may download the PDF (download.go): full, single, spread, "".
 	DownloadMode string `json:"download_mode,omitempty"`
+	// RTL (reading_direction rtl, issue 29) turns the pages right to left.
+	RTL bool `json:"rtl,omitempty"`
 }
 
 // viewerPages lists a book's page images (relative URLs, so the viewer works from any host). A
@@ -59,11 +68,39 @@ func (s *Service) viewerPages(b *storage.Book, token string) ([]viewerPage, erro
 	out := make([]viewerPage, len(pages))
 	for i, p := range pages {
 		out[i] = viewerPage{URL: bookFilePath(b, p.File, token), Width: p.Width, Height: p.Height}
+		if !s.cfg.NoRenditions {
+			out[i].SrcSet, out[i].Placeholder = pageSrcSet(b, &p, token), placeholderURL(p.Placeholder)
+		}
 		if b.Extra.AutoLinksEnabled {
 			out[i].Links = p.Links
 		}
 	}
 	return out, nil
+}
+
+// pageSrcSet is the srcset of a page: its renditions by width, then the page image itself at
+// its own width; "" when it has no renditions.
+func pageSrcSet(b *storage.Book, p *storage.Page, token string) string {
+	if len(p.Renditions) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	for _, r := range p.Renditions {
+		if r.Width >= p.Width {
+			continue
+		}
+		sb.WriteString(bookFilePath(b, r.File, token) + " " + strconv.Itoa(r.Width) + "w, ")
+	}
+	sb.WriteString(bookFilePath(b, p.File, token) + " " + strconv.Itoa(p.Width) + "w")
+	return sb.String()
+}
+
+// placeholderURL is a page placeholder (WebP) as a data: URL, "" for none.
+func placeholderURL(webp []byte) string {
+	if len(webp) == 0 {
+		return ""
+	}
+	return "data:image/webp;base64," + base64.StdEncoding.EncodeToString(webp)
 }
 
 // frameAncestors is the CSP directive of a book: any site, or only the allowlist (with
@@ -106,6 +143,7 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 	cfg.OpenFullscreen = b.Extra.OpenFullscreenByDefault && b.Settings.FullscreenEnabled
 	cfg.Accessibility = b.Extra.AccessibilityEnabled
 	cfg.DownloadMode = downloadMode(b)
+	cfg.RTL = b.Extra.ReadingDirection == "rtl"
 	if tl := string(ctx.QueryArgs().Peek("tl")); tl != "" && validSlug(tl) && len(tl) <= 255 {
 		cfg.TrackedLink = tl
 	}
@@ -129,6 +167,11 @@ func (s *Service) viewBook(ctx *fasthttp.RequestCtx) {
 		Tools:    !cfg.Gated && b.PageImagesStatus == storage.PagesReady && !billingExpired(b, now),
 		TakeOver: brand.takeOver, BrandLogo: brand.logo, BrandURL: brand.website, BrandColor: brand.color,
 		MadeWith: b.Extra.MadeWithBadgeEnabled && !brand.takeOver, GateMessage: deref(b.Extra.MagicLinkMessage),
+	}
+	if data.Tools {
+		st := &b.Settings
+		data.Shown = viewer.ToolsShown{Fullscreen: st.FullscreenEnabled, Download: cfg.DownloadMode != "",
+			Share: st.ShareSocialMedia, Print: !st.CopyrightEnabled, Search: true, Reading: cfg.Accessibility}
 	}
 	if b.Settings.Background != nil && safeCSSColor(*b.Settings.Background) {
 		data.Background = *b.Settings.Background

@@ -222,7 +222,7 @@ func TestViewerLanguagesServed(t *testing.T) {
 	de, _ := get("/view/"+rid+"?lang=de", "fr")
 	require.Contains(t, de, `<html lang="de">`)
 	require.Contains(t, de, `<button id="next" aria-label="Nächste Seite">`)
-	require.Contains(t, de, `aria-controls="search-panel" hidden>Suchen</button>`)
+	require.Contains(t, de, `aria-controls="search-panel">Suchen</button>`)
 	require.Contains(t, de, `<section aria-label="Seite 1">`, "the text of the first pages")
 	require.Contains(t, de, `<h2>Seiten</h2>`)
 	require.NotContains(t, de, "Next page")

@@ -28,7 +28,7 @@ type zoomState struct {
 	Zoom, Max             float64
 	Transform             string
 	Img, Img2             textRect // the first and the second page image on show
-	NaturalH              float64  // the first page image's natural height (pixels)
+	NaturalH              float64  // the first page's image height (pixels; its largest, the srcset's last)
 	Counter, FlipState    string
 	InDisabled, OutHidden bool
 }
@@ -38,7 +38,7 @@ const zoomStateJS = `(() => {
 	const shown = [...document.querySelectorAll(".stf__item")].filter(e => getComputedStyle(e).display !== "none")
 		.sort((a, b) => a.dataset.n - b.dataset.n).map(e => e.querySelector("img"));
 	return {Zoom: flipbook.tools.zoom(), Transform: document.getElementById("book").style.transform,
-		Img: r(shown[0]), Img2: r(shown[1]), NaturalH: shown[0].naturalHeight,
+		Img: r(shown[0]), Img2: r(shown[1]), NaturalH: flipbook.pages[shown[0].closest(".page").dataset.n - 1].height,
 		Counter: document.getElementById("pageinfo").textContent, FlipState: flipbook.pageFlip.getState(),
 		InDisabled: document.getElementById("zoom-in").disabled, OutHidden: document.getElementById("zoom-out").hidden};
 })()`
@@ -421,7 +421,7 @@ func readingPrintChecks(t *testing.T, ctx context.Context, view string) {
 	var printed [][]string
 	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`window.printed`, &printed)))
 	var want []string
-	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`[2, 3].map(n => document.querySelector('.page[data-n="' + n + '"] img').dataset.src + " true")`, &want)))
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`[2, 3].map(n => flipbook.pages[n - 1].url + " true")`, &want)))
 	require.Equal(t, [][]string{want}, printed, "the two pages on show, loaded")
 	// In print media only those pages show.
 	require.NoError(t, chromedp.Run(ctx, emulation.SetEmulatedMedia().WithMedia("print")))

@@ -10,9 +10,10 @@ set -euo pipefail
 
 # poppler-utils renders PDFs (pdfinfo, pdftoppm, pdftotext); LibreOffice converts Word, Excel
 # and PowerPoint files, with fonts to lay them out; tesseract-ocr with its English data reads the
-# text of pages that carry none (photos, scans, catalog renders: issue 28).
+# text of pages that carry none (photos, scans, catalog renders: issue 28); libvips-tools
+# (vipsthumbnail) makes the pages' WebP renditions the viewer offers by screen size (issue 29).
 run_pkgs=(poppler-utils libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui fonts-liberation
-	tesseract-ocr tesseract-ocr-eng)
+	tesseract-ocr tesseract-ocr-eng libvips-tools)
 # chromium runs the viewer's, the catalog render's and the OAuth consent page's browser tests.
 test_pkgs=(chromium)
 # a fresh machine of this kind has Go in /usr/local/go but may lack these.
@@ -29,7 +30,7 @@ esac
 if ! command -v dpkg-query >/dev/null; then
 	# Not Debian: check the programs themselves and name the packages.
 	miss=()
-	for c in pdftoppm pdfinfo pdftotext soffice tesseract; do command -v "$c" >/dev/null || miss+=("$c"); done
+	for c in pdftoppm pdfinfo pdftotext soffice tesseract vipsthumbnail; do command -v "$c" >/dev/null || miss+=("$c"); done
 	if [[ "${1:-run}" != run ]] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then miss+=(chromium); fi
 	if ((${#miss[@]})); then
 		echo "missing programs: ${miss[*]} (on Debian: apt-get install -y ${want[*]}); install them and run make again" >&2

@@ -80,6 +80,23 @@ type Page struct {
 	Height int    `json:"height"`
 	// Links are clickable areas (auto_links_enabled), in fractions of the page (0..1, top-left).
 	Links []Link `json:"links,omitempty"`
+	// Renditions are WebP copies of the page image at smaller widths, by increasing width
+	// (issue 29: the viewer's srcset); none until the renditions backfill made them.
+	Renditions []Rendition `json:"renditions,omitempty"`
+	// Placeholder is a WebP image of the page a few pixels wide, which the viewer shows at once
+	// while the page loads; kept for the first PlaceholderPages pages only (the ones a reader
+	// opens on), so the page list stays small for long books.
+	Placeholder []byte `json:"placeholder,omitempty"`
+}
+
+// PlaceholderPages is how many pages, from the first, keep a placeholder.
+const PlaceholderPages = 8
+
+// Rendition is a copy of a page image at another size (a blob of the book).
+type Rendition struct {
+	File   string `json:"file"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
 }
 
 // Link is a clickable area of a page.
@@ -120,6 +137,9 @@ type Extra struct {
 	// DownloadMode is how the viewer offers the PDF when settings.downloadable is on: full,
 	// single or spread (bulk settings' downloadable_pdf); "" means full.
 	DownloadMode string `json:"download_mode,omitempty"`
+	// ReadingDirection is the order the viewer turns the pages in (an extension of the update
+	// body, issue 29): "rtl" for right-to-left books, "" (left to right) otherwise.
+	ReadingDirection string `json:"reading_direction,omitempty"`
 	// PDFPasswordHash is a salted hash: the password is never stored or returned.
 	PDFPasswordHash []byte `json:"pdf_password_hash,omitempty"`
 	PDFPasswordSalt []byte `json:"pdf_password_salt,omitempty"`

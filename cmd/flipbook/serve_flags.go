@@ -60,6 +60,7 @@ type rawServeFlags struct {
 	// conversion
 	workers, longEdge, maxPages *int
 	noText                      *boolString // --no-page-text
+	noRenditions                *boolString // --no-renditions
 	ocrLangs                    *string
 	// outbound requests and webhooks
 	private, geoHdr                  *boolString
@@ -126,6 +127,7 @@ func (f *rawServeFlags) registerConversion(r *serveFlagSet) {
 	f.workers = r.num("conversion-workers", 0, "batches converted at once and renderer processes at once (0 = number of cores)")
 	f.longEdge = r.num("page-long-edge", 1600, "page image size: pixels of the longer side")
 	f.maxPages = r.num("max-pages", 2000, "most pages of an uploaded PDF or Office document (more: the file fails before rendering)")
+	f.noRenditions = r.boolean("no-renditions", "make no WebP renditions of the pages (libvips): the viewer shows every reader the full-size page images")
 	f.noText = r.boolean("no-page-text", "keep no page text (no pdftotext, OCR or backfill): page images only, and search, the text layer and the pages without JavaScript have no words")
 	f.ocrLangs = r.str("ocr-languages", "eng", "Tesseract languages of OCR, joined by + (eng+deu+fra); each needs its tesseract-ocr-LANG package")
 }
@@ -183,6 +185,9 @@ func (f *rawServeFlags) check() (*serveFlags, error) {
 	}
 	if cfg.NoPageText, err = strconv.ParseBool(f.noText.s); err != nil {
 		return nil, fmt.Errorf("--no-page-text: %w", err)
+	}
+	if cfg.NoRenditions, err = strconv.ParseBool(f.noRenditions.s); err != nil {
+		return nil, fmt.Errorf("--no-renditions: %w", err)
 	}
 	if cfg.Webhooks, err = f.webhooks(); err != nil {
 		return nil, err

@@ -34,6 +34,10 @@ type PageData struct {
 	// grow when the script starts (a layout shift): a ready book a reader can open at once
 	// (not gated). Without JavaScript the stylesheet hides them.
 	Tools bool
+	// Shown are the header's other tools a ready, open book shows from its settings, in the
+	// HTML as sent for the same reason (the script hides full screen where the browser has
+	// none).
+	Shown ToolsShown
 	Brand string // the workspace's name, or the brand's company name under take-over branding
 	// Take-over branding (docs/VIEWER.md): the brand's logo, website and primary colour.
 	TakeOver   bool
@@ -47,4 +51,9 @@ type PageData struct {
 	SEO Indexing
 	// L is the reader's language (i18n.go): the page's words and the scripts' (L.ScriptJSON).
 	L Lang
+}
+
+// ToolsShown says which of the header's tools a book shows.
+type ToolsShown struct {
+	Fullscreen, Download, Share, Print, Search, Reading bool
 }

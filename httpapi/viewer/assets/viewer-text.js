@@ -125,11 +125,20 @@
     }
 
     // shown is called with the pages on show: their text and their neighbours', and the
-    // announcement for screen readers.
+    // announcement for screen readers. The text layers are fetched once the reader turns,
+    // touches or keys, or after a pause (prime, from viewer.js): opening a book costs its page
+    // images only, and until then screen readers have the opening pages' text in the page
+    // (#book-text).
+    var primed = false;
     function shown(pages) {
       shownPages = pages;
       announce.textContent = pages.length > 1 ? t("pages_of", { a: pages[0], b: pages[1], total: n }) : t("page_of", { n: pages[0], total: n });
-      ensure(pages[0] - 2, pages[pages.length - 1] + 3).forEach(function (pr) { pr.then(fill, noop); });
+      if (primed) ensure(pages[0] - 2, pages[pages.length - 1] + 3).forEach(function (pr) { pr.then(fill, noop); });
+    }
+    function prime() {
+      if (primed) return;
+      primed = true;
+      if (shownPages.length) ensure(shownPages[0] - 2, shownPages[shownPages.length - 1] + 3).forEach(function (pr) { pr.then(fill, noop); });
     }
 
     // Search.
@@ -192,7 +201,7 @@
         tl.appendChild(m);
       });
       if (reading) { readAt(hit.page); return; }
-      if (shownPages.indexOf(hit.page) < 0) pageFlip.turnToPage(hit.page - 1);
+      if (shownPages.indexOf(hit.page) < 0) pageFlip.turnToPage(window.flipbook.pageIndex(hit.page)); // page-flip's order (viewer.js)
       if (window.matchMedia("(max-width: 600px)").matches) closeSearch(); // the panel covers the book
     }
 
@@ -263,7 +272,7 @@
       }
       reader.hidden = true; wrap.hidden = false;
       relayout();
-      if (shownPages.indexOf(at) < 0) pageFlip.turnToPage(at - 1);
+      if (shownPages.indexOf(at) < 0) pageFlip.turnToPage(window.flipbook.pageIndex(at));
       readBtn.focus();
     }
     if (cfg.accessibility_enabled) {
@@ -289,6 +298,7 @@
       decorate: decorate,
       attach: function (pf) { pageFlip = pf; },
       shown: shown,
+      prime: prime,
       keyOwned: keyOwned,
       isReading: function () { return reading; }
     };

@@ -37,7 +37,8 @@
         var R = e.getBoundingClientRect();
         l = Math.min(l, R.left); t = Math.min(t, R.top); r = Math.max(r, R.right); b = Math.max(b, R.bottom);
         var n = +e.dataset.n, img = e.querySelector("img"), p = cfg.pages[n - 1] || {};
-        var nw = (img && img.naturalWidth) || p.width || R.width, nh = (img && img.naturalHeight) || p.height || R.height;
+        // The page's largest image (the srcset's last), whichever the screen loaded so far.
+        var nw = p.width || (img && img.naturalWidth) || R.width, nh = p.height || (img && img.naturalHeight) || R.height;
         fit = Math.max(fit, Math.min(R.width / nw, R.height / nh)); // CSS px per image px at scale 1
       });
       Z.max = Math.max(1, Math.min(MAX_ZOOM, SHARP / fit));
@@ -58,11 +59,20 @@
       book.style.transformOrigin = "0 0";
       book.style.transform = on ? "translate(" + Z.tx + "px," + Z.ty + "px) scale(" + Z.s + ")" : "";
       wrap.classList.toggle("zoomed", on);
+      sharpen();
       var pct = Math.round(Z.s * 100) + "%";
       $("zoom-out").disabled = !on;
       $("zoom-in").disabled = on && Z.s >= Z.max - 0.001;
       var rs = $("zoom-reset");
       rs.disabled = !on; rs.textContent = pct; rs.setAttribute("aria-label", t("zoom_reset", { pct: pct }));
+    }
+    // sharpen asks the pages on show for images as wide as they are shown zoomed: their srcset
+    // (viewer.js) then loads a larger rendition, up to the page image itself; never a smaller one.
+    function sharpen() {
+      shownPages.forEach(function (n) {
+        var img = book.querySelector('.page[data-n="' + n + '"] img'), w = img && Math.ceil(+img.dataset.w * Z.s);
+        if (w && w > parseFloat(img.sizes)) img.sizes = w + "px";
+      });
     }
     // zoomTo sets the scale s (1 to the maximum), keeping the point (cx, cy) of the screen (the
     // middle of the book's area by default) where it is.
@@ -273,6 +283,7 @@
         b.setAttribute("aria-label", t("page_n", { n: i + 1 }));
         img.loading = "lazy"; img.decoding = "async"; img.alt = "";
         img.width = 120; img.height = Math.round(120 * (p.height || 4) / (p.width || 3));
+        if (p.srcset) { img.sizes = "120px"; img.srcset = p.srcset; } // the smallest rendition
         img.src = p.url;
         num.className = "thumb-n"; num.textContent = String(i + 1); num.setAttribute("aria-hidden", "true");
         b.appendChild(img); b.appendChild(num);
@@ -315,7 +326,7 @@
     }
     function goTo(n) {
       unzoom();
-      if (shownPages.indexOf(n) < 0) pageFlip.turnToPage(n - 1);
+      if (shownPages.indexOf(n) < 0) pageFlip.turnToPage(window.flipbook.pageIndex(n)); // page-flip's order (viewer.js)
     }
 
     // Share (share_social_media): the page's link with #page=N, by the Web Share API where

@@ -56,18 +56,70 @@
   var book = document.getElementById("book");
   var info = document.getElementById("pageinfo");
   var pageFlip = null, shown = [];
-  // The page numbers (1-based) page-flip shows at page index i: a two-page spread in landscape
-  // (after the cover), one page on the cover, the back cover and in portrait.
+  // Right-to-left books (docs/VIEWER.md "Right-to-left books"): page-flip turns pages only one
+  // way, so it is given the pages in reverse order, with a blank page before them when the book
+  // has an odd number of pages (its pairs are then [3|2], [5|4] and the cover stands alone, as
+  // in a bound right-to-left book). pageIndex and pageAt are the one mapping between a page
+  // number (1-based, reading order) and page-flip's page index; everything that turns to a page
+  // or names the pages on show goes through them (window.flipbook.pageIndex for the tools).
+  var rtl = !!cfg.rtl;
+  function flipCount() { return cfg.pages.length + (rtl && cfg.pages.length % 2 ? 1 : 0); }
+  function pageIndex(n) { return rtl ? flipCount() - n : n - 1; }
+  function pageAt(i) { return rtl ? flipCount() - i : i + 1; }
+  // The page numbers page-flip shows at page index i, in reading order: a two-page spread in
+  // landscape (after the cover), one page on the cover, the back cover and in portrait. The
+  // blank back of an odd right-to-left book counts as its last page.
   function visiblePages(i) {
-    if (!pageFlip) return [i + 1];
-    var landscape = pageFlip.getOrientation && pageFlip.getOrientation() === "landscape";
-    return landscape && i > 0 ? [i + 1, i + 2].filter(function (n) { return n <= cfg.pages.length; }) : [i + 1];
+    var landscape = pageFlip && pageFlip.getOrientation && pageFlip.getOrientation() === "landscape";
+    var pages = (landscape && i > 0 ? [i, i + 1] : [i]).map(pageAt)
+      .filter(function (n) { return n >= 1 && n <= cfg.pages.length; }).sort(function (a, b) { return a - b; });
+    return pages.length ? pages : [cfg.pages.length];
+  }
+  // flipPages are the page elements in page-flip's order.
+  function flipPages() {
+    var list = Array.prototype.slice.call(book.querySelectorAll(".page"));
+    if (!rtl) return list;
+    if (list.length % 2) {
+      var blank = document.createElement("div");
+      blank.className = "page blank"; blank.setAttribute("aria-hidden", "true");
+      book.appendChild(blank); list.push(blank);
+    }
+    return list.reverse();
+  }
+  // forward and back turn in reading order; the arrow keys and the buttons turn toward their
+  // side (the left one goes forward in a right-to-left book).
+  function forward() { if (rtl) pageFlip.flipPrev(); else pageFlip.flipNext(); }
+  function back() { if (rtl) pageFlip.flipNext(); else pageFlip.flipPrev(); }
+  // Page images (docs/VIEWER.md "Page images"): a page's image is asked for when it is loaded:
+  // the pages on show at once, their neighbours (two back, four ahead) only once the reader
+  // turns, touches or keys, or after a pause, so a phone that shows one page downloads one page.
+  // With renditions, the image has a srcset (WebP by width, then the page image) and sizes, the
+  // width the page is shown at: the browser picks the smallest that is sharp on its screen.
+  var neighbours = false;
+  function loadPage(n) {
+    var div = document.querySelector('.page[data-n="' + n + '"]'), p = cfg.pages[n - 1];
+    var img = div && div.querySelector("img");
+    if (!img || img.src) return;
+    if (p.srcset) {
+      var r = pageFlip && pageFlip.getBoundsRect ? pageFlip.getBoundsRect() : null;
+      // On screens denser than 2 device pixels a CSS pixel, the page is asked for at 2 (a page
+      // fitted to a phone is sharp at 2; zooming asks for more: viewer-tools.js sharpen).
+      var w = Math.ceil(((r && r.pageWidth) || div.getBoundingClientRect().width || p.width) * Math.min(1, 2 / (window.devicePixelRatio || 1)));
+      img.dataset.w = String(w); img.sizes = w + "px"; img.srcset = p.srcset;
+    }
+    img.src = p.url;
   }
   function loadAround(i) {
-    for (var k = Math.max(0, i - 2); k < Math.min(cfg.pages.length, i + 5); k++) {
-      var img = document.querySelector('.page[data-n="' + (k + 1) + '"] img');
-      if (img && !img.src) img.src = img.dataset.src;
-    }
+    visiblePages(i).forEach(loadPage);
+    if (!neighbours) return;
+    var at = visiblePages(i)[0] - 1; // in reading order (right-to-left books: page-flip's i runs backwards)
+    for (var k = Math.max(0, at - 2); k < Math.min(cfg.pages.length, at + 5); k++) loadPage(k + 1);
+  }
+  function loadNeighbours() {
+    if (neighbours || !pageFlip) return;
+    neighbours = true;
+    loadAround(pageFlip.getCurrentPageIndex());
+    if (window.flipbook && window.flipbook.text) window.flipbook.text.prime(); // the text layers too
   }
 
   // The page in the URL fragment, #page=N (docs/VIEWER.md): N clamped to the book's pages, or 0
@@ -109,7 +161,8 @@
       var div = document.createElement("div");
       div.className = "page"; div.dataset.n = String(i + 1);
       var img = document.createElement("img");
-      img.dataset.src = p.url; img.alt = t("page_n", { n: i + 1 }); img.decoding = "async";
+      img.alt = t("page_n", { n: i + 1 }); img.decoding = "async";
+      if (p.placeholder) img.style.backgroundImage = "url(" + p.placeholder + ")"; // until the image comes
       div.appendChild(img);
       text.decorate(div, p, i); // the text layer, over the image
       if (cfg.watermark) { // drawn on the page itself, so it turns with it
@@ -136,7 +189,7 @@
       width: first.width, height: first.height, size: "stretch", autoSize: false, minWidth: 100, maxWidth: 2000,
       minHeight: 100, maxHeight: 3000, maxShadowOpacity: 0.4, showCover: true, mobileScrollSupport: false,
       usePortrait: true, flippingTime: cfg.settings.animation_type === "flip" ? 700 : 300,
-      useMouseEvents: true, disableFlipByClick: false, swipeDistance: 30, startPage: opened - 1
+      useMouseEvents: true, disableFlipByClick: false, swipeDistance: 30, startPage: pageIndex(opened)
     });
     // Portrait (one page) when two pages side by side would be much smaller than one page on its
     // own: page-flip turns portrait when the book is narrower than twice minWidth, so minWidth is
@@ -148,7 +201,7 @@
     }
     chooseOrientation();
     window.addEventListener("resize", chooseOrientation);
-    pageFlip.loadFromHTML(document.querySelectorAll(".page"));
+    pageFlip.loadFromHTML(flipPages());
     text.attach(pageFlip);
     var tools = window.FlipbookTools(cfg, { pageFlip: pageFlip, token: function () { return token; }, text: text,
       emit: emit, flush: function () { flush(false); }, t: t });
@@ -167,8 +220,13 @@
       tools.shown(pages);
       if (!opening || fragmentPage()) writeFragment(pages); // a book opened without a fragment keeps its plain URL
     }
-    pageFlip.on("flip", function (e) { show(e.data); });
+    pageFlip.on("flip", function (e) { loadNeighbours(); show(e.data); });
     show(pageFlip.getCurrentPageIndex());
+    ["pointerdown", "keydown", "wheel"].forEach(function (ev) {
+      document.addEventListener(ev, loadNeighbours, { capture: true, passive: true, once: true });
+    });
+    var pause = function () { setTimeout(loadNeighbours, 3000); };
+    if (document.readyState === "complete") pause(); else window.addEventListener("load", pause);
     emit({ type: "session_started", page_number: opened });
     flush(false);
     // A reader who edits the fragment goes to that page.
@@ -176,7 +234,7 @@
       var n = fragmentPage();
       if (!n) return;
       if (shown.indexOf(n) >= 0) { writeFragment(shown); return; }
-      pageFlip.turnToPage(n - 1);
+      pageFlip.turnToPage(pageIndex(n));
     });
     // The buttons turn from a zoomed page too (back to the whole page); keys do not (they pan).
     document.getElementById("prev").onclick = function () { tools.unzoom(); pageFlip.flipPrev(); };
@@ -184,12 +242,19 @@
     document.addEventListener("keydown", function (e) {
       if (text.keyOwned(e)) return; // typing, a focused button's Space or Enter, reading mode
       if (tools.key(e)) return; // zoom keys, panning while zoomed, the thumbnails, Escape
-      if (e.key === "ArrowRight" || e.key === "PageDown" || e.key === " ") { pageFlip.flipNext(); e.preventDefault(); }
-      if (e.key === "ArrowLeft" || e.key === "PageUp") { pageFlip.flipPrev(); e.preventDefault(); }
-      if (e.key === "Home") pageFlip.turnToPage(0);
-      if (e.key === "End") pageFlip.turnToPage(cfg.pages.length - 1);
+      if (e.key === "ArrowRight") { pageFlip.flipNext(); e.preventDefault(); }
+      if (e.key === "ArrowLeft") { pageFlip.flipPrev(); e.preventDefault(); }
+      if (e.key === "PageDown" || e.key === " ") { forward(); e.preventDefault(); }
+      if (e.key === "PageUp") { back(); e.preventDefault(); }
+      if (e.key === "Home") pageFlip.turnToPage(pageIndex(1));
+      if (e.key === "End") pageFlip.turnToPage(pageIndex(cfg.pages.length));
     });
-    window.flipbook = { pageFlip: pageFlip, flush: flush, queue: queue, session: session, text: text, tools: tools };
+    if (rtl) { // the left button goes forward: the buttons' names change places
+      var pb = document.getElementById("prev"), nb = document.getElementById("next"), pl = pb.getAttribute("aria-label");
+      pb.setAttribute("aria-label", nb.getAttribute("aria-label")); nb.setAttribute("aria-label", pl);
+    }
+    window.flipbook = { pageFlip: pageFlip, flush: flush, queue: queue, session: session, text: text, tools: tools, pages: cfg.pages,
+      rtl: rtl, pageIndex: pageIndex, pageAt: pageAt };
   }
 
   // Tools from the book's settings.
@@ -202,6 +267,7 @@
     };
     ["pointerdown", "keydown"].forEach(function (t) { document.addEventListener(t, goFull, true); });
   }
+  if (!document.documentElement.requestFullscreen) document.getElementById("fullscreen").hidden = true; // none here
   if (cfg.settings.fullscreen_enabled && document.documentElement.requestFullscreen) {
     var fs = document.getElementById("fullscreen"); fs.hidden = false;
     fs.onclick = function () { document.fullscreenElement ? document.exitFullscreen() : document.documentElement.requestFullscreen(); };

@@ -14,6 +14,16 @@ type PageInfo struct {
 	// TextSource is where the page's text came from: "pdf" (the document's own text), "ocr"
 	// (read from the page image), or null when it has none.
 	TextSource *string `json:"text_source" desc:"pdf (the document's own text), ocr (read from the page image), or null"`
+	// Renditions are the page's WebP copies by increasing width (issue 29), made in the
+	// background once the book is ready: empty until then.
+	Renditions []PageRendition `json:"renditions" desc:"WebP copies of the page image by increasing width (400, 800, 1200 px, those narrower than the page), made within seconds of the book being ready; empty until then"`
+}
+
+// PageRendition is a WebP copy of a page image at a smaller width.
+type PageRendition struct {
+	ImageURL string `json:"image_url" format:"uri"`
+	Width    int    `json:"width"`
+	Height   int    `json:"height"`
 }
 
 // PageTextInfo is GET /books/{book}/pages/{page}: the page's text and its words with their

@@ -44,7 +44,11 @@ func startChildLog(ctx context.Context, dir string, stderr io.Writer, extra ...s
 // data directory that already has workspaces prints none).
 func startChildOn(ctx context.Context, dir string, needKey bool, stderr io.Writer, extra ...string) (*child, error) {
 	// FLIPBOOK_BENCH_SERVE runs another build of the service (an earlier commit, to compare).
-	exe := os.Getenv("FLIPBOOK_BENCH_SERVE")
+	return startChildExe(ctx, os.Getenv("FLIPBOOK_BENCH_SERVE"), dir, needKey, stderr, extra...)
+}
+
+// startChildExe is startChildOn running the flipbook executable exe ("": this one).
+func startChildExe(ctx context.Context, exe, dir string, needKey bool, stderr io.Writer, extra ...string) (*child, error) {
 	if exe == "" {
 		var err error
 		if exe, err = os.Executable(); err != nil {

@@ -57,6 +57,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	skipList := fs.Bool("skip-list", false, "rest: measure only the bare handler and GET /books/{book}")
 	pages := fs.Int("pages", 200, "convert: pages of the speed test PDF")
 	bigPages := fs.Int("big-pages", 1000, "convert: pages of the memory test PDF")
+	viewerBefore := fs.String("viewer-before", "", "viewer: a flipbook executable built from an earlier commit (the viewer before issue 29), measured as the targets' baseline")
 	runs := fs.Int("runs", 3, "convert: timed conversions per side (best kept); viewer: rounds of each view per service (lowest kept)")
 	scanned := fs.Int("scanned-pages", 10, "convert: pages of the scanned PDF read by OCR (0: none)")
 	searchBooks := fs.Int("search-books", 10000, "search: books of the workspace")
@@ -193,7 +194,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			rep, err = Hostile(ctx, o, stdout)
 		case "viewer":
 			fmt.Fprintln(stdout, "== scenario viewer ==")
-			rep, err = Viewer(ctx, ViewerOptions{Rounds: *runs, Log: childOut}, stdout)
+			rep, err = Viewer(ctx, ViewerOptions{Rounds: *runs, Log: childOut, Before: *viewerBefore}, stdout)
 		default:
 			return fmt.Errorf("unknown scenario %q", sc)
 		}

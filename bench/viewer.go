@@ -33,6 +33,10 @@ type ViewerOptions struct {
 	Rounds int       // rounds, each measuring every view on both services in turns; the lowest figure is kept (3)
 	PDF    string    // the book's PDF; "" for pdfcpu's CenterOfWhy.pdf from the Go module cache
 	Log    io.Writer // the services' logs (nil: discarded)
+	// Before is a flipbook executable built from an earlier commit (the viewer as it was before
+	// issue 29), measured as a third service and taken as the baseline of the targets; "": the
+	// baseline is this build with --no-renditions.
+	Before string
 }
 
 // Targets of the viewer scenario (issue 29).
@@ -148,7 +152,7 @@ func runViewer(ctx context.Context, o ViewerOptions, out io.Writer) (*Report, []
 		return nil, nil, err
 	}
 	fmt.Fprintf(out, "  book: %s\n", about)
-	sides, err := viewerServices(ctx, dir, pdf, o.Log, out)
+	sides, err := viewerServices(ctx, dir, pdf, o, out)
 	for _, s := range sides {
 		defer s.c.stop()
 	}
@@ -162,8 +166,11 @@ func runViewer(ctx context.Context, o ViewerOptions, out io.Writer) (*Report, []
 	defer closeBrowser()
 	for r := 0; r < o.Rounds; r++ {
 		order := sides
-		if r%2 == 1 && len(sides) == 2 {
-			order = []*viewerSide{sides[1], sides[0]}
+		if r%2 == 1 { // the order reversed every other round
+			order = make([]*viewerSide, len(sides))
+			for i, s := range sides {
+				order[len(sides)-1-i] = s
+			}
 		}
 		for _, s := range order {
 			var round []string
@@ -186,22 +193,28 @@ func runViewer(ctx context.Context, o ViewerOptions, out io.Writer) (*Report, []
 // viewerServices starts the services and publishes the book on each: before (--no-renditions)
 // and after (renditions, once every page has them), or, when `flipbook serve` has no
 // --no-renditions flag, the service as built alone.
-func viewerServices(ctx context.Context, dir, pdf string, log io.Writer, out io.Writer) ([]*viewerSide, error) {
+func viewerServices(ctx context.Context, dir, pdf string, o ViewerOptions, out io.Writer) ([]*viewerSide, error) {
+	log := &lockedWriter{w: o.Log} // the children's logs are copied by a goroutine each
 	type spec struct {
 		label string
+		exe   string // "": this build
 		args  []string
 		wait  bool // wait for every page's renditions
 	}
-	specs := []spec{{"before", []string{"--no-renditions"}, false}, {"after", nil, true}}
+	specs := []spec{{"before", "", []string{"--no-renditions"}, false}, {"after", "", nil, true}}
+	if o.Before != "" {
+		specs = append([]spec{{"earlier", o.Before, nil, false}}, specs...)
+		specs[1].label = "norend"
+	}
 	if !serveHasFlag(ctx, "no-renditions") {
 		fmt.Fprintln(out, "  flipbook serve has no --no-renditions flag: the service as built is measured alone (before, unless its pages have a srcset), with no before/after comparison")
-		specs = []spec{{"before", nil, false}}
+		specs = []spec{{"before", "", nil, false}}
 	}
 	var sides []*viewerSide
 	for i, sp := range specs {
 		token := "adm_bench_" + actors.RandomString(24)
 		args := append([]string{"--admin-token", token, "--rate-limit-collect", "0"}, sp.args...)
-		c, err := startChildLog(ctx, filepath.Join(dir, "data-"+strconv.Itoa(i)), log, args...)
+		c, err := startChildExe(ctx, sp.exe, filepath.Join(dir, "data-"+strconv.Itoa(i)), true, log, args...)
 		if err != nil {
 			return sides, err
 		}
@@ -232,8 +245,12 @@ func viewerServices(ctx context.Context, dir, pdf string, log io.Writer, out io.
 		if len(specs) == 1 && with > 0 {
 			s.label = "after" // the service as built has renditions, but no baseline to compare with
 		}
+		cmd := "flipbook serve"
+		if sp.exe != "" {
+			cmd = sp.exe + " serve"
+		}
 		fmt.Fprintf(out, "  %-7s %s: %d pages converted and published in %s, ready in %s; pages with srcset: %d of %d\n",
-			sp.label, strings.Join(append([]string{"flipbook serve"}, sp.args...), " "), s.pages, converted.Round(time.Millisecond),
+			sp.label, strings.Join(append([]string{cmd}, sp.args...), " "), s.pages, converted.Round(time.Millisecond),
 			time.Since(start).Round(time.Millisecond), with, s.pages)
 	}
 	return sides, nil
@@ -658,19 +675,34 @@ func viewerPrint(rep *Report, sides []*viewerSide, out io.Writer) {
 			fmt.Fprintf(out, "    %-7s to the pages shown %s, images %s, %d requests; 1 s later %s; first page image %s, all on show %s\n",
 				s.label, kib(f.Bytes), thousands(float64(f.ImageBytes)), f.Requests, kib(f.Later), ms(f.FirstImage), ms(f.AllImages))
 		}
-		if len(sides) == 2 {
-			b, a := sides[0].best[i], sides[1].best[i]
-			fmt.Fprintf(out, "    before/after: bytes to the pages shown %.2fx fewer, 1 s later %.2fx fewer; first page image %.2fx sooner\n",
-				float64(b.Bytes)/float64(a.Bytes), float64(b.Later)/float64(a.Later), b.FirstImage.Seconds()/a.FirstImage.Seconds())
+		a := sides[len(sides)-1].best[i]
+		for _, bs := range sides[:len(sides)-1] {
+			b := bs.best[i]
+			fmt.Fprintf(out, "    %s/after: bytes to the pages shown %.2fx fewer, 1 s later %.2fx fewer; first page image %.2fx sooner\n",
+				bs.label, float64(b.Bytes)/float64(a.Bytes), float64(b.Later)/float64(a.Later), b.FirstImage.Seconds()/a.FirstImage.Seconds())
 		}
 	}
-	if len(sides) != 2 {
+	if len(sides) < 2 {
 		rep.Failed = append(rep.Failed, "viewer: no before/after (flipbook serve has no --no-renditions flag): the targets are not judged")
 		fmt.Fprintln(out, "  [SKIP] no baseline: the targets (phone bytes before/after, KiB on a phone) are not judged")
 		return
 	}
+	// The baseline is the first service: the earlier build when given, else --no-renditions.
+	after := sides[len(sides)-1]
 	for i, v := range viewerViews[:2] {
-		rep.checkValue(out, v.name+": bytes to the page shown, before/after", float64(sides[0].best[i].Bytes)/float64(sides[1].best[i].Bytes), ">=", TargetViewerPhoneFewer, "x")
+		rep.checkValue(out, v.name+": bytes to the page shown, "+sides[0].label+"/after", float64(sides[0].best[i].Bytes)/float64(after.best[i].Bytes), ">=", TargetViewerPhoneFewer, "x")
 	}
-	rep.checkValue(out, viewerViews[0].name+": bytes to the page shown, after", float64(sides[1].best[0].Bytes)/1024, "<=", TargetViewerPhoneKiB, " KiB")
+	rep.checkValue(out, viewerViews[0].name+": bytes to the page shown, after", float64(after.best[0].Bytes)/1024, "<=", TargetViewerPhoneKiB, " KiB")
+}
+
+// lockedWriter writes to w one Write at a time.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

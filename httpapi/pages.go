@@ -29,7 +29,13 @@ func (s *bookService) ListPages(r *api.Request, in *api.BookPath) (*api.Data[[]a
 	}
 	out := make([]api.PageInfo, 0, len(pages))
 	for _, p := range pages {
-		info := api.PageInfo{Number: p.Number, Width: p.Width, Height: p.Height, ImageURL: s.fileURL(b.RandomID, p.File)}
+		info := api.PageInfo{Number: p.Number, Width: p.Width, Height: p.Height, ImageURL: s.fileURL(b.RandomID, p.File),
+			Renditions: make([]api.PageRendition, 0, len(p.Renditions))}
+		if !s.noRenditions {
+			for _, r := range p.Renditions {
+				info.Renditions = append(info.Renditions, api.PageRendition{ImageURL: s.fileURL(b.RandomID, r.File), Width: r.Width, Height: r.Height})
+			}
+		}
 		if t := byPage[p.Number]; t != nil && len(t.Words) > 0 {
 			info.HasText, info.TextSource = true, optString(t.Source)
 		}

@@ -46,7 +46,7 @@ func (s *Service) backends() api.Backends {
 		readersBatch: &s.readersBatch, log: s.log}
 	hooks := &webhookService{links: s.links, Store: s.Store, Actors: s.Actors, Analytics: s.Analytics,
 		cursors: &s.cursors, allowPrivate: s.cfg.AllowPrivateTargets}
-	books := &bookService{links: s.links, Store: s.Store, Actors: s.Actors, cursors: &s.cursors,
+	books := &bookService{links: s.links, Store: s.Store, Actors: s.Actors, cursors: &s.cursors, noRenditions: s.cfg.NoRenditions,
 		maxUploadBytes: s.cfg.MaxUploadBytes, allowPrivate: s.cfg.AllowPrivateTargets}
 	bulk := &bulkService{Store: s.Store, Actors: s.Actors}
 	access := &accessService{links: s.links, Store: s.Store, Actors: s.Actors}

@@ -6,6 +6,7 @@ package httpapi
 
 import (
 	"fmt"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,9 @@ func TestPageRenditions(t *testing.T) {
 	for _, p := range viewerConfigOf(t, page)["pages"].([]any) {
 		require.NotContains(t, p, "srcset", "--no-renditions: none made, none offered")
 	}
+	for _, p := range h.do(t, "GET", "/api/v1/books/"+rid+"/pages", key, nil).list() {
+		require.Empty(t, p.(map[string]any)["renditions"])
+	}
 
 	h.cfg.NoRenditions = false
 	h.restart(t) // the walk finds the book without renditions
@@ -77,6 +81,16 @@ func TestPageRenditions(t *testing.T) {
 		require.Equal(t, "RIFF", string(body[:4]))
 		_, _, jpeg := h.fetchFile(t, url, "")
 		require.Less(t, len(body), len(jpeg), "the 800-px WebP is smaller than the page image")
+	}
+	// The pages API lists them too (an extension, docs/API.md).
+	for i, p := range h.do(t, "GET", "/api/v1/books/"+rid+"/pages", key, nil).list() {
+		rs := p.(map[string]any)["renditions"].([]any)
+		require.Len(t, rs, 2, "page %d", i+1)
+		for j, w := range []float64{400, 800} {
+			r := rs[j].(map[string]any)
+			require.Equal(t, w, r["width"])
+			require.True(t, strings.HasSuffix(strings.Fields(strings.Split(pages[i]["srcset"].(string), ", ")[j])[0], "/"+path.Base(r["image_url"].(string))))
+		}
 	}
 }
 

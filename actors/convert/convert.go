@@ -109,27 +109,35 @@ func convertPDF(ctx context.Context, pdf, work string, o Options) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	// The text is read while the pages render (pdftotext is one short process beside the
-	// renderers), and awaited on every way out.
-	text := func() []storage.PageText { return nil }
-	if !o.NoText {
-		done := make(chan []storage.PageText, 1)
-		go func() { done <- pageTexts(ctx, pdf, boxes) }()
-		var got []storage.PageText
-		waited := false
-		text = func() []storage.PageText {
-			if !waited {
-				got, waited = <-done, true
-			}
-			return got
+	// The text and the outline are read while the pages render (pdftotext and pdftohtml are
+	// short processes beside the renderers), and awaited on every way out.
+	text := later(func() []storage.PageText {
+		if o.NoText {
+			return nil
 		}
-		defer text()
-	}
+		return pageTexts(ctx, pdf, boxes)
+	})
+	defer text()
+	outline := later(func() []storage.OutlineItem {
+		items, _ := PDFOutline(ctx, pdf, len(boxes)) // an outline never fails a conversion
+		return items
+	})
+	defer outline()
 	files, err := RenderPDF(ctx, pdf, len(boxes), RenderOptions{LongEdge: o.LongEdge, Slots: o.Slots,
 		Chunk: o.Chunk, OnPages: o.OnPages}, filepath.Join(work, "pages"))
 	if err != nil {
 		return nil, err
 	}
+	// The thumbnail is made while the links and the text are read.
+	type thumbResult struct {
+		data []byte
+		err  error
+	}
+	thumb := later(func() thumbResult {
+		data, err := thumbnailOf(files[0])
+		return thumbResult{data, err}
+	})
+	defer thumb()
 	res := &Result{PDF: pdf, Pages: make([]Page, len(files))}
 	for i, f := range files {
 		w, h, err := jpegSize(f)
@@ -146,11 +154,21 @@ func convertPDF(ctx context.Context, pdf, work string, o Options) (*Result, erro
 	if res.Text = text(); res.Text != nil {
 		ocrBlankPages(ctx, res, o)
 	}
-	res.Outline, _ = PDFOutline(ctx, pdf, len(res.Pages))
+	res.Outline = outline()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	data, err := os.ReadFile(files[0])
+	t := thumb()
+	if t.err != nil {
+		return nil, t.err
+	}
+	res.Thumb = t.data
+	return res, nil
+}
+
+// thumbnailOf is the thumbnail of the page image at path.
+func thumbnailOf(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -158,10 +176,22 @@ func convertPDF(ctx context.Context, pdf, work string, o Options) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	if res.Thumb, err = Thumbnail(im.Img); err != nil {
-		return nil, err
+	return Thumbnail(im.Img)
+}
+
+// later runs fn in a goroutine and returns a function that waits for its result (once; later
+// calls return the same result).
+func later[T any](fn func() T) func() T {
+	done := make(chan T, 1)
+	go func() { done <- fn() }()
+	var got T
+	waited := false
+	return func() T {
+		if !waited {
+			got, waited = <-done, true
+		}
+		return got
 	}
-	return res, nil
 }
 
 // pageTexts is PDFText, or, when the text cannot be read, every page saying why.

@@ -13,8 +13,10 @@ import (
 // The page renditions (issue 29, docs/VIEWER.md "Page images"): once a book's pages are ready,
 // a backfill (backfill.go) makes WebP copies of each page image at convert.RenditionWidths and
 // a placeholder for its first pages, a batch of pages at a time, each batch one vipsthumbnail
-// process per width holding one renderer slot (so a conversion waits at most for a batch, not
-// a book), and stores them through the book's actor. Until then the viewer shows the page
+// process per width, and stores them through the book's actor. One process runs at a time, at
+// a lower priority (nice 10): it takes at most one core, and yields it to conversions (the
+// kernel gives a nice-10 process about a tenth of a core beside a nice-0 one) rather than
+// holding a renderer slot a conversion would wait for. Until then the viewer shows the page
 // images themselves. Made after the book is ready, not during its conversion, so that a book
 // is readable as soon as its pages are rendered (the convert benchmark): the renditions follow
 // within seconds. Books converted before renditions existed are found by the walk at start.
@@ -65,7 +67,7 @@ func (j renditionJob) needs(t storage.Tenant, rid string) bool {
 // wantsRenditions says whether a page lacks renditions it can have: a WebP copy at the
 // smallest width (when it is wider), or its placeholder.
 func wantsRenditions(p storage.Page) bool {
-	return (len(p.Renditions) == 0 && p.Width > convert.RenditionWidths[0]) ||
+	return (len(p.Renditions) == 0 && convert.RenditionFits(convert.RenditionWidths[0], p.Width)) ||
 		(p.Number <= storage.PlaceholderPages && len(p.Placeholder) == 0)
 }
 
@@ -99,8 +101,7 @@ func (j renditionJob) fill(ctx context.Context, t storage.Tenant, rid string) er
 	return ctx.Err()
 }
 
-// batch makes the renditions of pages in dir, holding one renderer slot, and moves them into
-// the book's blobs. Pages with the same image (blank pages, say) share its renditions.
+// batch makes the renditions of pages in dir and moves them into the book's blobs. Pages with the same image (blank pages, say) share its renditions.
 func (j renditionJob) batch(ctx context.Context, rid string, pages []storage.Page, dir string) ([]PageRenditions, error) {
 	defer os.RemoveAll(dir)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -120,13 +121,7 @@ func (j renditionJob) batch(ctx context.Context, rid string, pages []storage.Pag
 		index[p.File] = len(masters)
 		masters, widths = append(masters, m), append(widths, p.Width)
 	}
-	select {
-	case j.s.renderSlots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 	made, err := convert.MakeRenditions(ctx, masters, widths, filepath.Join(dir, "out"))
-	<-j.s.renderSlots
 	if err != nil {
 		return nil, err
 	}

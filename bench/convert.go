@@ -63,7 +63,8 @@ func Convert(ctx context.Context, o ConvertOptions, out io.Writer) (*Report, err
 	}
 	defer c.stop()
 	// The same service without page text (issue 28), for the cost of keeping it.
-	bare, err := startChild(ctx, filepath.Join(dir, "data-notext"), "--page-long-edge", strconv.Itoa(o.LongEdge), "--no-page-text")
+	// Without renditions either: they would run in the background into the next measurement.
+	bare, err := startChild(ctx, filepath.Join(dir, "data-notext"), "--page-long-edge", strconv.Itoa(o.LongEdge), "--no-page-text", "--no-renditions")
 	if err != nil {
 		return nil, err
 	}

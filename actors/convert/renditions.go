@@ -24,8 +24,16 @@ import (
 
 // RenditionWidths are the widths, in pixels, of a page's WebP renditions: a page on a phone
 // (400: one page on a 390-px screen at device scale 1; 800 at scale 2), one page of a desktop
-// spread (800, 1200 on dense screens). A page narrower than a width gets no rendition of it.
+// spread (800, 1200 on dense screens). A page gets a rendition only of the widths at most
+// renditionMaxFraction of its own: a WebP almost as wide as the page image saves little and
+// costs as much to make as the smaller ones together (the page image serves instead).
 var RenditionWidths = []int{400, 800, 1200}
+
+// renditionMaxFraction is how wide a rendition may be, at most, as a fraction of its page's.
+const renditionMaxFraction = 0.85
+
+// RenditionFits says whether a page w pixels wide gets a rendition of width rw.
+func RenditionFits(rw, w int) bool { return float64(rw) <= renditionMaxFraction*float64(w) }
 
 // PlaceholderWidth is the width of a page's placeholder, a WebP image of a few hundred bytes
 // the viewer inlines and stretches (blurred) until the page's image arrives.
@@ -64,8 +72,8 @@ type PageRenditions struct {
 
 // MakeRenditions makes the renditions of the page images masters (JPEG files of width
 // widths[i] pixels each; names unique in the batch) under dir, one vipsthumbnail process per
-// width for the whole batch, each single-threaded (the caller bounds how many run: renderer
-// slots). The result is in the order of masters.
+// width for the whole batch, each single-threaded and at a lower priority (nice 10). The result
+// is in the order of masters.
 func MakeRenditions(ctx context.Context, masters []string, masterWidths []int, dir string) ([]PageRenditions, error) {
 	if !RenditionsUsable() {
 		return nil, ErrNoVips
@@ -78,7 +86,7 @@ func MakeRenditions(ctx context.Context, masters []string, masterWidths []int, d
 	for _, w := range widths {
 		var batch []int // indexes of the masters wider than w
 		for i, mw := range masterWidths {
-			if mw > w || w == PlaceholderWidth {
+			if RenditionFits(w, mw) || w == PlaceholderWidth {
 				batch = append(batch, i)
 			}
 		}

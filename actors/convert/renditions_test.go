@@ -71,3 +71,20 @@ func TestMakeRenditionsBadImage(t *testing.T) {
 	require.ErrorAs(t, err, &f)
 	require.Contains(t, f.Reason, "renditions could not be made")
 }
+
+// TestRenditionFits: a page gets the widths at most 85% of its own.
+func TestRenditionFits(t *testing.T) {
+	fits := func(w int) []int {
+		var out []int
+		for _, rw := range RenditionWidths {
+			if RenditionFits(rw, w) {
+				out = append(out, rw)
+			}
+		}
+		return out
+	}
+	require.Equal(t, []int{400, 800}, fits(1131), "A4 portrait at 1600 px")
+	require.Equal(t, []int{400, 800}, fits(1237), "a 1200-px WebP of a 1237-px page would save little")
+	require.Equal(t, []int{400, 800, 1200}, fits(1600), "landscape")
+	require.Empty(t, fits(450))
+}

@@ -156,6 +156,27 @@ func TestViewerImagesInBrowser(t *testing.T) {
 			return nil
 		})
 	}
+	// A window made larger asks the loaded pages for wider images (sizes grows), never smaller.
+	small := viewerTab(t, browser, 700, 500, false)
+	viewerOpen(t, small, h.base+"/view/"+rid, "1 / 6")
+	sizes := `document.querySelector('.page[data-n="1"] img').sizes`
+	testutil.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
+		if viewerEval(t, small, sizes) == "" {
+			return fmt.Errorf("the cover has no sizes yet")
+		}
+		return nil
+	})
+	before := viewerEval(t, small, sizes)
+	require.NoError(t, chromedp.Run(small, chromedp.EmulateViewport(1400, 1000)))
+	testutil.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
+		var grew bool
+		require.NoError(t, chromedp.Run(small, chromedp.Evaluate(fmt.Sprintf(`parseFloat(%s) > parseFloat(%q)`, sizes, before), &grew)))
+		if !grew {
+			return fmt.Errorf("sizes %s after the window grew, was %s", viewerEval(t, small, sizes), before)
+		}
+		return nil
+	})
+
 	require.NoError(t, chromedp.Run(desk, chromedp.Click("#zoom-in", chromedp.ByID), chromedp.Click("#zoom-in", chromedp.ByID)))
 	testutil.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
 		if got := viewerEval(t, desk, loaded(2)); !strings.Contains(got, ".jpg ") {

@@ -96,19 +96,37 @@
   // With renditions, the image has a srcset (WebP by width, then the page image) and sizes, the
   // width the page is shown at: the browser picks the smallest that is sharp on its screen.
   var neighbours = false;
+  // shownWidth is the width to ask a page's image for, in CSS pixels: the width page-flip shows
+  // a page at, times 2/devicePixelRatio on screens denser than 2 (a page fitted to a phone is
+  // sharp at 2; zooming asks for more: viewer-tools.js sharpen).
+  function shownWidth(div, p) {
+    var r = pageFlip && pageFlip.getBoundsRect ? pageFlip.getBoundsRect() : null;
+    return Math.ceil(((r && r.pageWidth) || div.getBoundingClientRect().width || p.width) * Math.min(1, 2 / (window.devicePixelRatio || 1)));
+  }
   function loadPage(n) {
     var div = document.querySelector('.page[data-n="' + n + '"]'), p = cfg.pages[n - 1];
     var img = div && div.querySelector("img");
     if (!img || img.src) return;
     if (p.srcset) {
-      var r = pageFlip && pageFlip.getBoundsRect ? pageFlip.getBoundsRect() : null;
-      // On screens denser than 2 device pixels a CSS pixel, the page is asked for at 2 (a page
-      // fitted to a phone is sharp at 2; zooming asks for more: viewer-tools.js sharpen).
-      var w = Math.ceil(((r && r.pageWidth) || div.getBoundingClientRect().width || p.width) * Math.min(1, 2 / (window.devicePixelRatio || 1)));
+      var w = shownWidth(div, p);
       img.dataset.w = String(w); img.sizes = w + "px"; img.srcset = p.srcset;
     }
     img.src = p.url;
   }
+  // A window made larger (a phone turned, a window widened) asks the loaded pages for images as
+  // wide as they are now shown; never for smaller ones.
+  var resizing = false;
+  window.addEventListener("resize", function () {
+    if (resizing) return;
+    resizing = true;
+    requestAnimationFrame(function () {
+      resizing = false;
+      Array.prototype.forEach.call(book.querySelectorAll(".page img[srcset]"), function (img) {
+        var div = img.parentNode, w = shownWidth(div, cfg.pages[div.dataset.n - 1]);
+        if (w > +img.dataset.w) { img.dataset.w = String(w); img.sizes = w + "px"; }
+      });
+    });
+  });
   function loadAround(i) {
     visiblePages(i).forEach(loadPage);
     if (!neighbours) return;

@@ -2,13 +2,18 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"flipbook/actors/convert"
+	"flipbook/internal/testutil"
 )
 
 // fetchFile GETs a served file with an optional reader token header.
@@ -110,6 +115,26 @@ func TestBookFileAccess(t *testing.T) {
 		st, hd, _ = h.fetchFile(t, p, "")
 		require.Equal(t, 200, st, "%s with the token in the query", p)
 		require.True(t, strings.HasPrefix(hd.Get("Cache-Control"), "private"), "kept by the reader's cache only")
+	}
+	// The renditions (made in the background) are offered with the token too, under the same rules.
+	if convert.RenditionsUsable() {
+		var srcset string
+		testutil.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+			pr := h.do(t, "GET", "/view/"+rid+"/pages", "", nil, "X-Reader-Token", tok)
+			if srcset, _ = pr.data()["pages"].([]any)[0].(map[string]any)["srcset"].(string); srcset == "" {
+				return fmt.Errorf("page 1 has no srcset yet")
+			}
+			return nil
+		})
+		for _, c := range strings.Split(srcset, ", ") {
+			u := strings.Fields(c)[0]
+			require.Contains(t, u, "?token=", "srcset candidates carry the token: %q", srcset)
+			st, hd, _ = h.fetchFile(t, u, "")
+			require.Equal(t, 200, st, u)
+			require.True(t, strings.HasPrefix(hd.Get("Cache-Control"), "private"), u)
+			st, _, _ = h.fetchFile(t, u[:strings.Index(u, "?")], "")
+			require.Equal(t, 403, st, "%s without the token", u)
+		}
 	}
 	st, hd, _ = h.fetchFile(t, doc, tok)
 	require.Equal(t, 200, st, "the token in the header")

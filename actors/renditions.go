@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 
@@ -88,17 +89,29 @@ func (j renditionJob) fill(ctx context.Context, t storage.Tenant, rid string) er
 	for start := 0; start < len(todo) && ctx.Err() == nil; start += renditionBatch {
 		batch := todo[start:min(start+renditionBatch, len(todo))]
 		made, err := j.batch(ctx, rid, batch, filepath.Join(dir, "b"))
+		if err == nil {
+			_, err = askT[*storage.Book](j.s, j.s.workspace(t), &SetRenditions{RandomID: rid, Pages: made})
+		}
+		if err != nil && ctx.Err() == nil && j.gone(t, rid) {
+			// The book was deleted meanwhile. Renditions already moved into its blobs (an
+			// object store creates the folder again) go too, as a conversion's do
+			// (conversion.go).
+			return j.s.Store.Blobs.DeleteBook(rid)
+		}
 		if err != nil && ctx.Err() == nil && !j.needs(t, rid) {
-			return nil // the book was deleted meanwhile (its page files with it)
+			return nil // nothing left to make
 		}
 		if err != nil {
 			return notFoundOK(err)
 		}
-		if _, err := askT[*storage.Book](j.s, j.s.workspace(t), &SetRenditions{RandomID: rid, Pages: made}); err != nil {
-			return notFoundOK(err)
-		}
 	}
 	return ctx.Err()
+}
+
+// gone reports whether a book is deleted (its record is not found).
+func (j renditionJob) gone(t storage.Tenant, rid string) bool {
+	_, err := j.s.Store.GetBook(t, rid)
+	return errors.Is(err, errs.ErrNotFound)
 }
 
 // batch makes the renditions of pages in dir and moves them into the book's blobs. Pages with the same image (blank pages, say) share its renditions.

@@ -24,12 +24,17 @@ type Heatmap struct {
 func PageHeatmap(ctx context.Context, q Querier, f Filter) (Heatmap, error) {
 	f.EventTypes = []string{ingest.PageClicked}
 	where, args := f.Where("occurred_at")
+	// A position that is not a finite number (stored before the collector refused "NaN", or
+	// absent) is left out, rather than failing every later read of the page (CAST of NaN to
+	// INTEGER is an error) or landing in a corner (greatest and least skip NULLs).
 	cell := func(axis string) string {
-		return fmt.Sprintf("least(%d, greatest(0, CAST(floor(CAST(json_extract_string(metadata, '$.%s') AS DOUBLE) * %d) AS INTEGER)))",
-			HeatmapGrid-1, axis, HeatmapGrid)
+		return fmt.Sprintf("CAST(least(%d, greatest(0, floor(%s * %d))) AS INTEGER)", HeatmapGrid-1, axis, HeatmapGrid)
 	}
 	query := `SELECT ` + cell("y") + ` AS r, ` + cell("x") + ` AS c, count(*)
-FROM ` + EventsView + ` WHERE ` + where + ` AND metadata <> '' GROUP BY r, c`
+FROM (SELECT TRY_CAST(json_extract_string(metadata, '$.x') AS DOUBLE) AS x,
+	TRY_CAST(json_extract_string(metadata, '$.y') AS DOUBLE) AS y
+	FROM ` + EventsView + ` WHERE ` + where + ` AND metadata <> '')
+WHERE isfinite(x) AND isfinite(y) GROUP BY r, c`
 	h := Heatmap{Cells: make([][]int64, HeatmapGrid)}
 	for i := range h.Cells {
 		h.Cells[i] = make([]int64, HeatmapGrid)

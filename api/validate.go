@@ -518,20 +518,32 @@ func canonicalInt(s string) bool {
 	return true
 }
 
+// toFloat reads a number, finite only: strconv.ParseFloat takes "NaN" and "Inf", which pass
+// every range check (NaN compares false) and then broke what read them (a click at x "NaN"
+// made the page's heatmap query fail for good).
 func toFloat(raw any) (float64, bool) {
+	var f float64
 	switch x := raw.(type) {
 	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
+		v, err := x.Float64()
+		if err != nil {
+			return 0, false
+		}
+		f = v
 	case string:
-		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-		return f, err == nil
+		v, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		if err != nil {
+			return 0, false
+		}
+		f = v
 	case float64:
-		return x, true
+		f = x
 	case int64:
 		return float64(x), true
+	default:
+		return 0, false
 	}
-	return 0, false
+	return f, !math.IsNaN(f) && !math.IsInf(f, 0)
 }
 
 func toBool(raw any, fromString bool) (bool, bool) {

@@ -2,17 +2,23 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/stretchr/testify/require"
+
+	"flipbook/actors/convert"
+	"flipbook/internal/testutil"
 )
 
 // With --blob-url the books' files live in an S3-compatible store (an in-process S3-protocol
@@ -68,4 +74,53 @@ func TestBlobsInObjectStore(t *testing.T) {
 	require.Equal(t, 200, h.do(t, "DELETE", "/api/v1/books/"+rid, key, nil).Status)
 	require.Eventually(t, func() bool { return len(objects(rid)) == 0 }, 10e9, 1e8, "the deleted book's objects are gone")
 	require.NotEmpty(t, objects(pdfRid))
+}
+
+// With the blobs in an object store, a book deleted while its page renditions are being made
+// keeps no files: the renditions backfill moves the WebP files into the book's blobs (which
+// creates its folder again) before it learns that the book is gone, and then removes them, as
+// a conversion does in the same case (found by a review: they stayed until the next start).
+func TestRenditionsOfBookDeletedMeanwhileLeaveNoFiles(t *testing.T) {
+	if !convert.RenditionsUsable() {
+		t.Skip("vipsthumbnail is not installed")
+	}
+	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
+	defer srv.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	h := newHarness(t, func(c *Config) {
+		c.BlobURL = "s3://flipbook?endpoint=" + srv.URL + "&region=us-east-1"
+		c.PageLongEdge = 3000
+	})
+	key := h.workspace(t, "company", "live")
+	s3c, err := minio.New(strings.TrimPrefix(srv.URL, "http://"), &minio.Options{Creds: credentials.NewStaticV4("k", "s", ""), BucketLookup: minio.BucketLookupPath})
+	require.NoError(t, err)
+	objects := func(rid string) []string {
+		var out []string
+		for o := range s3c.ListObjects(context.Background(), "flipbook", minio.ListObjectsOptions{Prefix: "books/" + rid + "/", Recursive: true}) {
+			require.NoError(t, o.Err)
+			out = append(out, o.Key)
+		}
+		return out
+	}
+
+	batch, rid := h.uploadOK(t, key, "many.pdf", manyPagesPDF(t, 24), "status", "publish")
+	require.Equal(t, "completed", h.waitBatch(t, key, batch)["status"])
+	// The renditions backfill copies the page images to its work folder, then runs vipsthumbnail:
+	// delete the book meanwhile.
+	work := h.dataPath("work", "renditions-"+rid, "b", "out")
+	testutil.Eventually(t, 30*time.Second, time.Millisecond, func() error {
+		if _, err := os.Stat(work); err != nil {
+			return err
+		}
+		return nil
+	})
+	require.Equal(t, 200, h.do(t, "DELETE", "/api/v1/books/"+rid, key, nil).Status)
+	testutil.Eventually(t, 60*time.Second, 10*time.Millisecond, func() error {
+		if _, err := os.Stat(h.dataPath("work", "renditions-"+rid)); err == nil {
+			return errors.New("the renditions are still being made")
+		}
+		return nil
+	})
+	require.Empty(t, objects(rid), "the deleted book's folder holds no files")
 }

@@ -86,6 +86,11 @@ func TestPageHeatmap(t *testing.T) {
 		"no page":     {"type": "page_clicked", "x": 0.5, "y": 0.5},
 		"x past 1":    {"type": "page_clicked", "page_number": 1, "x": 1.5, "y": 0.5},
 		"zoom 0":      {"type": "page_clicked", "page_number": 1, "x": 0.5, "y": 0.5, "zoom": 0},
+		// Strings are read as numbers, and "NaN" passed both bounds (it compares false): it was
+		// stored, and the page's heatmap failed for good (found by a review).
+		"x NaN":         {"type": "page_clicked", "page_number": 1, "x": "NaN", "y": 0.5},
+		"y Inf":         {"type": "page_clicked", "page_number": 1, "x": 0.5, "y": "Inf"},
+		"zoom Infinity": {"type": "page_clicked", "page_number": 1, "x": 0.5, "y": 0.5, "zoom": "+Infinity"},
 	} {
 		r = h.do(t, "POST", "/collect", "", collectBody(book, e))
 		require.Equal(t, 422, r.Status, "%s: %s", name, r.Body)

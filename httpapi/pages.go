@@ -19,13 +19,15 @@ func (s *bookService) ListPages(r *api.Request, in *api.BookPath) (*api.Data[[]a
 	if err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return nil, err
 	}
-	texts, err := s.Store.PageTexts(r.Auth.Tenant, b.RandomID)
+	source := map[int]string{} // the pages with words: their text's source
+	err = s.Store.EachPageText(r.Auth.Tenant, b.RandomID, func(t *storage.PageText) error {
+		if len(t.Words) > 0 {
+			source[t.Page] = t.Source
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	byPage := make(map[int]*storage.PageText, len(texts))
-	for _, t := range texts {
-		byPage[t.Page] = t
 	}
 	out := make([]api.PageInfo, 0, len(pages))
 	for _, p := range pages {
@@ -36,8 +38,8 @@ func (s *bookService) ListPages(r *api.Request, in *api.BookPath) (*api.Data[[]a
 				info.Renditions = append(info.Renditions, api.PageRendition{ImageURL: s.fileURL(b.RandomID, r.File), Width: r.Width, Height: r.Height})
 			}
 		}
-		if t := byPage[p.Number]; t != nil && len(t.Words) > 0 {
-			info.HasText, info.TextSource = true, optString(t.Source)
+		if src, ok := source[p.Number]; ok {
+			info.HasText, info.TextSource = true, optString(src)
 		}
 		out = append(out, info)
 	}

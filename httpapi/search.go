@@ -29,7 +29,7 @@ func parseQuery(q string) (search.Query, error) {
 
 // SearchBook is GET /books/{book}/search: every page of the book where all the query's words
 // are, in page order, each with a snippet and the boxes of its matching words. It reads the
-// book's page texts (one book is small) with the same matching as the workspace index.
+// book's page texts, a page at a time, with the same matching as the workspace index.
 func (s *bookService) SearchBook(r *api.Request, in *api.BookSearch) (*api.Data[[]api.BookSearchHit], error) {
 	q, err := parseQuery(in.Q)
 	if err != nil {
@@ -39,15 +39,15 @@ func (s *bookService) SearchBook(r *api.Request, in *api.BookSearch) (*api.Data[
 	if err != nil {
 		return nil, err
 	}
-	texts, err := s.Store.PageTexts(r.Auth.Tenant, b.RandomID)
-	if err != nil {
-		return nil, err
-	}
 	out := []api.BookSearchHit{}
-	for _, t := range texts {
+	err = s.Store.EachPageText(r.Auth.Tenant, b.RandomID, func(t *storage.PageText) error {
 		if hit, ok := findOnPage(q, t); ok {
 			out = append(out, hit)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return api.OK(out), nil
 }

@@ -538,15 +538,10 @@ func (s *Service) viewSearch(ctx *fasthttp.RequestCtx) {
 		s.readerDenied(ctx, bad)
 		return
 	}
-	texts, err := s.Store.PageTexts(b.Tenant(), b.RandomID)
-	if err != nil {
-		s.readerDenied(ctx, api.ErrInternal())
-		return
-	}
 	hits, total := []viewerHit{}, 0
-	for _, pt := range texts {
+	err := s.Store.EachPageText(b.Tenant(), b.RandomID, func(pt *storage.PageText) error {
 		if pt.Page > b.PageCount {
-			break
+			return errPastLastPage
 		}
 		if h, ok := viewerMatch(pt, query); ok {
 			total++
@@ -554,9 +549,17 @@ func (s *Service) viewSearch(ctx *fasthttp.RequestCtx) {
 				hits = append(hits, h)
 			}
 		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errPastLastPage) {
+		s.readerDenied(ctx, api.ErrInternal())
+		return
 	}
 	s.writeReaderJSON(ctx, cache, hits, map[string]any{"query": q, "total": total, "truncated": total > len(hits)})
 }
+
+// errPastLastPage stops a walk over a book's page texts at its last page.
+var errPastLastPage = errors.New("past the last page")
 
 // viewerQuery reads a viewer search's q with the service's one matching (package search: case
 // and accents folded, word prefixes, every word on the page), as a 422 on q when it is unusable.

@@ -37,3 +37,16 @@ func TestAppendEscapedRandom(t *testing.T) {
 		require.Equal(t, string(want[1:len(want)-1]), string(appendEscaped(nil, []byte(text))), "%q", text)
 	}
 }
+
+// isJSONString takes the plain form, escaped forms and surrounding space, and nothing else.
+func TestIsJSONString(t *testing.T) {
+	t.Parallel()
+	const v = "2026-07-28"
+	for raw, want := range map[string]bool{
+		`"2026-07-28"`: true, ` "2026-07-28" `: true, `"2026\u002d07-28"`: true,
+		`"2026-07-29"`: false, `"2026-07-28`: false, `2026-07-28`: false, `"2026-07-28 "`: false,
+		`null`: false, ``: false, `""`: false, `["2026-07-28"]`: false, `"2026-07-28"x`: false,
+	} {
+		require.Equal(t, want, isJSONString(json.RawMessage(raw), v), raw)
+	}
+}

@@ -84,8 +84,7 @@ func (s *Server) serveFast(ctx *fasthttp.RequestCtx, p *api.Principal, reqID str
 		if string(h.Peek("Mcp-Method")) != "tools/call" || string(h.Peek("Mcp-Name")) != m.Params.Name {
 			return false
 		}
-		var v string
-		if json.Unmarshal(m.Params.Meta[metaProtocolVersion], &v) != nil || v != version {
+		if !isJSONString(m.Params.Meta[metaProtocolVersion], version) {
 			return false
 		}
 		if !isObject(m.Params.Meta[metaClientCapabilities]) || !isObject(m.Params.Meta[metaClientInfo]) {
@@ -211,6 +210,17 @@ func acceptsBoth(accept []byte) bool {
 		}
 	}
 	return jsonOK && streamOK
+}
+
+// isJSONString reports whether raw is the JSON string s. The plain form ("s", without escapes)
+// is compared in place: decoding it was about 7% of the fast path's time on 2026-07-28 calls.
+func isJSONString(raw json.RawMessage, s string) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == len(s)+2 && raw[0] == '"' && raw[len(raw)-1] == '"' && string(raw[1:len(raw)-1]) == s {
+		return true
+	}
+	var v string
+	return json.Unmarshal(raw, &v) == nil && v == s
 }
 
 func isObject(raw json.RawMessage) bool {

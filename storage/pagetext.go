@@ -70,9 +70,34 @@ func (s *Store) PageText(t Tenant, rid string, page int) (*PageText, error) {
 	return &pt, nil
 }
 
-// PageTexts reads the texts of every page of a book, in page order.
+// PageTexts reads the texts of every page of a book, in page order. Readers that look at one
+// page at a time (searches, the page list) use EachPageText, which holds one page's words in
+// memory rather than the book's.
 func (s *Store) PageTexts(t Tenant, rid string) ([]*PageText, error) {
 	return listJSON[PageText](s, pageTextPrefix(t, rid), false)
+}
+
+// EachPageText calls fn with the text of each page of a book, in page order, one page decoded
+// at a time: a search of a long, word-dense book (2,000 pages of up to 20,000 words) would
+// otherwise hold all its words, gigabytes, for one anonymous viewer request. fn may keep the
+// page; an error from fn stops the walk and is returned.
+func (s *Store) EachPageText(t Tenant, rid string, fn func(*PageText) error) error {
+	p := pageTextPrefix(t, rid)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		var pt PageText
+		if err := codec.Unmarshal(it.Value(), &pt); err != nil {
+			return err
+		}
+		if err := fn(&pt); err != nil {
+			return err
+		}
+	}
+	return it.Error()
 }
 
 // HasPageText reports whether a book has its page texts stored (a record for its first page:

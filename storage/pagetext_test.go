@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"sort"
 	"testing"
 
@@ -32,6 +33,27 @@ func TestPageTexts(t *testing.T) {
 	for i, pt := range all {
 		require.Equal(t, i+1, pt.Page)
 	}
+	// EachPageText walks the same pages in the same order, and stops at fn's error.
+	var walked []*PageText
+	require.NoError(t, s.EachPageText(tn, b.RandomID, func(pt *PageText) error {
+		walked = append(walked, pt)
+		return nil
+	}))
+	require.Equal(t, all, walked)
+	stop := errors.New("stop")
+	n := 0
+	err = s.EachPageText(tn, b.RandomID, func(pt *PageText) error {
+		if n++; pt.Page == 7 {
+			return stop
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, stop)
+	require.Equal(t, 7, n)
+	n = 0
+	require.NoError(t, s.EachPageText(other, b.RandomID, func(*PageText) error { n++; return nil }))
+	require.Equal(t, 1, n)
+
 	one, err := s.PageText(tn, b.RandomID, 256)
 	require.NoError(t, err)
 	require.Equal(t, texts[255], *one)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net/http"
 	"testing"
 	"time"
 
@@ -94,4 +95,27 @@ func TestSignWebhook(t *testing.T) {
 	m := hmac.New(sha256.New, []byte("secret"))
 	m.Write([]byte("1700000000." + string(body)))
 	require.Equal(t, hex.EncodeToString(m.Sum(nil)), SignWebhook([]byte("secret"), "1700000000", body))
+}
+
+// A receiver's Retry-After is read as seconds or an HTTP date, only on a 429 or 503, and capped
+// at MaxRetryAfter: a count of seconds past what a Duration holds wrapped to a negative wait
+// before (a review found the retry then came at once).
+func TestRetryAfterIsCapped(t *testing.T) {
+	t.Parallel()
+	at := func(status int, v string) time.Duration {
+		return retryAfter(&http.Response{StatusCode: status, Header: http.Header{"Retry-After": {v}}})
+	}
+	for v, want := range map[string]time.Duration{
+		"120": 2 * time.Minute, " 7 ": 7 * time.Second, "86400": MaxRetryAfter, "86401": MaxRetryAfter,
+		"10000000000": MaxRetryAfter, "99999999999999999999999": MaxRetryAfter,
+		"0": 0, "-5": 0, "+5": 0, "soon": 0, "": 0,
+		time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat):      0,
+		time.Now().Add(400 * time.Hour).UTC().Format(http.TimeFormat): MaxRetryAfter,
+	} {
+		require.Equal(t, want, at(429, v), "%q", v)
+	}
+	d := at(503, time.Now().Add(time.Hour).UTC().Format(http.TimeFormat))
+	require.Greater(t, d, 58*time.Minute)
+	require.LessOrEqual(t, d, time.Hour)
+	require.Zero(t, at(500, "120"))
 }

@@ -576,7 +576,9 @@ func cleanSendError(err error, timeout time.Duration) error {
 	return errors.New(msg)
 }
 
-// retryAfter reads a Retry-After header (seconds or an HTTP date) of a 429 or 503.
+// retryAfter reads a Retry-After header (seconds or an HTTP date) of a 429 or 503, at most
+// MaxRetryAfter: more seconds than a Duration holds (about 292 years) wrapped to a negative
+// wait, and the retry came on the schedule (found by a review).
 func retryAfter(resp *http.Response) time.Duration {
 	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
 		return 0
@@ -585,11 +587,15 @@ func retryAfter(resp *http.Response) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+	n, err := strconv.ParseUint(v, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange), err == nil && n > uint64(MaxRetryAfter/time.Second):
+		return MaxRetryAfter
+	case err == nil && n > 0:
 		return time.Duration(n) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
+		return min(max(time.Until(t), 0), MaxRetryAfter)
 	}
 	return 0
 }

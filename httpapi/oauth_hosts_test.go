@@ -161,13 +161,29 @@ func TestOAuthXLoopbackRedirects(t *testing.T) {
 	tok := codeFlow(t, h, vs, key, oauth2.SetAuthURLParam("resource", h.base+APIBase))
 	require.Equal(t, 200, h.do(t, "GET", "/api/v1/books", tok.AccessToken, nil).Status)
 
-	// localhost and 127.0.0.1 are not each other.
-	cfg := oauthClient(t, h, "http://localhost/cb-only")
-	cfg.RedirectURL = "http://127.0.0.1:4000/cb-only"
+	// localhost and 127.0.0.1 are not each other; an https registration is not an http
+	// redirect on another port (fosite's own loopback matching ignores the registered scheme,
+	// so a code could go in clear: found by a review), and is still itself.
+	for reg, asked := range map[string]string{
+		"http://localhost/cb-only":     "http://127.0.0.1:4000/cb-only",
+		"https://127.0.0.1/callback":   "http://127.0.0.1:51234/callback",
+		"https://127.0.0.2:9/callback": "http://127.0.0.2:9/callback",
+		"https://[::1]/callback":       "http://[::1]:51234/callback",
+	} {
+		cfg := oauthClient(t, h, reg)
+		cfg.RedirectURL = asked
+		res, err := noRedirect.Get(cfg.AuthCodeURL("state-loopback", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
+		require.NoError(t, err)
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.NotEqual(t, http.StatusOK, res.StatusCode, "%s → %s: %.200s", reg, asked, body)
+		require.False(t, strings.HasPrefix(res.Header.Get("Location"), "http://"), "%s → %s", reg, asked)
+	}
+	cfg := oauthClient(t, h, "https://127.0.0.1/callback")
 	res, err := noRedirect.Get(cfg.AuthCodeURL("state-loopback", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
 	require.NoError(t, err)
 	res.Body.Close()
-	require.NotEqual(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, http.StatusOK, res.StatusCode, "the registered https redirect itself")
 }
 
 // TestOAuthXRegistrationAnswer: the RFC 7591 answer hosts read and store, and registering the

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -143,13 +144,37 @@ func (s *Store) GetClient(ctx context.Context, id string) (fosite.Client, error)
 	if err != nil {
 		return nil, err
 	}
-	if asked := redirectFrom(ctx); asked != "" && !slices.Contains(c.RedirectURIs, asked) &&
-		slices.ContainsFunc(c.RedirectURIs, func(reg string) bool { return loopbackMatch(asked, reg) }) {
+	if asked := redirectFrom(ctx); asked != "" && !slices.Contains(c.RedirectURIs, asked) {
+		// Not registered as asked. fosite matches an http loopback redirect with a registered
+		// loopback one on another port whatever the registered scheme (an https registration
+		// let a code go in clear to http://127.0.0.1:<any port>: found by a review), so it is
+		// handed no loopback redirect but the one asked for, when loopbackMatch accepts it.
+		uris := make([]string, 0, len(c.RedirectURIs)+1)
+		for _, reg := range c.RedirectURIs {
+			if !isLoopbackURI(reg) {
+				uris = append(uris, reg)
+			}
+		}
+		if slices.ContainsFunc(c.RedirectURIs, func(reg string) bool { return loopbackMatch(asked, reg) }) {
+			uris = append(uris, asked)
+		}
 		cc := *c
-		cc.RedirectURIs = append(slices.Clone(c.RedirectURIs), asked)
+		cc.RedirectURIs = uris
 		c = &cc
 	}
 	return c.fositeClient(s.clients.resources, s.scopes), nil
+}
+
+// isLoopbackURI reports whether a URI's host is localhost or a loopback address (any of
+// 127.0.0.0/8 or ::1, as fosite's loopback matching takes them).
+func isLoopbackURI(uri string) bool {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	ip := net.ParseIP(h)
+	return h == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 type redirectKey struct{}

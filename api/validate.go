@@ -365,38 +365,58 @@ func checkArrayValue(p *Param, field *fieldPath, raw any, fromString bool, v Val
 // them about 2,000: past this a value is a 422 naming its field, not a 500 after the fact.
 const MaxNesting = 32
 
-// nestingOK checks a free-form value's depth (MaxNesting).
+// nestingOK checks a free-form value: its depth (MaxNesting), and that each number in it is
+// one a float64 holds, finite. The decoder keeps numbers as written (json.Number), and 1e400
+// was stored, then every reader that decoded the value failed on it: a lead form vanished from
+// the API and the exports, and a customer erasure passed over the webhook payload naming them
+// (found by a review).
 func nestingOK(x any, field *fieldPath, v Validation) bool {
-	if within(x, MaxNesting) {
-		return true
+	switch freeForm(x, MaxNesting) {
+	case freeFormDeep:
+		v.Add(field.String(), fmt.Sprintf("must not nest objects and arrays more than %d levels deep", MaxNesting))
+		return false
+	case freeFormNumber:
+		v.Add(field.String(), "holds a number out of range: every number must fit a 64-bit float")
+		return false
 	}
-	v.Add(field.String(), fmt.Sprintf("must not nest objects and arrays more than %d levels deep", MaxNesting))
-	return false
+	return true
 }
 
-// within reports whether x nests objects and arrays at most n levels deep.
-func within(x any, n int) bool {
+// What freeForm finds wrong with a value.
+const (
+	freeFormOK = iota
+	freeFormDeep
+	freeFormNumber
+)
+
+// freeForm checks that x nests objects and arrays at most n levels deep and holds only finite
+// float64 numbers.
+func freeForm(x any, n int) int {
 	switch c := x.(type) {
 	case map[string]any:
 		if n == 0 {
-			return false
+			return freeFormDeep
 		}
 		for _, e := range c {
-			if !within(e, n-1) {
-				return false
+			if r := freeForm(e, n-1); r != freeFormOK {
+				return r
 			}
 		}
 	case []any:
 		if n == 0 {
-			return false
+			return freeFormDeep
 		}
 		for _, e := range c {
-			if !within(e, n-1) {
-				return false
+			if r := freeForm(e, n-1); r != freeFormOK {
+				return r
 			}
 		}
+	case json.Number, float64:
+		if _, ok := toFloat(c); !ok {
+			return freeFormNumber
+		}
 	}
-	return true
+	return freeFormOK
 }
 
 func declaredProp(props []Param, name string) bool {

@@ -385,17 +385,18 @@ func (c *clusterFront) workspaceOf(ctx *fasthttp.RequestCtx) (int64, bool) {
 		return t.Workspace, err == nil
 	}
 	if string(path) == "/collect" {
-		rid := string(ctx.QueryArgs().Peek("book_id"))
-		if rid == "" {
-			b := c.s.newBody(ctx, collectMaxBody, false)
-			err := b.load()
-			b.release() // the bytes stay in the request; forwarding or the handler use them
-			if err != nil {
-				return 0, false // the handler answers the same error
-			}
-			if n, err := sonic.Get(ctx.PostBody(), "book_id"); err == nil {
-				rid, _ = n.String()
-			}
+		// By the body's book_id, the one the handler reads: a book_id in the URL as well (it
+		// was read first) let a request name one book to the router and another to the
+		// handler, which then appended on a node not owning that book (found by a review).
+		b := c.s.newBody(ctx, collectMaxBody, false)
+		err := b.load()
+		b.release() // the bytes stay in the request; forwarding or the handler use them
+		if err != nil {
+			return 0, false // the handler answers the same error
+		}
+		var rid string
+		if n, err := sonic.Get(ctx.PostBody(), "book_id"); err == nil {
+			rid, _ = n.String()
 		}
 		if rid == "" {
 			return 0, false

@@ -45,6 +45,22 @@ func TestDeepJSONIsRefused(t *testing.T) {
 	require.Equal(t, 422, r.Status, "%s", r.Body)
 	require.Contains(t, r.details(), "items.0.payload", "%s", r.Body)
 
+	// A number no float64 holds is refused in a free-form value as a 422 on its field: stored,
+	// it made every later reader drop the value (a lead form vanished from the exports, and an
+	// erasure passed over the webhook payload naming the reader: found by a review).
+	for _, n := range []string{"1e400", "-1e400"} {
+		r := h.do(t, "POST", links, key, `{"name":"big","metadata":{"x":[1,`+n+`]}}`)
+		require.Equal(t, 422, r.Status, "%s: %s", n, r.Body)
+		require.Contains(t, r.details(), "metadata", "%s", r.Body)
+	}
+	lead := `{"book_id":"` + rid + `","session_id":"s9","events":[{"type":"lead_form_submitted","page_number":1,` +
+		`"form":{"email":"ada@example.com","budget":1e400}}]}`
+	r = h.do(t, "POST", "/collect", "", lead)
+	require.Equal(t, 422, r.Status, "%s", r.Body)
+	require.Contains(t, r.details(), "events.0.form", "%s", r.Body)
+	ok = h.do(t, "POST", links, key, `{"name":"fine","metadata":{"x":[1e300,1e-400,-0.5]}}`)
+	require.Equal(t, 201, ok.Status, "%s", ok.Body)
+
 	// The same through a tool.
 	out := h.do(t, "POST", "/mcp/public-api", key, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 		"params": map[string]any{"name": "tracked_links_create", "arguments": map[string]any{"book_id": rid, "name": "m",

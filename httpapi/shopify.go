@@ -458,8 +458,12 @@ func payloadNames(payload []byte, email string) bool {
 	if email == "" || at < 0 || !bytes.Contains(bytes.ToLower(payload), []byte(email[at:])) {
 		return false // "@" and the domain are never escaped in JSON
 	}
+	// Numbers as written (UseNumber): one a float64 cannot hold (1e400, taken by the collector
+	// before it refused them) failed the whole decoding, and the payload was passed over.
 	var v any
-	if json.Unmarshal(payload, &v) != nil {
+	d := json.NewDecoder(bytes.NewReader(payload))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
 		return false
 	}
 	var walk func(any) bool

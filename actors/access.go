@@ -32,7 +32,7 @@ type (
 		RandomID string
 		ID       int64
 	}
-	// CreateTrackedLink → *storage.TrackedLink (workspace actor); Slug "" generates one.
+	// CreateTrackedLink → *storage.TrackedLink (the book's actor); Slug "" generates one.
 	CreateTrackedLink struct {
 		Link *storage.TrackedLink
 	}
@@ -163,20 +163,23 @@ func (b *book) writeFlags(batch *storage.Batch, eod, domains bool) error {
 // slugLen is the length of generated tracked-link slugs.
 const slugLen = 10
 
-func (w *workspace) createTrackedLink(m *CreateTrackedLink) (*storage.TrackedLink, error) {
-	l := m.Link
-	if _, err := w.s.Store.GetBook(w.t, l.BookID); err != nil {
-		return nil, notFound(err)
+// createTrackedLink runs in the book's actor, in order with its delete: run in the workspace
+// actor, a link committed while the book's delete listed its links outlived the book, its
+// /l/{slug} still redirecting and its slug taken (found by a review).
+func (b *book) createTrackedLink(m *CreateTrackedLink) (*storage.TrackedLink, error) {
+	if b.rec == nil {
+		return nil, errs.ErrNotFound
 	}
+	l := m.Link
 	// Slugs are global (the public /l/{slug} route resolves them), so claims of all workspaces
 	// go through one lock.
-	w.s.slugMu.Lock()
-	defer w.s.slugMu.Unlock()
+	b.s.slugMu.Lock()
+	defer b.s.slugMu.Unlock()
 	l.Slug = strings.ToLower(l.Slug) // slugs are case-insensitive (storage/slugcase.go)
 	if l.Slug == "" {
 		for {
 			l.Slug = strings.ToLower(RandomString(slugLen))
-			taken, err := w.s.Store.SlugTaken(l.Slug)
+			taken, err := b.s.Store.SlugTaken(l.Slug)
 			if err != nil {
 				return nil, err
 			}
@@ -184,17 +187,17 @@ func (w *workspace) createTrackedLink(m *CreateTrackedLink) (*storage.TrackedLin
 				break
 			}
 		}
-	} else if taken, err := w.s.Store.SlugTaken(l.Slug); err != nil {
+	} else if taken, err := b.s.Store.SlugTaken(l.Slug); err != nil {
 		return nil, err
 	} else if taken {
 		return nil, errs.Invalid("slug", "is already taken")
 	}
-	id, err := w.s.Store.NextIDFor(w.t.Workspace, "tracked_link")
+	id, err := b.s.Store.NextIDFor(b.t.Workspace, "tracked_link")
 	if err != nil {
 		return nil, err
 	}
-	l.ID, l.Workspace, l.Mode, l.CreatedAt = id, w.t.Workspace, w.t.Mode, w.s.now()
-	batch := w.s.Store.NewBatch()
+	l.ID, l.Workspace, l.Mode, l.CreatedAt = id, b.t.Workspace, b.t.Mode, b.s.now()
+	batch := b.s.Store.NewBatch()
 	if err := batch.PutTrackedLink(l); err != nil {
 		batch.Close()
 		return nil, err

@@ -80,6 +80,8 @@ func (b *book) Receive(c *actor.Context) {
 			c.Respond(result(b.addEmbedDomain(m)))
 		case *RemoveEmbedDomain:
 			c.Respond(result(b.removeEmbedDomain(m)))
+		case *CreateTrackedLink:
+			c.Respond(result(b.createTrackedLink(m)))
 		case *applyBulkItem:
 			c.Respond(result(b.applyBulk(m)))
 		case *dueBook:

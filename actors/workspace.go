@@ -54,6 +54,7 @@ func (m *RemoveSubscriber) bookID() string  { return m.RandomID }
 func (m *AddEmbedDomain) bookID() string    { return m.RandomID }
 func (m *RemoveEmbedDomain) bookID() string { return m.RandomID }
 func (m *dueBook) bookID() string           { return m.due.RandomID }
+func (m *CreateTrackedLink) bookID() string { return m.Link.BookID }
 
 // dueBook tells a book that a timed transition may have come.
 type dueBook struct{ due storage.Due }
@@ -92,8 +93,6 @@ func (w *workspace) Receive(c *actor.Context) {
 		c.Respond(result(w.createBook(m.Book)))
 	case *CreateUpload:
 		c.Respond(result(w.createUpload(m)))
-	case *CreateTrackedLink:
-		c.Respond(result(w.createTrackedLink(m)))
 	case *ViewerFor:
 		c.Respond(result(w.viewerFor(m.Email)))
 	case *SaveBrand:

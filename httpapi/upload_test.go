@@ -4,6 +4,7 @@ package httpapi
 // image and Office files into page images, cancels, restarts and concurrent uploads.
 
 import (
+	"archive/zip"
 	"bufio"
 	"bytes"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"image/color"
 	"image/jpeg"
 	"io"
+	"io/fs"
 	"mime/multipart"
 	"net"
 	"net/http"
@@ -668,6 +670,70 @@ func TestCancelHungOfficeConversion(t *testing.T) {
 	require.Empty(t, procsWith("sleep", marker), "LibreOffice's own children are stopped too")
 	require.Equal(t, 404, h.do(t, "GET", "/api/v1/books/"+rid, key, nil).Status)
 	requireGone(t, h.dataPath("work", batch))
+}
+
+// A cancelled Office conversion kills LibreOffice (SIGKILL to its process group), which then
+// cannot remove its own scratch folder (lu<pid>….tmp): it is kept in the conversion's work
+// folder, removed with it, not in the system's temp folder, where one was left for good per
+// killed run (found by a review).
+func TestCancelledOfficeConversionLeavesNoTempFiles(t *testing.T) {
+	if _, err := exec.LookPath("soffice"); err != nil {
+		t.Skip("LibreOffice (soffice) is not installed; the Office conversion tests need it (CI installs it)")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // what LibreOffice would inherit from the service
+	h := newHarness(t, func(c *Config) { c.ConversionWorkers = 1 })
+	key := h.workspace(t, "company", "live")
+	batch, rid := h.uploadOK(t, key, "long.docx", bigDOCX(t, 60000))
+	h.waitStatus(t, key, batch, "processing")
+	scratch := func(root string) []string {
+		var out []string
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && strings.HasPrefix(d.Name(), "lu") && strings.HasSuffix(d.Name(), ".tmp") {
+				out = append(out, p)
+			}
+			return nil
+		})
+		return out
+	}
+	testutil.Eventually(t, 60*time.Second, 20*time.Millisecond, func() error {
+		if len(scratch(h.dataPath("work", batch))) == 0 {
+			return fmt.Errorf("LibreOffice has not made its scratch folder in the conversion's work folder yet")
+		}
+		return nil
+	})
+	r := h.do(t, "DELETE", "/api/v1/batches/"+batch, key, nil)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	require.Equal(t, "cancelled", r.data()["status"])
+	require.Equal(t, 404, h.do(t, "GET", "/api/v1/books/"+rid, key, nil).Status)
+	requireGone(t, h.dataPath("work", batch))
+	require.Empty(t, scratch(tmp), "LibreOffice's scratch folder is not in the system's temp folder")
+}
+
+// bigDOCX is a real Word document of n paragraphs (LibreOffice takes seconds over it).
+func bigDOCX(tb testing.TB, n int) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	z := zip.NewWriter(&buf)
+	add := func(name, content string) {
+		w, err := z.Create(name)
+		require.NoError(tb, err)
+		_, err = io.WriteString(w, content)
+		require.NoError(tb, err)
+	}
+	add("[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`)
+	add("_rels/.rels", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>`)
+	var doc strings.Builder
+	doc.WriteString(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>`)
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&doc, `<w:p><w:r><w:t>Paragraph %d: lorem ipsum dolor sit amet, consectetur adipiscing elit.</w:t></w:r></w:p>`, i)
+	}
+	doc.WriteString(`</w:body></w:document>`)
+	add("word/document.xml", doc.String())
+	require.NoError(tb, z.Close())
+	return buf.Bytes()
 }
 
 // procRuns is a condition for testutil.Eventually: a process named name whose command line

@@ -74,7 +74,7 @@ func Convert(ctx context.Context, src, kind, work string, o Options) (*Result, e
 	switch {
 	case kind == KindJPG || kind == KindPNG:
 		dst := filepath.Join(work, "page-1.jpg")
-		w, h, img, err := Photo(src, o.LongEdge, dst)
+		w, h, img, err := Photo(ctx, src, o.LongEdge, dst)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"hash/crc32"
 	"image"
@@ -230,7 +231,7 @@ func TestPhotoOrientationAndSize(t *testing.T) {
 		p := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(p, data, 0o600))
 		dst := filepath.Join(dir, name+".out.jpg")
-		w, h, _, err := Photo(p, longEdge, dst)
+		w, h, _, err := Photo(context.Background(), p, longEdge, dst)
 		require.NoError(t, err)
 		out, err := os.ReadFile(dst)
 		require.NoError(t, err)
@@ -260,9 +261,9 @@ func TestPhotoOrientationAndSize(t *testing.T) {
 	r, g, bl, _ := img.At(10, 5).RGBA()
 	require.True(t, r>>8 > 245 && g>>8 > 245 && bl>>8 > 245, "white, not black: %d %d %d", r>>8, g>>8, bl>>8)
 
-	_, _, _, err := Photo(filepath.Join(dir, "missing.jpg"), 100, filepath.Join(dir, "x.jpg"))
+	_, _, _, err := Photo(context.Background(), filepath.Join(dir, "missing.jpg"), 100, filepath.Join(dir, "x.jpg"))
 	require.Error(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.png"), []byte("\x89PNG\r\n\x1a\nbroken"), 0o600))
-	_, _, _, err = Photo(filepath.Join(dir, "bad.png"), 100, filepath.Join(dir, "y.jpg"))
+	_, _, _, err = Photo(context.Background(), filepath.Join(dir, "bad.png"), 100, filepath.Join(dir, "y.jpg"))
 	require.True(t, IsFailure(err), "a damaged image is a customer-facing failure: %v", err)
 }

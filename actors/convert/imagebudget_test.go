@@ -16,7 +16,7 @@ func TestImageHeaderReadsNoPixels(t *testing.T) {
 	t.Parallel()
 	h, err := ImageHeader(pngHeader(7000, 7000))
 	require.NoError(t, err)
-	require.Equal(t, Header{Ext: "png", Width: 7000, Height: 7000}, h)
+	require.Equal(t, Header{Ext: "png", Width: 7000, Height: 7000, Cost: 49_000_000}, h)
 	require.EqualValues(t, 49_000_000, h.Pixels())
 	require.ErrorIs(t, CheckImage(context.Background(), pngHeader(7000, 7000), h, nil), ErrNotImage)
 
@@ -28,7 +28,7 @@ func TestImageHeaderReadsNoPixels(t *testing.T) {
 	jpg := encodeJPEG(t, noisy(48, 40))
 	h, err = ImageHeader(jpg)
 	require.NoError(t, err)
-	require.Equal(t, Header{Ext: "jpg", Width: 48, Height: 40}, h)
+	require.Equal(t, Header{Ext: "jpg", Width: 48, Height: 40, Cost: 48 * 40}, h)
 }
 
 func TestCheckImageHandsTheImageToUse(t *testing.T) {

@@ -49,6 +49,9 @@ type Image struct {
 type Header struct {
 	Ext           string // png, jpg, gif, webp
 	Width, Height int
+	// Cost is what decoding the image holds, in pixels of RGBA (4 bytes): its pixels, and for
+	// a progressive JPEG its coefficients as well (jpegCost).
+	Cost int64
 }
 
 // Pixels is the header's width times height.
@@ -108,7 +111,14 @@ func ImageHeader(data []byte) (Header, error) {
 	if ext == "" {
 		return Header{}, ErrNotImage
 	}
-	return Header{Ext: ext, Width: cfg.Width, Height: cfg.Height}, nil
+	h := Header{Ext: ext, Width: cfg.Width, Height: cfg.Height}
+	h.Cost = h.Pixels()
+	if ext == "jpg" {
+		if h.Cost, err = jpegCost(data, h.Width, h.Height); err != nil {
+			return Header{}, err
+		}
+	}
+	return h, nil
 }
 
 // DecodeImage decodes and checks an encoded image (its header first: an image over MaxPixels
@@ -130,10 +140,10 @@ func DecodeImage(data []byte) (*Image, error) {
 // not keep it. While the image is decoded and used, its pixels are taken from the process-wide
 // budget of DecodeBudgetPixels, waiting for them as long as ctx allows (then ctx.Err()).
 func CheckImage(ctx context.Context, data []byte, h Header, use func(image.Image) error) error {
-	if err := decodeBudget.acquire(ctx, h.Pixels()); err != nil {
+	if err := decodeBudget.acquire(ctx, h.Cost); err != nil {
 		return err
 	}
-	defer decodeBudget.release(h.Pixels())
+	defer decodeBudget.release(h.Cost)
 	img, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
 		return ErrNotImage

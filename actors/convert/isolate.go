@@ -67,8 +67,9 @@ func NetworkIsolation() (isolated bool, how string) {
 	return isolationAttr != nil, isolationLabel
 }
 
-// isolatedCommand is command in a network namespace of its own when the kernel allows one.
-func isolatedCommand(ctx context.Context, name string, args ...string) ([]byte, error) {
+// isolatedCommand is command in a network namespace of its own when the kernel allows one,
+// with the environment variables env added to the service's.
+func isolatedCommand(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
 	isolationOnce.Do(probeIsolation)
-	return runCommand(ctx, isolationAttr, name, args...)
+	return runProgram(ctx, isolationAttr, 0, env, name, args...)
 }

@@ -48,8 +48,15 @@ func OfficeToPDF(ctx context.Context, office, src, kind, work string) (string, e
 	if err := os.WriteFile(filepath.Join(profile, "user", "registrymodifications.xcu"), []byte(officeLockdown), 0o640); err != nil {
 		return "", err
 	}
+	// LibreOffice's scratch folder (lu<pid>….tmp) goes under work, not the system's temp
+	// folder: a run killed (cancel, timeout, shutdown) never removes it itself, and work is
+	// removed with the conversion (found by a review: one folder leaked per killed run).
+	tmp := filepath.Join(work, "lo-tmp")
+	if err := os.MkdirAll(tmp, 0o750); err != nil {
+		return "", err
+	}
 	out := filepath.Join(work, "pdf")
-	_, err = isolatedCommand(octx, bin, "--headless", "--norestore", "--nolockcheck", "--nodefault",
+	_, err = isolatedCommand(octx, []string{"TMPDIR=" + tmp, "TMP=" + tmp, "TEMP=" + tmp}, bin, "--headless", "--norestore", "--nolockcheck", "--nodefault",
 		"-env:UserInstallation=file://"+profile, "--convert-to", "pdf", "--outdir", out, in)
 	if err != nil {
 		if ctx.Err() != nil { // the conversion was cancelled

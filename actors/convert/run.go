@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -26,28 +27,27 @@ func IsFailure(err error) bool {
 // command runs a helper program in its own process group, so cancelling ctx kills it and every
 // child it started (soffice starts soffice.bin), and returns its stdout; stderr goes into err.
 func command(ctx context.Context, name string, args ...string) ([]byte, error) {
-	return runCommand(ctx, nil, name, args...)
-}
-
-// runCommand is command with the process attributes of base (namespaces), if not nil.
-func runCommand(ctx context.Context, base *syscall.SysProcAttr, name string, args ...string) ([]byte, error) {
-	return runProgram(ctx, base, 0, name, args...)
+	return runProgram(ctx, nil, 0, nil, name, args...)
 }
 
 // cappedCommand is command reading at most limit bytes of stdout: a program printing more is
 // killed and errOutputTooLarge returned (pdftotext of a hostile PDF).
 func cappedCommand(ctx context.Context, limit int64, name string, args ...string) ([]byte, error) {
-	return runProgram(ctx, nil, limit, name, args...)
+	return runProgram(ctx, nil, limit, nil, name, args...)
 }
 
 // runProgram runs name in its own process group (killed with it when ctx ends), with the
-// process attributes of base if not nil, and returns its stdout: all of it, or at most limit
+// process attributes of base if not nil and the environment variables env added to the
+// service's, and returns its stdout: all of it, or at most limit
 // bytes when limit > 0 (more kills it: errOutputTooLarge). Its stderr (the first
 // stderrMax bytes) is in the *toolError of a failure.
-func runProgram(ctx context.Context, base *syscall.SysProcAttr, limit int64, name string, args ...string) ([]byte, error) {
+func runProgram(ctx context.Context, base *syscall.SysProcAttr, limit int64, env []string, name string, args ...string) ([]byte, error) {
 	run, kill := context.WithCancel(ctx)
 	defer kill()
 	cmd := exec.CommandContext(run, name, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	attr := syscall.SysProcAttr{}
 	if base != nil {
 		attr = *base

@@ -25,22 +25,8 @@ import (
 // server here): an editor book's and a converted PDF's images are objects there, served by
 // /files, and deleting a book deletes its objects; an S3 client of the operator's sees them.
 func TestBlobsInObjectStore(t *testing.T) {
-	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
-	defer srv.Close()
-	t.Setenv("AWS_ACCESS_KEY_ID", "k")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
-	h := newHarness(t, func(c *Config) { c.BlobURL = "s3://flipbook?endpoint=" + srv.URL + "&region=us-east-1" })
+	h, s3c, objects := objectStoreHarness(t, nil)
 	key := h.workspace(t, "company", "live")
-	s3c, err := minio.New(strings.TrimPrefix(srv.URL, "http://"), &minio.Options{Creds: credentials.NewStaticV4("k", "s", ""), BucketLookup: minio.BucketLookupPath})
-	require.NoError(t, err)
-	objects := func(rid string) []string {
-		var out []string
-		for o := range s3c.ListObjects(context.Background(), "flipbook", minio.ListObjectsOptions{Prefix: "books/" + rid + "/", Recursive: true}) {
-			require.NoError(t, o.Err)
-			out = append(out, o.Key)
-		}
-		return out
-	}
 	get := func(u string) (int, []byte) {
 		res, err := http.Get(u)
 		require.NoError(t, err)
@@ -84,25 +70,8 @@ func TestRenditionsOfBookDeletedMeanwhileLeaveNoFiles(t *testing.T) {
 	if !convert.RenditionsUsable() {
 		t.Skip("vipsthumbnail is not installed")
 	}
-	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
-	defer srv.Close()
-	t.Setenv("AWS_ACCESS_KEY_ID", "k")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
-	h := newHarness(t, func(c *Config) {
-		c.BlobURL = "s3://flipbook?endpoint=" + srv.URL + "&region=us-east-1"
-		c.PageLongEdge = 3000
-	})
+	h, _, objects := objectStoreHarness(t, func(c *Config) { c.PageLongEdge = 3000 })
 	key := h.workspace(t, "company", "live")
-	s3c, err := minio.New(strings.TrimPrefix(srv.URL, "http://"), &minio.Options{Creds: credentials.NewStaticV4("k", "s", ""), BucketLookup: minio.BucketLookupPath})
-	require.NoError(t, err)
-	objects := func(rid string) []string {
-		var out []string
-		for o := range s3c.ListObjects(context.Background(), "flipbook", minio.ListObjectsOptions{Prefix: "books/" + rid + "/", Recursive: true}) {
-			require.NoError(t, o.Err)
-			out = append(out, o.Key)
-		}
-		return out
-	}
 
 	batch, rid := h.uploadOK(t, key, "many.pdf", manyPagesPDF(t, 24), "status", "publish")
 	require.Equal(t, "completed", h.waitBatch(t, key, batch)["status"])
@@ -123,4 +92,31 @@ func TestRenditionsOfBookDeletedMeanwhileLeaveNoFiles(t *testing.T) {
 		return nil
 	})
 	require.Empty(t, objects(rid), "the deleted book's folder holds no files")
+}
+
+// objectStoreHarness is a service whose blobs are in an in-process S3-protocol server, with
+// more configuration from cfg (if not nil), an S3 client of the operator's, and a lister of a
+// book's objects through it.
+func objectStoreHarness(t *testing.T, cfg func(*Config)) (*harness, *minio.Client, func(rid string) []string) {
+	t.Helper()
+	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	h := newHarness(t, func(c *Config) {
+		c.BlobURL = "s3://flipbook?endpoint=" + srv.URL + "&region=us-east-1"
+		if cfg != nil {
+			cfg(c)
+		}
+	})
+	s3c, err := minio.New(strings.TrimPrefix(srv.URL, "http://"), &minio.Options{Creds: credentials.NewStaticV4("k", "s", ""), BucketLookup: minio.BucketLookupPath})
+	require.NoError(t, err)
+	return h, s3c, func(rid string) []string {
+		var out []string
+		for o := range s3c.ListObjects(context.Background(), "flipbook", minio.ListObjectsOptions{Prefix: "books/" + rid + "/", Recursive: true}) {
+			require.NoError(t, o.Err)
+			out = append(out, o.Key)
+		}
+		return out
+	}
 }

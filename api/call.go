@@ -41,6 +41,8 @@ const (
 	DefaultRateUnauthenticated = 10   // per minute per IP, for calls without valid credentials
 	// MaxIdempotencyKey is the longest Idempotency-Key accepted.
 	MaxIdempotencyKey = 255
+	// IdempotencyKeyArg is the tool argument that carries an Idempotency-Key on write tools.
+	IdempotencyKeyArg = "idempotency_key"
 )
 
 // CallerOptions configure a Caller. Rate limits are requests per minute; 0 turns one off.
@@ -200,8 +202,14 @@ func (c *Caller) call(ctx context.Context, in *Input, p *Principal, now time.Tim
 	var fp []byte
 	useIdem := op.Write && p != nil && in.IdempotencyKey != ""
 	if useIdem {
+		// Errors name the key as the caller sent it: a header in REST, an argument of a tool
+		// (whose errors name arguments, docs/API.md: found by a review).
+		field := "Idempotency-Key"
+		if in.Args.Values != nil {
+			field = IdempotencyKeyArg
+		}
 		if len(in.IdempotencyKey) > MaxIdempotencyKey {
-			return nil, FieldError("Idempotency-Key", fmt.Sprintf("must not be longer than %d characters", MaxIdempotencyKey))
+			return nil, FieldError(field, fmt.Sprintf("must not be longer than %d characters", MaxIdempotencyKey))
 		}
 		ref = idemRef{t: p.Tenant, key: in.IdempotencyKey}
 		if in.Args.Fingerprint != nil {
@@ -220,7 +228,7 @@ func (c *Caller) call(ctx context.Context, in *Input, p *Principal, now time.Tim
 		stored, err := c.store.Idem(ref.t, ref.key, now)
 		switch {
 		case err == nil && !bytes.Equal(stored.Fingerprint, fp):
-			return nil, FieldError("Idempotency-Key", "was already used with a different request")
+			return nil, FieldError(field, "was already used with a different request")
 		case err == nil:
 			return &Result{Status: stored.Status, ContentType: stored.ContentType, Body: stored.Body, Replayed: true}, nil
 		case !errors.Is(err, errs.ErrNotFound):

@@ -351,6 +351,12 @@ func TestCatalogXValidation(t *testing.T) {
 		for _, x := range posts.list() {
 			require.Equal(t, "post", x.(map[string]any)["type"])
 		}
+		// A template's thumbnail has one address: other spellings of its id are 404s, not
+		// more renders kept in the cache (found by a review: memory without bound).
+		require.Equal(t, 200, h.getPage(t, "/template-thumbnails/2-small.jpg").Status)
+		for _, alias := range []string{"02", "002", "+2", "2 "} {
+			require.Equal(t, 404, h.getPage(t, "/template-thumbnails/"+alias+"-small.jpg").Status, alias)
+		}
 	})
 
 	t.Run("create", func(t *testing.T) {

@@ -294,7 +294,12 @@ func (s *Service) viewerAccess(r *api.Request, in *accessRequest) (*api.Data[acc
 	if err != nil {
 		return nil, err
 	}
+	// The address as the access list stores it (normalizeAccessEntry: the domain in ASCII), so
+	// "ada@bücher.example" finds the entry it was listed as (found by a review: it was refused).
 	email := strings.ToLower(strings.TrimSpace(in.Email))
+	if e, _, ok := normalizeAccessEntry(email, "email"); ok {
+		email = e
+	}
 	ok, reason, err := s.accessMatch(b, email)
 	if err != nil {
 		return nil, err

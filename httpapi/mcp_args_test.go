@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"flipbook/api"
-	"flipbook/mcp"
 )
 
 // toolErr is the error object of a tool result.
@@ -127,7 +126,7 @@ func TestMCPIdempotencyHashesFileContent(t *testing.T) {
 	other[len(other)/2] ^= 0xff // same size, other content
 	upload := func(content []byte, idem string) (*sdk.CallToolResult, map[string]any) {
 		return callTool(t, cs, "books_upload_pdfs", map[string]any{"files": []any{base64.StdEncoding.EncodeToString(content)},
-			"original_filename": "cover.png", "status": "draft", mcp.IdempotencyKeyArg: idem})
+			"original_filename": "cover.png", "status": "draft", api.IdempotencyKeyArg: idem})
 	}
 	res, out := upload(first, "same-size-1")
 	require.False(t, res.IsError, "%v", out)
@@ -140,11 +139,11 @@ func TestMCPIdempotencyHashesFileContent(t *testing.T) {
 	res, out = upload(other, "same-size-1")
 	require.True(t, res.IsError, "a different file of the same size is not a replay: %v", out)
 	require.Equal(t, api.TypeValidation, toolErrType(out))
-	require.Contains(t, toolErr(out)["details"], "Idempotency-Key")
+	require.Contains(t, toolErr(out)["details"], api.IdempotencyKeyArg, "named as the tool argument")
 
 	// The same content under another name is another request too.
 	res, out = callTool(t, cs, "books_upload_pdfs", map[string]any{"files": []any{base64.StdEncoding.EncodeToString(first)},
-		"original_filename": "renamed.png", "status": "draft", mcp.IdempotencyKeyArg: "same-size-1"})
+		"original_filename": "renamed.png", "status": "draft", api.IdempotencyKeyArg: "same-size-1"})
 	require.True(t, res.IsError, "%v", out)
 	require.Equal(t, api.TypeValidation, toolErrType(out))
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"flipbook/api"
@@ -295,4 +297,148 @@ func TestMCPExportPathLimits(t *testing.T) {
 	reqID := r.Header.Get("X-Request-Id")
 	require.NotEmpty(t, reqID)
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), `"request_id":"`+reqID+`"`) }, 5*time.Second, 10*time.Millisecond)
+}
+
+// mcpAnswers posts each body to the MCP endpoint (headers given per body) and returns
+// "status body" for each, the body re-encoded so that equal JSON compares equal.
+func mcpAnswers(t *testing.T, h *harness, key string, bodies []string, headers [][]string) []string {
+	t.Helper()
+	out := make([]string, len(bodies))
+	for i, b := range bodies {
+		var hdr []string
+		if headers != nil {
+			hdr = headers[i]
+		}
+		r := h.rpc(t, key, b, hdr...)
+		norm := string(r.Body)
+		var v any
+		if json.Unmarshal(r.Body, &v) == nil {
+			if res, ok := v.(map[string]any)["result"].(map[string]any); ok {
+				if c, ok := res["content"].([]any); ok && len(c) == 1 { // the text is JSON: compare it decoded
+					text := c[0].(map[string]any)["text"].(string)
+					var tv any
+					if json.Unmarshal([]byte(text), &tv) == nil {
+						c[0].(map[string]any)["text"] = tv
+					}
+				}
+			}
+			j, _ := json.Marshal(v)
+			norm = string(j)
+		}
+		out[i] = fmt.Sprintf("%d %s", r.Status, norm)
+	}
+	return out
+}
+
+// TestMCPFastPathKeysAreCaseSensitive (found by a review): the tools/call fast path
+// (mcp/fast.go) decoded the JSON-RPC envelope with sonic's default config, which matches object
+// keys ignoring case, while
+// the SDK (go-sdk internal/json: DontMatchCaseInsensitiveStructFields) and the pre-check
+// (checkMessage: a map of exact keys) match them exactly. So the same bytes run a different tool,
+// with different arguments, or answer a different id, depending on which path takes them: a
+// message whose "method" is "ping" runs a tool on the fast path, and {"name":"books_get",
+// "NAME":"books_update_settings"} changes a book while the SDK would read it.
+func TestMCPFastPathKeysAreCaseSensitive(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	key := h.workspace(t, "company", "live")
+	rid := h.konva(t, key, "original", "draft")
+	other := h.konva(t, key, "other", "draft")
+	get := `{"name":"books_get","arguments":{"book_id":"` + rid + `"}}`
+	bodies := []string{
+		// another tool than the one "name" names
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"books_get","NAME":"books_update_settings","arguments":{"book_id":"` + rid + `","status":"draft","title":"changed by NAME"}}}`,
+		// other arguments than "arguments"
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"books_get","arguments":{"book_id":"` + rid + `"},"Arguments":{"book_id":"` + other + `"}}}`,
+		// a ping that runs a tool
+		`{"jsonrpc":"2.0","id":3,"method":"ping","Method":"tools/call","params":` + get + `}`,
+		// another id than "id"
+		`{"jsonrpc":"2.0","id":4,"Id":"not my id","method":"tools/call","params":` + get + `}`,
+		// keys only in another case: no method, no params, no name
+		`{"jsonrpc":"2.0","id":5,"METHOD":"tools/call","params":` + get + `}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/call","Params":` + get + `}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"Name":"books_get","arguments":{"book_id":"` + rid + `"}}}`,
+		`{"JSONRPC":"2.0","id":8,"method":"tools/call","params":` + get + `}`,
+	}
+	fast := mcpAnswers(t, h, key, bodies, nil)
+	r := h.do(t, "GET", "/api/v1/books/"+rid, key, nil)
+	require.Equal(t, 200, r.Status)
+	assert.Equal(t, "original", r.data()["name"], "a call whose name is books_get must not update the book")
+
+	h.cfg.MCPSDKOnly = true // the same data, every message through the SDK
+	h.restart(t)
+	sdkOnly := mcpAnswers(t, h, key, bodies, nil)
+	for i := range bodies {
+		assert.Equal(t, sdkOnly[i], fast[i], "fast path and SDK answer %s differently", bodies[i])
+	}
+}
+
+// TestMCPFastPathCheckedParams (found by a review): the SDK decodes tools/call params into
+// CallToolParamsRaw and answers -32602 when a field it knows has the wrong type (requestState,
+// inputResponses); the fast path, which reads only name, arguments and _meta, ran the tool.
+func TestMCPFastPathCheckedParams(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	key := h.workspace(t, "company", "live")
+	bodies := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"books_list","arguments":{},"requestState":5}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"books_list","arguments":{},"inputResponses":"x"}}`,
+	}
+	fast := mcpAnswers(t, h, key, bodies, nil)
+	h.cfg.MCPSDKOnly = true
+	h.restart(t)
+	sdkOnly := mcpAnswers(t, h, key, bodies, nil)
+	for i := range bodies {
+		require.Equal(t, sdkOnly[i], fast[i], "fast path and SDK answer %s differently", bodies[i])
+	}
+}
+
+// TestMCPFastPathContentType (found by a review): checkMessage refuses a Content-Type that mime
+// cannot parse (415) before the SDK sees it; the fast path compared only the text before the
+// first ";", so the same tools/call was answered 200 with the fast path on and 415 with it off.
+func TestMCPFastPathContentType(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	key := h.workspace(t, "company", "live")
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"books_list","arguments":{}}}`
+	cts := []string{"application/json; =", "application/json; charset", "application/json; a=1; a=2"}
+	bodies := make([]string, len(cts))
+	headers := make([][]string, len(cts))
+	for i, ct := range cts {
+		bodies[i], headers[i] = body, []string{"Content-Type", ct}
+	}
+	fast := mcpAnswers(t, h, key, bodies, headers)
+	h.cfg.MCPSDKOnly = true
+	h.restart(t)
+	sdkOnly := mcpAnswers(t, h, key, bodies, headers)
+	for i := range cts {
+		require.Equal(t, sdkOnly[i], fast[i], "Content-Type %q", cts[i])
+	}
+}
+
+// TestMCPIdempotencyKeyNamedAsArgument (found by a review): docs/API.md says a tool result's
+// details keys name the tool's arguments, not the REST names; the idempotency key's errors named
+// the REST header.
+func TestMCPIdempotencyKeyNamedAsArgument(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	key := h.workspace(t, "company", "live")
+	rid := h.konva(t, key, "idem", "draft")
+	call := func(title, idem string) map[string]any {
+		r := h.rpc(t, key, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"books_update_settings","arguments":{"book_id":"`+
+			rid+`","status":"draft","title":"`+title+`","idempotency_key":"`+idem+`"}}}`)
+		require.Equal(t, 200, r.Status, "%s", r.Body)
+		return r.JSON["result"].(map[string]any)
+	}
+	res := call("one", "k1")
+	require.NotEqual(t, true, res["isError"], "%v", res)
+	for _, c := range []struct{ title, idem string }{{"two", "k1"}, {"three", strings.Repeat("k", 256)}} {
+		res := call(c.title, c.idem)
+		require.Equal(t, true, res["isError"], "%v", res)
+		text := res["content"].([]any)[0].(map[string]any)["text"].(string)
+		var out map[string]any
+		require.NoError(t, json.Unmarshal([]byte(text), &out))
+		details := out["error"].(map[string]any)["details"].(map[string]any)
+		require.Contains(t, details, "idempotency_key", "details name the tool argument: %s", text)
+	}
 }

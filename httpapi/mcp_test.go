@@ -160,7 +160,7 @@ func TestMCPToolSchemas(t *testing.T) {
 	require.NotContains(t, expires, "type")
 	require.Equal(t, []any{map[string]any{"type": "string", "format": "date-time"}, map[string]any{"type": "null"}}, expires["anyOf"])
 	require.NotEmpty(t, expires["description"], "annotations stay on the outer schema")
-	require.Contains(t, props, mcp.IdempotencyKeyArg)
+	require.Contains(t, props, api.IdempotencyKeyArg)
 	// Tool-only arguments.
 	require.Contains(t, schema("books_upload_pdfs")["properties"], "files")
 	require.Contains(t, schema("books_upload_pdfs")["properties"], "pdfs")
@@ -346,7 +346,7 @@ func TestMCPUploadAndIdempotency(t *testing.T) {
 	key := h.workspace(t, "company", "live")
 	cs := h.mcpSession(t, key, "")
 	png := pngBase64(300, 400)
-	args := map[string]any{"files": []any{png}, "original_filename": "cover.png", "status": "publish", mcp.IdempotencyKeyArg: "up-1"}
+	args := map[string]any{"files": []any{png}, "original_filename": "cover.png", "status": "publish", api.IdempotencyKeyArg: "up-1"}
 	res, out := callTool(t, cs, "books_upload_pdfs", args)
 	require.False(t, res.IsError, "%v", out)
 	batch := out["data"].(map[string]any)["batch_id"].(string)

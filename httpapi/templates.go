@@ -70,7 +70,10 @@ func (s *Service) serveTemplateThumb(ctx *fasthttp.RequestCtx) {
 	id, err := strconv.ParseInt(idStr, 10, 64)
 	width, ok3 := templateThumbSizes[size]
 	tpl, found := convert.TemplateByID(id)
-	if !ok || !ok2 || err != nil || !ok3 || !found {
+	// The id written one way only: the cache is keyed by the name, and "01", "001", "+1"…
+	// each rendered and kept a thumbnail of template 1 (found by a review: memory without
+	// bound, from an anonymous route). So the cache holds templates × sizes at most.
+	if !ok || !ok2 || err != nil || !ok3 || !found || idStr != strconv.FormatInt(id, 10) {
 		s.writeError(ctx, api.ErrNotFound("template thumbnail"))
 		return
 	}

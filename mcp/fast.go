@@ -43,17 +43,28 @@ type fastCall struct {
 		Name      string                     `json:"name"`
 		Arguments map[string]any             `json:"arguments"` // decoded here: not an object is the SDK's to answer
 		Meta      map[string]json.RawMessage `json:"_meta"`
+		// The SDK's other parameters (CallToolParamsRaw), which it checks and this path does
+		// not read: a call carrying either is the SDK's (found by a review: "requestState": 5
+		// ran here, and is the SDK's -32602).
+		InputResponses json.RawMessage `json:"inputResponses"`
+		RequestState   json.RawMessage `json:"requestState"`
 	} `json:"params"`
 }
 
-var fastJSON = sonic.Config{UseNumber: true, CopyString: true, ValidateString: true}.Froze()
+// fastJSON decodes as the SDK does: keys match exactly (sonic ignores their case by default,
+// and "NAME" or "Method" beside "name" or "method" ran another tool than the SDK would: found
+// by a review), numbers as written, strings copied and checked.
+var fastJSON = sonic.Config{UseNumber: true, CopyString: true, ValidateString: true, CaseSensitive: true}.Froze()
 
 // serveFast answers a plain tools/call and reports whether it did.
 // tools are the request's toolset: a tool not among them is the SDK's to refuse, as an
 // unknown tool.
 func (s *Server) serveFast(ctx *fasthttp.RequestCtx, p *api.Principal, reqID string, tools map[string]*api.Operation) bool {
 	h := &ctx.Request.Header
-	if ct, _, _ := bytes.Cut(h.ContentType(), []byte(";")); !bytes.EqualFold(bytes.TrimSpace(ct), []byte("application/json")) {
+	// A Content-Type with parameters is the SDK path's to read (mime.ParseMediaType refuses
+	// some with a 415 there: found by a review); clients send none, or charset=utf-8.
+	if ct, params, _ := bytes.Cut(h.ContentType(), []byte(";")); !bytes.EqualFold(bytes.TrimSpace(ct), []byte("application/json")) ||
+		(len(params) > 0 && !bytes.EqualFold(bytes.TrimSpace(params), []byte("charset=utf-8"))) {
 		return false
 	}
 	if !acceptsBoth(h.Peek("Accept")) {
@@ -64,7 +75,8 @@ func (s *Server) serveFast(ctx *fasthttp.RequestCtx, p *api.Principal, reqID str
 		return false
 	}
 	var m fastCall
-	if err := fastJSON.Unmarshal(body, &m); err != nil || m.JSONRPC != "2.0" || m.Method != "tools/call" || m.Params == nil {
+	if err := fastJSON.Unmarshal(body, &m); err != nil || m.JSONRPC != "2.0" || m.Method != "tools/call" || m.Params == nil ||
+		m.Params.InputResponses != nil || m.Params.RequestState != nil {
 		return false
 	}
 	if id := validID(m.ID); id == nil {

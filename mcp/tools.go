@@ -17,9 +17,6 @@ import (
 	"flipbook/api"
 )
 
-// IdempotencyKeyArg is the argument that carries an Idempotency-Key on write tools.
-const IdempotencyKeyArg = "idempotency_key"
-
 // toolOf describes op as a tool: its arguments (REST parameters under their tool names, file
 // parts replaced by the tool-only arguments), its output and its hints.
 func toolOf(op *api.Operation) *sdk.Tool {
@@ -46,7 +43,7 @@ func toolOf(op *api.Operation) *sdk.Tool {
 		}
 	}
 	if op.Write {
-		in.Properties[IdempotencyKeyArg] = &jsonschema.Schema{Type: "string", MaxLength: ptr(api.MaxIdempotencyKey),
+		in.Properties[api.IdempotencyKeyArg] = &jsonschema.Schema{Type: "string", MaxLength: ptr(api.MaxIdempotencyKey),
 			Description: "a fresh UUID per logical operation: a retry with the same key returns the first result instead of acting twice (24 hours)"}
 	}
 	// The output schema is the structured content exactly: the body of the REST answer (bare
@@ -212,7 +209,7 @@ func isArg(op *api.Operation, name string) bool {
 			return true
 		}
 	}
-	return op.Write && name == IdempotencyKeyArg
+	return op.Write && name == api.IdempotencyKeyArg
 }
 
 // bind moves tool arguments to the call: REST parameters by their tool names, the
@@ -233,10 +230,10 @@ func (s *Server) bind(op *api.Operation, args map[string]any, in *api.Input) ([]
 		}
 	}
 	if op.Write {
-		if k, ok := args[IdempotencyKeyArg]; ok {
+		if k, ok := args[api.IdempotencyKeyArg]; ok {
 			ks, isStr := k.(string)
 			if !isStr {
-				add(IdempotencyKeyArg, "must be a string")
+				add(api.IdempotencyKeyArg, "must be a string")
 			}
 			in.IdempotencyKey = ks
 		}

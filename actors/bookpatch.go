@@ -3,6 +3,7 @@ package actors
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"slices"
 	"time"
 
 	"flipbook/errs"
@@ -45,7 +46,10 @@ type BookPatch struct {
 	MagicLinkMessage        Opt[string]
 	MagicLinkErrorMessage   Opt[string]
 	PDFPassword             Opt[string]
-	PDFPrivacyStatus        Opt[string]
+	// PDFPasswordHashed is a password already hashed (a bulk batch keeps no password); it
+	// sets the book's when not nil.
+	PDFPasswordHashed *storage.PasswordHash
+	PDFPrivacyStatus  Opt[string]
 	Watermark               Opt[string]
 	// DownloadMode is bulk settings' downloadable_pdf: "false" turns downloads off; full,
 	// single or spread turn them on and tell the viewer how to offer the PDF.
@@ -136,6 +140,9 @@ func (p *BookPatch) apply(b *storage.Book, now time.Time) error {
 			_, _ = rand.Read(b.Extra.PDFPasswordSalt)
 			b.Extra.PDFPasswordHash = HashPassword(b.Extra.PDFPasswordSalt, p.PDFPassword.V)
 		}
+	}
+	if h := p.PDFPasswordHashed; h != nil {
+		b.Extra.PDFPasswordSalt, b.Extra.PDFPasswordHash = slices.Clone(h.Salt), slices.Clone(h.Hash)
 	}
 	if p.Status == "" {
 		return nil

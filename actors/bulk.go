@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync"
@@ -151,7 +152,8 @@ func (v *bulkSup) Receive(c *actor.Context) {
 			}
 		}
 	case *CreateBulk:
-		c.Respond(result(v.create(m.Tenant, m.Books, m.Settings, "")))
+		settings, password := sealBulkSettings(m.Settings)
+		c.Respond(result(v.create(m.Tenant, m.Books, settings, password, "")))
 		v.pump(c)
 	case *RetryBulk:
 		c.Respond(result(v.retry(m)))
@@ -192,8 +194,33 @@ func (v *bulkSup) write(b *storage.BulkBatch) error {
 	return bt.Commit()
 }
 
+// sealBulkSettings is what a batch keeps of a request's settings: without what it does not
+// apply (eod_enabled and eod_lists, accepted and ignored: the lists held readers' addresses),
+// and pdf_password as whether one is set (true) or removed (false), its salted hash apart. The
+// batch record and every answer showing it held the password in the clear (found by a review).
+func sealBulkSettings(in map[string]any) (map[string]any, *storage.PasswordHash) {
+	out := make(map[string]any, len(in))
+	var password *storage.PasswordHash
+	for k, v := range in {
+		switch k {
+		case "eod_enabled", "eod_lists":
+		case "pdf_password":
+			s, _ := v.(string)
+			out[k] = s != ""
+			if s != "" {
+				password = &storage.PasswordHash{Salt: make([]byte, 16)}
+				_, _ = rand.Read(password.Salt)
+				password.Hash = HashPassword(password.Salt, s)
+			}
+		default:
+			out[k] = v
+		}
+	}
+	return out, password
+}
+
 // create writes a new batch, its items and its queue entry in one commit.
-func (v *bulkSup) create(t storage.Tenant, books []storage.BulkItem, settings map[string]any, retryOf string) (*BulkView, error) {
+func (v *bulkSup) create(t storage.Tenant, books []storage.BulkItem, settings map[string]any, password *storage.PasswordHash, retryOf string) (*BulkView, error) {
 	n, err := v.s.Store.ActiveBulkCount(t, MaxUnfinishedBulk)
 	if err != nil {
 		return nil, err
@@ -207,7 +234,7 @@ func (v *bulkSup) create(t storage.Tenant, books []storage.BulkItem, settings ma
 		return nil, err
 	}
 	b := &storage.BulkBatch{ID: "bsb_" + RandomString(20), Workspace: t.Workspace, Mode: t.Mode, Seq: uint64(seq),
-		Status: storage.BulkQueued, Total: len(books), Settings: settings, RetryOf: retryOf, CreatedAt: v.s.now()}
+		Status: storage.BulkQueued, Total: len(books), Settings: settings, PDFPassword: password, RetryOf: retryOf, CreatedAt: v.s.now()}
 	items := make([]*storage.BulkItem, len(books))
 	bt := v.s.Store.NewBatch()
 	if err := bt.PutBulkBatch(b); err != nil {
@@ -256,7 +283,11 @@ func (v *bulkSup) retry(m *RetryBulk) (*BulkView, error) {
 	if len(books) == 0 {
 		return nil, &ConflictError{Message: "the batch has no failed items to retry"}
 	}
-	return v.create(m.Tenant, books, b.Settings, b.ID)
+	settings, password := b.Settings, b.PDFPassword
+	if _, clear := settings["pdf_password"].(string); clear { // a batch stored before sealing
+		settings, password = sealBulkSettings(settings)
+	}
+	return v.create(m.Tenant, books, settings, password, b.ID)
 }
 
 // pump starts queued batches while fewer than bulkRunning run.
@@ -430,7 +461,7 @@ func (v *bulkSup) finish(b *storage.BulkBatch, items []*storage.BulkItem, intern
 // runBulk applies a batch's pending items (in a runner goroutine) and reports how it stopped.
 func (s *System) runBulk(ctx context.Context, j *bulkJob, b *storage.BulkBatch, items []*storage.BulkItem) *bulkDone {
 	t := b.Tenant()
-	patch := BulkPatch(b.Settings)
+	patch := BulkPatch(b.Settings, b.PDFPassword)
 	d := &bulkDone{ref: j.ref}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -556,8 +587,10 @@ func (b *book) applyBulk(m *applyBulkItem) (*storage.BulkItem, error) {
 // maps its body (docs/DECISIONS.md "Books"): title → name, allow_fullscreen →
 // fullscreen_enabled, flip_sound → sound_enabled, pdf_privacy_status → privacy,
 // downloadable_pdf → downloadable and the viewer's download mode. eod_enabled and eod_lists are
-// ignored (derived from the access list). The status is left alone.
-func BulkPatch(settings map[string]any) *BookPatch {
+// ignored (derived from the access list). pdf_password is true (set to password, hashed), false
+// (removed), or, in a batch stored before sealBulkSettings, the password. The status is left
+// alone.
+func BulkPatch(settings map[string]any, password *storage.PasswordHash) *BookPatch {
 	str := func(k string) Opt[string] {
 		v, ok := settings[k]
 		switch {
@@ -590,7 +623,8 @@ func BulkPatch(settings map[string]any) *BookPatch {
 		ImageDisplay:            str("image_display"),
 		MagicLinkMessage:        str("magic_link_message"),
 		MagicLinkErrorMessage:   str("magic_link_error_message"),
-		PDFPassword:             str("pdf_password"),
+		PDFPassword:             bulkPassword(settings),
+		PDFPasswordHashed:       password,
 		PDFPrivacyStatus:        str("pdf_privacy_status"),
 		Watermark:               str("watermark"),
 		DownloadMode:            str("downloadable_pdf"),
@@ -641,4 +675,24 @@ func (s *System) startBulk() {
 func (s *System) stopBulk() {
 	<-s.Engine.Poison(s.bulk.pid).Done()
 	s.bulk.workers.Wait()
+}
+
+// bulkPassword is the PDFPassword of a patch from a batch's pdf_password: false removes it;
+// true leaves it to the hash (PDFPasswordHashed); in a batch stored before its settings were
+// sealed, a string is the password and null removes it.
+func bulkPassword(settings map[string]any) Opt[string] {
+	v, ok := settings["pdf_password"]
+	switch x := v.(type) {
+	case bool:
+		if !x {
+			return Opt[string]{Set: true, Null: true}
+		}
+	case string:
+		return Val(x)
+	case nil:
+		if ok {
+			return Opt[string]{Set: true, Null: true}
+		}
+	}
+	return Opt[string]{}
 }

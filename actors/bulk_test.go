@@ -39,7 +39,7 @@ func TestBulkItemAppliedOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, storage.BulkQueued, v.Batch.Status)
 
-	msg := &applyBulkItem{batch: v.Batch.ID, item: *v.Items[0], patch: BulkPatch(v.Batch.Settings)}
+	msg := &applyBulkItem{batch: v.Batch.ID, item: *v.Items[0], patch: BulkPatch(v.Batch.Settings, v.Batch.PDFPassword)}
 	var wg sync.WaitGroup
 	outcomes := make([]*storage.BulkItem, 4)
 	for i := range outcomes {
@@ -77,7 +77,7 @@ func TestBulkCancelRecordedBeforeStop(t *testing.T) {
 		map[string]any{"flip_sound": false})
 	require.NoError(t, err)
 	// As a stop right after the cancel leaves it: running, the first item applied, cancel requested.
-	_, err = askT[*storage.BulkItem](e.sys, e.sys.workspace(tn), &applyBulkItem{batch: v.Batch.ID, item: *v.Items[0], patch: BulkPatch(v.Batch.Settings)})
+	_, err = askT[*storage.BulkItem](e.sys, e.sys.workspace(tn), &applyBulkItem{batch: v.Batch.ID, item: *v.Items[0], patch: BulkPatch(v.Batch.Settings, v.Batch.PDFPassword)})
 	require.NoError(t, err)
 	rec := *v.Batch
 	now := time.Now().UTC()
@@ -115,7 +115,7 @@ func TestBulkPatch(t *testing.T) {
 		Settings: storage.Settings{FullscreenEnabled: true, SoundEnabled: true, AnimationType: "flip"}}
 	p := BulkPatch(map[string]any{"title": "new", "allow_fullscreen": false, "flip_sound": false, "downloadable_pdf": "single",
 		"pdf_privacy_status": "private", "description": nil, "eod_enabled": true, "eod_lists": []any{"x@example.com"},
-		"image_display": "repeat", "watermark": "W"})
+		"image_display": "repeat", "watermark": "W"}, nil)
 	require.NoError(t, p.apply(b, now), "an expired publish book is not refused: the status is not touched")
 	require.Equal(t, storage.StatusPublish, b.Status)
 	require.Equal(t, "new", b.Name)
@@ -127,7 +127,25 @@ func TestBulkPatch(t *testing.T) {
 	require.Equal(t, "repeat", *b.Settings.ImageDisplay)
 	require.Equal(t, "W", *b.Extra.Watermark)
 	require.False(t, b.Settings.EODEnabled, "eod_enabled is derived, never set")
-	require.NoError(t, BulkPatch(map[string]any{"downloadable_pdf": "false"}).apply(b, now))
+	require.NoError(t, BulkPatch(map[string]any{"downloadable_pdf": "false"}, nil).apply(b, now))
 	require.False(t, b.Settings.Downloadable)
 	require.Empty(t, b.Extra.DownloadMode)
+
+	// A batch keeps no password: sealBulkSettings hashes it apart and keeps whether one is set
+	// (and drops the ignored access-list keys); the patch sets the book's hash from it.
+	sealed, hash := sealBulkSettings(map[string]any{"pdf_password": "s3cret", "eod_lists": []any{"x@example.com"}, "eod_enabled": true, "title": "t"})
+	require.Equal(t, map[string]any{"pdf_password": true, "title": "t"}, sealed)
+	require.NotNil(t, hash)
+	require.NoError(t, BulkPatch(sealed, hash).apply(b, now))
+	require.Equal(t, HashPassword(b.Extra.PDFPasswordSalt, "s3cret"), b.Extra.PDFPasswordHash)
+	sealed, hash = sealBulkSettings(map[string]any{"pdf_password": nil})
+	require.Equal(t, map[string]any{"pdf_password": false}, sealed)
+	require.Nil(t, hash)
+	require.NoError(t, BulkPatch(sealed, hash).apply(b, now))
+	require.Nil(t, b.Extra.PDFPasswordHash, "removed")
+	// A batch stored before sealing still applies its password.
+	require.NoError(t, BulkPatch(map[string]any{"pdf_password": "old"}, nil).apply(b, now))
+	require.Equal(t, HashPassword(b.Extra.PDFPasswordSalt, "old"), b.Extra.PDFPasswordHash)
+	require.NoError(t, BulkPatch(map[string]any{"pdf_password": nil}, nil).apply(b, now))
+	require.Nil(t, b.Extra.PDFPasswordHash)
 }

@@ -27,9 +27,18 @@ func strOrNil(s string) *string {
 func bulkJSON(b *storage.BulkBatch, items []*storage.BulkItem) api.BulkBatch {
 	out := api.BulkBatch{ID: b.ID, Status: b.Status, CreatedAt: fmtTime(b.CreatedAt), StartedAt: fmtTimePtr(b.StartedAt),
 		FinishedAt: fmtTimePtr(b.FinishedAt), CancelledAt: fmtTimePtr(b.CancelledAt),
-		Items: make([]api.BulkItem, len(items)), RetryOfBatchID: strOrNil(b.RetryOf), Settings: b.Settings}
-	if out.Settings == nil {
-		out.Settings = map[string]any{}
+		Items: make([]api.BulkItem, len(items)), RetryOfBatchID: strOrNil(b.RetryOf), Settings: map[string]any{}}
+	for k, v := range b.Settings {
+		switch k {
+		case "eod_enabled", "eod_lists": // kept by batches stored before they were left out
+		case "pdf_password": // whether one is set: a batch stored before sealing has it in the clear
+			if pw, ok := v.(string); ok || v == nil {
+				v = pw != ""
+			}
+			out.Settings[k] = v
+		default:
+			out.Settings[k] = v
+		}
 	}
 	c := &out.Progress.Counts
 	for i, it := range items {

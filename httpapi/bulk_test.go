@@ -627,3 +627,54 @@ func TestBulkSettingsOpenAPI(t *testing.T) {
 		require.True(t, covered[op], op)
 	}
 }
+
+// TestBulkBatchKeepsNoPDFPassword: a bulk settings batch keeps its pdf_password ("stored only
+// as a salted hash", "never returned") only hashed, and shows whether one is set: the batch
+// record, its 202 answer and GET batch held it in the clear (found by a review).
+func TestBulkBatchKeepsNoPDFPassword(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	key, ws := h.workspaceKey(t, "company", "live", "*")
+	reader := h.key(t, ws, "live", "books:read")
+	ids := h.makeBooks(t, key, 2, "locked")
+	const secret = "Tr0ub4dor-and-3-horses"
+
+	r := h.do(t, "POST", bulkPath, key, map[string]any{"books": bulkBooks(ids), "settings": map[string]any{"pdf_password": secret}})
+	require.Equal(t, 202, r.Status, "%s", r.Body)
+	id := r.data()["id"].(string)
+	b := h.waitBulk(t, key, id)
+	require.Equal(t, "completed", b["status"])
+
+	got := h.do(t, "GET", bulkPath+"/"+id, reader, nil)
+	require.Equal(t, 200, got.Status, "%s", got.Body)
+	require.NotContains(t, string(got.Body), secret, "GET batch (books:read) returns the PDF password in the clear")
+	require.NotContains(t, string(r.Body), secret, "the 202 answer echoes the PDF password")
+	for _, kv := range tenantValues(t, h, ws, 'l') {
+		require.NotContains(t, string(kv), secret, "a Pebble record holds the PDF password in the clear")
+	}
+}
+
+// TestBulkBatchKeepsNoAccessLists: eod_lists and eod_enabled are "accepted and ignored" by a
+// bulk settings batch, and not kept either: the batch stored them as given, so the addresses a
+// client put there stayed in Pebble and in GET batch after customers/redact erased that
+// customer (found by a review).
+func TestBulkBatchKeepsNoAccessLists(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	key, ws := h.workspaceKey(t, "company", "live", "*")
+	const ann, shop = "ann.bulk@example.com", "acme.myshopify.com"
+	ids := h.makeBooks(t, key, 1, "gated")
+	r := h.do(t, "POST", bulkPath, key, map[string]any{"books": bulkBooks(ids),
+		"settings": map[string]any{"title": "Spring", "eod_lists": []any{ann}}})
+	require.Equal(t, 202, r.Status, "%s", r.Body)
+	id := r.data()["id"].(string)
+	h.waitBulk(t, key, id)
+
+	h.shopifyCall(t, key, 202, shopifyBody("customers/redact", shop, map[string]any{"email": ann}, 0))
+	got := h.do(t, "GET", bulkPath+"/"+id, key, nil)
+	require.Equal(t, 200, got.Status, "%s", got.Body)
+	require.NotContains(t, string(got.Body), ann, "GET batch still returns the erased customer's address")
+	for _, kv := range tenantValues(t, h, ws, 'l') {
+		require.NotContains(t, string(kv), ann, "a Pebble record still names the erased customer")
+	}
+}

@@ -143,6 +143,10 @@ func (k *keyLocks) lock(key string) (unlock func()) {
 
 var shopifyLocks keyLocks
 
+// ShopifyReplayWindow is how long a GDPR webhook's answer is replayed to a retry of it:
+// Shopify retries a webhook for up to 48 hours.
+const ShopifyReplayWindow = 48 * time.Hour
+
 // shopifyService runs the Shopify integration operations (spec §4.10): GDPR webhooks read and
 // redact the workspace's data everywhere it is kept (store, event log, DuckDB).
 type shopifyService struct {
@@ -164,11 +168,16 @@ func (s *shopifyService) ShopifyWebhook(r *api.Request, w *api.ShopifyWebhook) (
 	t := r.Auth.Tenant
 	unlock := shopifyLocks.lock(string(rune(t.Mode)) + strconv.FormatInt(t.Workspace, 10) + "/" + hex.EncodeToString(in.hash))
 	defer unlock()
-	// A retry of a request already answered gets the first answer, and nothing is done again.
-	if a, err := s.Store.ShopifyAnswer(t, in.shop, in.hash); err == nil {
+	// A retry of a request already answered gets the first answer, and nothing is done again,
+	// within Shopify's retry window: after it the same body is a new request (a shop that
+	// reinstalls and uninstalls again, a returning customer) and is carried out again (found
+	// by a review: the first answer was replayed for good, and the new data stayed).
+	a, err := s.Store.ShopifyAnswer(t, in.shop, in.hash)
+	switch {
+	case err == nil && r.Now.Sub(a.CreatedAt) < ShopifyReplayWindow:
 		return &api.Data[api.ShopifyAnswer]{Status: 202,
 			Data: api.ShopifyAnswer{Action: a.Action, Counts: a.Counts, Replayed: true, Status: a.Status}}, nil
-	} else if !errors.Is(err, errs.ErrNotFound) {
+	case err != nil && !errors.Is(err, errs.ErrNotFound):
 		return nil, err
 	}
 	received := r.Now.UTC()
@@ -400,13 +409,15 @@ func (s *shopifyService) shopifyRedactCustomer(r *api.Request, in *shopifyReques
 // redactedPayload replaces a delivery payload that named an erased customer.
 var redactedPayload = []byte(`{"redacted":true}`)
 
-// customerDeliveries counts the tenant's webhook deliveries whose payload names the address;
-// with scrub, it replaces those payloads with {"redacted": true}. Payloads are shared by the
-// deliveries of an event (t/<tenant>/whp/<event>), written once by the dispatcher before any
-// of them is attempted: rewriting them races no other writer. A delivery record from before
-// payloads were shared carries its own: it is rewritten without it once finished (no attempt
-// writes it any more); an unfinished one loses it at its next attempt, whose record write
-// drops it.
+// customerDeliveries counts the tenant's webhook deliveries whose payload names the address, or
+// whose stored response body does (a receiver that echoes what it got); with scrub, it replaces
+// those payloads with {"redacted": true} and those response bodies with redactedResponse.
+// Payloads are shared by the deliveries of an event (t/<tenant>/whp/<event>), written once by
+// the dispatcher before any of them is attempted: rewriting them races no other writer. A
+// delivery record is rewritten only once finished (no attempt writes it any more): one from
+// before payloads were shared without its own payload, one whose response named the address
+// without that response. An unfinished one loses both at its next attempt, whose record write
+// drops the payload and stores the new answer.
 func (s *shopifyService) customerDeliveries(t storage.Tenant, email string, scrub bool) (int, error) {
 	match := func(p []byte) bool { return payloadNames(p, email) }
 	events, err := s.Store.WebhookPayloadsMatching(t, match)
@@ -418,21 +429,32 @@ func (s *shopifyService) customerDeliveries(t storage.Tenant, email string, scru
 		named[e] = true
 	}
 	n := 0
-	var legacy []*storage.WebhookDelivery
+	var legacy, rewrite []*storage.WebhookDelivery
 	err = s.Store.TenantWebhookDeliveries(t, func(d *storage.WebhookDelivery) error {
+		hit := false
 		if len(d.Payload) > 0 && string(d.Payload) != "null" {
 			if match(d.Payload) {
-				n++
+				hit = true
 				legacy = append(legacy, d)
 			}
-			return nil
+		} else {
+			hit = named[d.EventID]
 		}
-		if named[d.EventID] {
+		// Found by a review: an echoing receiver's answer kept the address after the erasure.
+		echoed := d.ResponseBody != "" && mentions(strings.ToLower(d.ResponseBody), email)
+		if echoed {
+			d.ResponseBody = redactedResponse
+		}
+		finished := d.Status == storage.DeliverySucceeded || d.Status == storage.DeliveryFailed
+		if finished && (echoed || len(d.Payload) > 0 && string(d.Payload) != "null" && hit) {
+			rewrite = append(rewrite, d)
+		}
+		if hit || echoed {
 			n++
 		}
 		return nil
 	})
-	if err != nil || !scrub || (len(events) == 0 && len(legacy) == 0) {
+	if err != nil || !scrub || (len(events) == 0 && len(legacy) == 0 && len(rewrite) == 0) {
 		return n, err
 	}
 	b := s.Store.NewBatch()
@@ -441,15 +463,18 @@ func (s *shopifyService) customerDeliveries(t storage.Tenant, email string, scru
 	}
 	for _, d := range legacy {
 		b.PutWebhookPayload(t, d.EventID, redactedPayload)
-		if d.Status == storage.DeliverySucceeded || d.Status == storage.DeliveryFailed {
-			if err := b.PutWebhookDelivery(t, d); err != nil { // written without its own payload
-				b.Close()
-				return 0, err
-			}
+	}
+	for _, d := range rewrite {
+		if err := b.PutWebhookDelivery(t, d); err != nil { // written without its own payload
+			b.Close()
+			return 0, err
 		}
 	}
 	return n, b.Commit()
 }
+
+// redactedResponse replaces a delivery's stored response body that named an erased customer.
+const redactedResponse = `{"redacted":true}`
 
 // payloadNames reports whether a JSON payload has a string value naming the address (equal to
 // it, or containing it between characters an address cannot continue with), ignoring case.

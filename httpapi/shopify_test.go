@@ -7,14 +7,20 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/stretchr/testify/require"
 
 	"flipbook/actors"
+	"flipbook/api"
+	"flipbook/internal/testutil"
 	"flipbook/storage"
 )
 
@@ -568,4 +574,109 @@ func TestShopifyPayloadNames(t *testing.T) {
 	} {
 		require.Equal(t, want, payloadNames([]byte(payload), e), payload)
 	}
+}
+
+// echoReceiver answers every webhook delivery 200 with the body it received, as many
+// receivers (request bins, debugging endpoints, some CRMs) do.
+func echoReceiver(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":true,"echo":`))
+		_, _ = w.Write(body)
+		_, _ = w.Write([]byte(`}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestShopifyRedactEchoedResponseBody: customers/redact also reaches the first 4 KB of the
+// receiver's answer each delivery keeps (response_body): a receiver echoing the payload left the
+// address in the delivery log, readable by GET .../deliveries and stored in Pebble after the
+// erasure (found by a review).
+func TestShopifyRedactEchoedResponseBody(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, fastWebhooks)
+	key, ws := h.workspaceKey(t, "company", "live", "*")
+	const ann, shop = "ann.review@example.com", "acme.myshopify.com"
+	rc := echoReceiver(t)
+	sub := h.do(t, "POST", "/api/v1/webhook-subscriptions", key, map[string]any{"name": "crm", "provider": "generic",
+		"target_url": rc.URL + "/hook", "event_types": []string{"cta_submitted"}})
+	require.Equal(t, 201, sub.Status, "%s", sub.Body)
+	subID := itoa(int64(sub.data()["id"].(float64)))
+
+	book := h.konva(t, key, "Open", "publish")
+	b := collectBody(book, map[string]any{"type": "session_started", "page_number": 1},
+		map[string]any{"type": "lead_form_submitted", "page_number": 1, "form": map[string]any{"email": ann, "name": "Ann"}})
+	b["session_id"] = "s-ann"
+	require.Equal(t, 202, h.do(t, "POST", "/collect", "", b).Status)
+
+	deliveries := func() *resp {
+		r := h.do(t, "GET", "/api/v1/webhook-subscriptions/"+subID+"/deliveries?limit=100", key, nil)
+		require.Equal(t, 200, r.Status, "%s", r.Body)
+		return r
+	}
+	testutil.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
+		for _, d := range deliveries().list() {
+			if d.(map[string]any)["status"] == "succeeded" {
+				return nil
+			}
+		}
+		return fmt.Errorf("the lead form's delivery has not succeeded yet")
+	})
+
+	red := h.shopifyCall(t, key, 202, shopifyBody("customers/redact", shop, map[string]any{"email": ann}, 0))
+	require.Equal(t, "redact_customer", red.data()["action"])
+	require.Positive(t, counts(red)["webhook_deliveries"])
+
+	for _, d := range deliveries().list() {
+		m := d.(map[string]any)
+		p, _ := json.Marshal(m["payload"])
+		require.NotContains(t, strings.ToLower(string(p)), ann, "payload")
+		require.NotContains(t, strings.ToLower(fmt.Sprint(m["response_body"])), ann,
+			"the delivery's response_body still names the erased customer")
+	}
+	for _, kv := range tenantValues(t, h, ws, 'l') {
+		require.NotContains(t, strings.ToLower(string(kv)), ann, "a Pebble record still names the erased customer")
+	}
+}
+
+// TestShopifyReplayWindow: the replay answer of a GDPR webhook holds for Shopify's retry window
+// only. Shopify's shop/redact body is always the same for a shop ({shop_id, shop_domain}), so a
+// shop that reinstalls the app, syncs catalogs again and uninstalls again had its second
+// shop/redact "replayed" for good, and nothing erased (found by a review). The stored answer is
+// dated back three days here, as if the second uninstall came then.
+func TestShopifyReplayWindow(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	key, ws := h.workspaceKey(t, "company", "live", "*")
+	tn := storage.Tenant{Workspace: ws, Mode: storage.ModeLive}
+	const shop = "acme.myshopify.com"
+	mk := func(name string) int64 {
+		r := h.do(t, "POST", "/api/v1/catalogs", key, map[string]any{"name": name, "source": "shopify", "external_id": shop})
+		require.Equal(t, 202, r.Status, "%s", r.Body)
+		return int64(r.data()["catalog"].(map[string]any)["id"].(float64))
+	}
+	first := mk("first install")
+	body := shopifyBody("shop/redact", shop, nil, 0)
+	r := h.shopifyCall(t, key, 202, body)
+	require.Equal(t, 1, counts(r)["catalogs"])
+	require.Equal(t, 404, h.do(t, "GET", "/api/v1/catalogs/"+itoa(first), key, nil).Status)
+
+	// Three days later: reinstalled, synced, uninstalled again; Shopify sends shop/redact.
+	second := mk("second install")
+	in := api.ShopifyWebhook{Topic: "shop/redact", ShopDomain: shop,
+		Payload: api.ShopifyPayload{ShopDomain: shop, ShopID: 954889}}
+	req, err := shopifyInput(&in)
+	require.NoError(t, err)
+	a, err := h.svc.Store.ShopifyAnswer(tn, shop, req.hash)
+	require.NoError(t, err)
+	a.CreatedAt = a.CreatedAt.Add(-72 * time.Hour)
+	bt := h.svc.Store.NewBatch()
+	require.NoError(t, bt.PutShopifyAnswer(tn, shop, req.hash, a))
+	require.NoError(t, bt.Commit())
+
+	again := h.shopifyCall(t, key, 202, body)
+	require.Equal(t, 404, h.do(t, "GET", "/api/v1/catalogs/"+itoa(second), key, nil).Status,
+		"the shop's new catalog survived its shop/redact (answer: %s)", again.Body)
 }

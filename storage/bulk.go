@@ -49,8 +49,12 @@ type BulkBatch struct {
 	Seq       uint64 `json:"seq"` // queue position
 	Status    string `json:"status"`
 	Total     int    `json:"total"`
-	// Settings is the settings object of the request, as validated (spec §4.1.1 keys).
-	Settings    map[string]any `json:"settings"`
+	// Settings is the settings object of the request, as validated (spec §4.1.1 keys), less
+	// what it does not apply (eod_enabled, eod_lists) and with pdf_password as whether one is
+	// set (true) or removed (false): the password itself is PDFPassword, hashed.
+	Settings map[string]any `json:"settings"`
+	// PDFPassword is the salted hash of the pdf_password the batch sets (nil for none).
+	PDFPassword *PasswordHash `json:"pdf_password,omitempty"`
 	RetryOf     string         `json:"retry_of,omitempty"`
 	CreatedAt   time.Time      `json:"created_at"`
 	StartedAt   *time.Time     `json:"started_at"`
@@ -60,6 +64,12 @@ type BulkBatch struct {
 	// started after it, and the batch becomes cancelled once the items in flight are back (also
 	// after a restart).
 	CancelRequested bool `json:"cancel_requested,omitempty"`
+}
+
+// PasswordHash is a salted password hash (the password is never stored).
+type PasswordHash struct {
+	Salt []byte `json:"salt"`
+	Hash []byte `json:"hash"`
 }
 
 // Tenant of the batch.

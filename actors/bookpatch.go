@@ -50,7 +50,7 @@ type BookPatch struct {
 	// sets the book's when not nil.
 	PDFPasswordHashed *storage.PasswordHash
 	PDFPrivacyStatus  Opt[string]
-	Watermark               Opt[string]
+	Watermark         Opt[string]
 	// DownloadMode is bulk settings' downloadable_pdf: "false" turns downloads off; full,
 	// single or spread turn them on and tell the viewer how to offer the PDF.
 	DownloadMode Opt[string]

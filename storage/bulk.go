@@ -55,11 +55,11 @@ type BulkBatch struct {
 	Settings map[string]any `json:"settings"`
 	// PDFPassword is the salted hash of the pdf_password the batch sets (nil for none).
 	PDFPassword *PasswordHash `json:"pdf_password,omitempty"`
-	RetryOf     string         `json:"retry_of,omitempty"`
-	CreatedAt   time.Time      `json:"created_at"`
-	StartedAt   *time.Time     `json:"started_at"`
-	FinishedAt  *time.Time     `json:"finished_at"`
-	CancelledAt *time.Time     `json:"cancelled_at"`
+	RetryOf     string        `json:"retry_of,omitempty"`
+	CreatedAt   time.Time     `json:"created_at"`
+	StartedAt   *time.Time    `json:"started_at"`
+	FinishedAt  *time.Time    `json:"finished_at"`
+	CancelledAt *time.Time    `json:"cancelled_at"`
 	// CancelRequested is set (with CancelledAt) when a running batch is cancelled: no item is
 	// started after it, and the batch becomes cancelled once the items in flight are back (also
 	// after a restart).

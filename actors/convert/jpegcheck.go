@@ -94,21 +94,12 @@ func jpegCost(data []byte, width, height int) (int64, error) {
 			if len(comps) > 0 {
 				return 0, ErrNotImage // a second frame: none of the decoders here reads one
 			}
-			if len(seg) < 6 {
-				return pixels, nil
-			}
-			nf := int(seg[5])
-			if nf < 1 || len(seg) < 6+3*nf {
+			if comps = jpegFrame(seg); comps == nil {
 				return pixels, nil
 			}
 			progressive = m == 0xC2 || m == 0xC6 || m == 0xCA || m == 0xCE
-			for k := 0; k < nf; k++ {
-				c := jpegComponent{id: seg[6+3*k], h: int(seg[7+3*k] >> 4), v: int(seg[7+3*k] & 15)}
-				if c.h < 1 || c.v < 1 {
-					return pixels, nil
-				}
+			for _, c := range comps {
 				hmax, vmax = max(hmax, c.h), max(vmax, c.v)
-				comps = append(comps, c)
 			}
 		case m == 0xDA: // a scan, then its entropy-coded data up to the next marker
 			if scans++; scans > maxJPEGScans {
@@ -145,6 +136,26 @@ func jpegCost(data []byte, width, height int) (int64, error) {
 		return 0, errJPEGWeight
 	}
 	return weight, nil
+}
+
+// jpegFrame reads the components of a frame header (SOF segment), nil when it is malformed.
+func jpegFrame(seg []byte) []jpegComponent {
+	if len(seg) < 6 {
+		return nil
+	}
+	nf := int(seg[5])
+	if nf < 1 || len(seg) < 6+3*nf {
+		return nil
+	}
+	comps := make([]jpegComponent, nf)
+	for k := range comps {
+		c := jpegComponent{id: seg[6+3*k], h: int(seg[7+3*k] >> 4), v: int(seg[7+3*k] & 15)}
+		if c.h < 1 || c.v < 1 {
+			return nil
+		}
+		comps[k] = c
+	}
+	return comps
 }
 
 // entropyEnd is where the entropy-coded data from i ends: at a marker other than a stuffed

@@ -124,6 +124,17 @@ func (f *Forwarder) client(base string, ex Exchange) (*fasthttp.HostClient, erro
 		ReadTimeout: f.timeout, WriteTimeout: f.timeout, MaxIdleConnDuration: time.Minute,
 		DisableHeaderNamesNormalizing: true, DisablePathNormalizing: true,
 		NoDefaultUserAgentHeader: true, // no User-Agent added where the client sent none
+		// fasthttp sent a GET, HEAD or PUT again, up to 5 times, when its answer failed, and
+		// the owner may have applied it (found by a review: a PUT reached it 5 times, and a
+		// paused owner held a quick request 5 × 30 s). A write is sent once: one that failed
+		// after it may have been sent is the client's to retry (a 503). A read may be sent
+		// once more, so that a kept-alive connection to an owner that died since (its first
+		// use fails) is not a 503: the new connection's dial fails, and the forward waits for
+		// the partition's next owner.
+		MaxIdemponentCallAttempts: 2,
+		RetryIfErr: func(r *fasthttp.Request, _ int, _ error) (bool, bool) {
+			return false, r.Header.IsGet() || r.Header.IsHead()
+		},
 		// A large or long answer (a CSV export, a file) streams through instead of being held
 		// whole here.
 		StreamResponseBody: ex != Quick}
@@ -155,6 +166,13 @@ func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base, clientIP string, ex 
 	if len(ctx.Request.Header.Peek(ForwardedHeader)) > 0 {
 		return ErrLoop
 	}
+	// The forwarding headers are set on the client's request itself (below): taken off again,
+	// so a forward that could not dial can be sent again, to the partition's next owner, and
+	// is not taken for a loop (found by a review: it was a 503 after 250 ms).
+	defer func() {
+		ctx.Request.Header.Del(ForwardedHeader)
+		ctx.Request.Header.Del(ForwardAuthHeader)
+	}()
 	if ctx.Request.IsBodyStream() {
 		ex = Long
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,4 +127,136 @@ func TestForwardOneHop(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, 503, res.StatusCode)
 	require.Contains(t, string(got), "one hop")
+}
+
+// A forward that could not reach the owner (its node is down: NotSent) is to be tried again
+// once the partition has a new owner (docs/ARCHITECTURE.md "Serving": "a forward that could not
+// dial is tried again after the next ownership change"; httpapi/cluster.go route). The second
+// try must reach the new owner, not be refused as a loop because the first try left the
+// forwarding headers on the client's request (found by a review: it was).
+func TestForwardRetriedAfterDialFailure(t *testing.T) {
+	t.Parallel()
+	// The old owner: a port with nothing listening (a killed node).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	var mu sync.Mutex // the handlers' results, read by the test
+	var seenBy string
+	newOwner := serve(t, func(ctx *fasthttp.RequestCtx) {
+		mu.Lock()
+		defer mu.Unlock()
+		seenBy = string(ctx.Request.Header.Peek(ForwardedHeader))
+		ctx.SetStatusCode(200)
+		ctx.SetBodyString(`{"data":"from the new owner"}`)
+	})
+	f := NewForwarder("node-a", []byte("shared-secret"), 10*time.Second)
+	defer f.Close()
+	var firstErr, secondErr error
+	node := serve(t, func(ctx *fasthttp.RequestCtx) {
+		f.FromPeer(ctx)
+		clientIP := ctx.RemoteIP().String()
+		err := f.Forward(ctx, dead, clientIP, Quick)
+		mu.Lock()
+		firstErr = err
+		mu.Unlock()
+		if firstErr == nil || !NotSent(firstErr) {
+			ctx.SetStatusCode(500)
+			ctx.SetBodyString("the first forward was expected to fail to dial")
+			return
+		}
+		// The partition moved to a live node: the same request, forwarded again (route's loop).
+		err = f.Forward(ctx, newOwner, clientIP, Quick)
+		mu.Lock()
+		secondErr = err
+		mu.Unlock()
+		if err != nil {
+			ctx.SetStatusCode(503)
+			ctx.SetBodyString(err.Error())
+		}
+	})
+	res, err := http.Get(node + "/api/v1/books")
+	require.NoError(t, err)
+	got, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	require.True(t, NotSent(firstErr), "first forward: %v", firstErr)
+	require.NoError(t, secondErr, "the second forward, to the partition's new owner, after the first could not dial")
+	require.Equal(t, 200, res.StatusCode, "%s", got)
+	require.True(t, strings.Contains(string(got), "new owner"))
+	require.Equal(t, "node-a", seenBy)
+}
+
+// A forwarded request whose owner drops the connection after reading it (killed mid-request,
+// after it applied the write) or does not answer within the quick timeout (paused, cut off) has
+// an unknown outcome: it is "never sent twice" (docs/ARCHITECTURE.md "Serving": "A forward that
+// failed after it may have been sent is a 503 (never sent twice)"), and the client's 503 comes
+// within the quick timeout ("not a wait of minutes": exchangeOf). fasthttp resent GET, HEAD and
+// PUT requests without a body stream by itself on such errors (5 times by default), and route
+// reads bodies of up to 1 MiB before forwarding, so a forwarded PUT reached the owner five
+// times (found by a review). A write is now sent once; a read at most twice (a kept-alive
+// connection to a dead owner fails at its first use, and the read goes again on a new one).
+func TestForwardNotSentTwice(t *testing.T) {
+	t.Parallel()
+	for _, method := range []string{"PUT", "GET"} {
+		t.Run(method, func(t *testing.T) {
+			t.Parallel()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			defer ln.Close()
+			var mu sync.Mutex
+			got := 0
+			go func() { // the owner: reads the request, then dies before answering
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					buf := make([]byte, 4096)
+					if n, _ := c.Read(buf); n > 0 {
+						mu.Lock()
+						got++
+						mu.Unlock()
+					}
+					c.Close()
+				}
+			}()
+			f := NewForwarder("node-a", []byte("shared-secret"), time.Minute)
+			defer f.Close()
+			var ferr error
+			node := serve(t, func(ctx *fasthttp.RequestCtx) {
+				if ctx.Request.IsBodyStream() { // as route does for a body of up to 1 MiB
+					ctx.Request.SetBody(append([]byte(nil), ctx.Request.Body()...))
+				}
+				err := f.Forward(ctx, "http://"+ln.Addr().String(), ctx.RemoteIP().String(), Quick)
+				mu.Lock()
+				ferr = err
+				mu.Unlock()
+				if err != nil {
+					ctx.SetStatusCode(503)
+				}
+			})
+			var body io.Reader
+			if method == "PUT" {
+				body = strings.NewReader(`{"title":"renamed"}`)
+			}
+			req, err := http.NewRequest(method, node+"/api/v1/books/b1", body)
+			require.NoError(t, err)
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			res.Body.Close()
+			require.Equal(t, 503, res.StatusCode)
+			mu.Lock()
+			n, fe := got, ferr
+			mu.Unlock()
+			require.Error(t, fe)
+			want := 1
+			if method == "GET" {
+				want = 2
+			}
+			require.Equal(t, want, n, "the owner received the forwarded %s %d times", method, n)
+		})
+	}
 }

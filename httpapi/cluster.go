@@ -293,7 +293,9 @@ func exchangeOf(ctx *fasthttp.RequestCtx) cluster.Exchange {
 	switch {
 	case string(path) == mcp.Path || bytes.Contains(path, []byte("/exports/")):
 		return cluster.Long
-	case bytes.HasPrefix(path, []byte("/files/")):
+	case bytes.HasPrefix(path, []byte("/files/")), bytes.HasPrefix(path, []byte("/view/")) && bytes.HasSuffix(path, []byte("/download")):
+		// Streamed: a download is the source PDF or pages cut from it, up to hundreds of MB,
+		// which a Quick exchange held whole in the forwarding node's memory (found by a review).
 		return cluster.QuickStreamed
 	}
 	return cluster.Quick

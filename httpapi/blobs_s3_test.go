@@ -120,3 +120,32 @@ func objectStoreHarness(t *testing.T, cfg func(*Config)) (*harness, *minio.Clien
 		return out
 	}
 }
+
+// With an object store, a customer's erasure reaches the exports stored there too: the rows of
+// a stored leads export naming the customer go, the others stay.
+func TestShopifyRedactStoredExportObject(t *testing.T) {
+	h, _, _ := objectStoreHarness(t, nil)
+	key, ws := h.workspaceKey(t, "company", "live", "*")
+	const ann = "ann.object@example.com"
+	book := h.konva(t, key, "Open", "publish")
+	for sid, email := range map[string]string{"s-ann": ann, "s-bob": "bob.object@example.com"} {
+		b := collectBody(book, map[string]any{"type": "lead_form_submitted", "page_number": 1, "form": map[string]any{"email": email}})
+		b["session_id"] = sid
+		require.Equal(t, 202, h.do(t, "POST", "/collect", "", b).Status)
+	}
+	h.logged(t)
+	r := h.rpc(t, key, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exports_download_book_leads_csv",`+
+		`"arguments":{"book_id":"`+book+`","output_object_key":"crm/leads.csv"}}}`)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	obj := itoa(ws) + "-live/crm/leads.csv"
+	data, err := h.svc.Store.ExportObject(obj)
+	require.NoError(t, err, "%s", r.Body)
+	require.Contains(t, string(data), ann)
+
+	red := h.shopifyCall(t, key, 202, shopifyBody("customers/redact", "acme.myshopify.com", map[string]any{"email": ann}, 0))
+	require.Equal(t, 1, counts(red)["stored_export_rows"], "%s", red.Body)
+	data, err = h.svc.Store.ExportObject(obj)
+	require.NoError(t, err)
+	require.NotContains(t, string(data), ann)
+	require.Contains(t, string(data), "bob.object@example.com")
+}

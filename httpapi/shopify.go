@@ -315,7 +315,8 @@ func (s *shopifyService) waitLogged(r *api.Request) error {
 
 func (s *shopifyService) shopifyDataRequest(r *api.Request, in *shopifyRequest) (shopifyCounts, error) {
 	t := r.Auth.Tenant
-	counts := shopifyCounts{"viewers": 0, "subscribers": 0, "events": 0, "sessions": 0, "leads": 0, "webhook_deliveries": 0}
+	counts := shopifyCounts{"viewers": 0, "subscribers": 0, "events": 0, "sessions": 0, "leads": 0, "webhook_deliveries": 0,
+		"stored_export_rows": 0}
 	if in.email == "" {
 		return counts, nil // readers are known by their address only
 	}
@@ -346,16 +347,28 @@ func (s *shopifyService) shopifyDataRequest(r *api.Request, in *shopifyRequest) 
 		return nil, err
 	}
 	counts["webhook_deliveries"] = int64(n)
+	if counts["stored_export_rows"], err = s.customerExports(t, in.email, false); err != nil {
+		return nil, err
+	}
 	return counts, nil
+}
+
+// customerExports counts the rows of the tenant's stored exports (the MCP export tools'
+// output_path and output_object_key files) that name the address; with scrub it drops them.
+func (s *shopifyService) customerExports(t storage.Tenant, email string, scrub bool) (int64, error) {
+	n, err := s.Store.EraseFromExports(t, func(field string) bool { return mentions(strings.ToLower(field), email) }, !scrub)
+	return int64(n), err
 }
 
 // shopifyRedactCustomer erases a customer's reader data: first the analytics rows (while the
 // viewer record still gives the viewer id), then the access-list entries (through the book
-// actors), the webhook payloads naming the address, and last the viewer record. Each step
+// actors), the webhook payloads naming the address, the stored exports' rows naming it, and
+// last the viewer record. Each step
 // finds nothing the second time, so a request that failed half-way is completed by its retry.
 func (s *shopifyService) shopifyRedactCustomer(r *api.Request, in *shopifyRequest) (shopifyCounts, error) {
 	t := r.Auth.Tenant
-	counts := shopifyCounts{"viewers": 0, "subscribers": 0, "events": 0, "sessions": 0, "leads": 0, "webhook_deliveries": 0}
+	counts := shopifyCounts{"viewers": 0, "subscribers": 0, "events": 0, "sessions": 0, "leads": 0, "webhook_deliveries": 0,
+		"stored_export_rows": 0}
 	if in.email == "" {
 		return counts, nil // readers are known by their address only: nothing is stored under a customer id
 	}
@@ -395,6 +408,9 @@ func (s *shopifyService) shopifyRedactCustomer(r *api.Request, in *shopifyReques
 		return nil, err
 	}
 	counts["webhook_deliveries"] = int64(n)
+	if counts["stored_export_rows"], err = s.customerExports(t, in.email, true); err != nil {
+		return nil, err
+	}
 	if m.ViewerID != 0 {
 		b := s.Store.NewBatch()
 		b.DeleteViewer(t, m.ViewerID, in.email)

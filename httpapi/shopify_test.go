@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -254,7 +256,7 @@ func TestShopifyCustomerData(t *testing.T) {
 	require.Positive(t, naming)
 	require.Positive(t, others)
 	require.Equal(t, map[string]int{"viewers": 1, "subscribers": 2, "events": 9, "sessions": 2, "leads": 2,
-		"webhook_deliveries": naming}, counts(dr))
+		"webhook_deliveries": naming, "stored_export_rows": 0}, counts(dr))
 	// Nothing was deleted by it.
 	require.Equal(t, counts(dr), counts(h.shopifyCall(t, keyA, 202, shopifyBody("customers/data_request", shop,
 		map[string]any{"id": 1, "email": ann}, 78))))
@@ -270,7 +272,7 @@ func TestShopifyCustomerData(t *testing.T) {
 	require.Zero(t, naming, "no delivery payload names Ann any more")
 	require.Equal(t, others, others2, "other readers' deliveries are untouched")
 	require.Equal(t, map[string]int{"viewers": 1, "subscribers": 2, "events": 10, "sessions": 2, "leads": 2,
-		"webhook_deliveries": redacted}, counts(red))
+		"webhook_deliveries": redacted, "stored_export_rows": 0}, counts(red))
 	// A retry is replayed: nothing is done again.
 	again := h.shopifyCall(t, keyA, 202, redactBody)
 	require.Equal(t, true, again.data()["replayed"])
@@ -346,7 +348,8 @@ func TestShopifyCustomerData(t *testing.T) {
 
 	// Workspace B still holds its data of the same address.
 	b := counts(h.shopifyCall(t, keyB, 202, shopifyBody("customers/data_request", shop, map[string]any{"email": ann}, 80)))
-	require.Equal(t, map[string]int{"viewers": 1, "subscribers": 1, "events": 4, "sessions": 1, "leads": 0, "webhook_deliveries": 0}, b)
+	require.Equal(t, map[string]int{"viewers": 1, "subscribers": 1, "events": 4, "sessions": 1, "leads": 0, "webhook_deliveries": 0,
+		"stored_export_rows": 0}, b)
 	require.Contains(t, strings.ToLower(string(h.do(t, "GET", "/api/v1/analytics/readers?book_id="+bookB, keyB, nil).Body)), ann)
 	found := false
 	for _, kv := range tenantValues(t, h, wsB, 'l') {
@@ -679,4 +682,43 @@ func TestShopifyReplayWindow(t *testing.T) {
 	again := h.shopifyCall(t, key, 202, body)
 	require.Equal(t, 404, h.do(t, "GET", "/api/v1/catalogs/"+itoa(second), key, nil).Status,
 		"the shop's new catalog survived its shop/redact (answer: %s)", again.Body)
+}
+
+// TestShopifyRedactStoredExport: the rows of an export the MCP export tools stored in the
+// workspace's export area (output_path) that name the customer are counted by a data request
+// and dropped by customers/redact; the other rows stay (found by a review: the erasure never
+// looked there).
+func TestShopifyRedactStoredExport(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	key, ws := h.workspaceKey(t, "company", "live", "*")
+	const ann, shop = "ann.export@example.com", "acme.myshopify.com"
+	book := h.konva(t, key, "Open", "publish")
+	b := collectBody(book, map[string]any{"type": "session_started", "page_number": 1},
+		map[string]any{"type": "lead_form_submitted", "page_number": 1, "form": map[string]any{"email": ann}})
+	b["session_id"] = "s-ann"
+	require.Equal(t, 202, h.do(t, "POST", "/collect", "", b).Status)
+	bob := collectBody(book, map[string]any{"type": "lead_form_submitted", "page_number": 1,
+		"form": map[string]any{"email": "bob.export@example.com", "note": "a, \"quoted\" note"}})
+	bob["session_id"] = "s-bob"
+	require.Equal(t, 202, h.do(t, "POST", "/collect", "", bob).Status)
+	h.logged(t)
+
+	r := h.rpc(t, key, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exports_download_book_leads_csv",`+
+		`"arguments":{"book_id":"`+book+`","output_path":"leads.csv"}}}`)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	file := filepath.Join(h.cfg.DataDir, "exports", itoa(ws)+"-live", "leads.csv")
+	data, err := os.ReadFile(file)
+	require.NoError(t, err, "%s", r.Body)
+	require.Contains(t, strings.ToLower(string(data)), ann)
+
+	dr := h.shopifyCall(t, key, 202, shopifyBody("customers/data_request", shop, map[string]any{"email": ann}, 5))
+	require.Equal(t, 1, counts(dr)["stored_export_rows"], "%s", dr.Body)
+	red := h.shopifyCall(t, key, 202, shopifyBody("customers/redact", shop, map[string]any{"email": ann}, 0))
+	require.Equal(t, 1, counts(red)["stored_export_rows"], "%s", red.Body)
+	data, err = os.ReadFile(file)
+	require.NoError(t, err)
+	require.NotContains(t, strings.ToLower(string(data)), ann, "the stored export still names the erased customer")
+	require.Contains(t, string(data), "bob.export@example.com", "another reader's row stays")
+	require.True(t, strings.HasPrefix(string(data), "id,book_id,"), "the header stays: %s", data)
 }

@@ -114,9 +114,13 @@ type Consumer struct {
 	reattachRows  int64 // rows written into runs that make the compactor reattach the file
 	written       int64 // rows written into runs since the last reattach (compactLoop goroutine)
 
-	conn        *sql.Conn       // the appending connection, owned by the run goroutine
-	compactConn *sql.Conn       // owned by the compactLoop goroutine
-	next        []uint64        // next offset per partition; only the run goroutine touches it
+	conn        *sql.Conn // the appending connection, owned by the run goroutine
+	compactConn *sql.Conn // owned by the compactLoop goroutine
+	next        []uint64  // next offset per partition; only the run goroutine touches it
+	// A partition whose read failed is read again after partWait[p], doubled at each failure
+	// (at most maxErrorWait), while the others go on (run goroutine).
+	partWait    []time.Duration
+	partRetry   []time.Time
 	buf         []ingest.Record // the records of a round, reused; only the run goroutine touches it
 	busy        bool            // the last round stored whole row groups (run goroutine)
 	gatherSince time.Time       // since when less than a row group waits while busy (run goroutine)
@@ -194,6 +198,7 @@ func NewConsumer(ctx context.Context, db *DB, log ingest.Log, opts ...ConsumerOp
 		return nil, err
 	}
 	c.next = make([]uint64, parts)
+	c.partWait, c.partRetry = make([]time.Duration, parts), make([]time.Time, parts)
 	for p, n := range stored {
 		if p < 0 || p >= parts {
 			c.releaseConns()
@@ -201,8 +206,40 @@ func NewConsumer(ctx context.Context, db *DB, log ingest.Log, opts ...ConsumerOp
 		}
 		c.next[p] = n
 	}
+	if err := c.checkLogEnd(ctx); err != nil {
+		c.releaseConns()
+		return nil, err
+	}
 	c.committed = append([]uint64(nil), c.next...)
 	return c, nil
+}
+
+// ErrOffsetsPastLogEnd: the offsets stored with the analytics are past the event log's end,
+// so the log is not the one they were stored from (a move from the embedded log to Kafka,
+// another --kafka-topic, a topic recreated, a store restored from an older backup).
+var ErrOffsetsPastLogEnd = errors.New("analytics: the stored offsets are past the event log's end")
+
+// checkLogEnd refuses offsets past the log's end. Read from them, the new log's events would be
+// taken for stored ones and skipped, without an error, until its offsets passed the old ones
+// (found by a review: the events a service acknowledged after a move to Kafka were never
+// stored). A log that cannot tell its end now (brokers away) is not checked.
+func (c *Consumer) checkLogEnd(ctx context.Context) error {
+	eo, ok := c.log.(ingest.EndOffsets)
+	if !ok {
+		return nil
+	}
+	ends, err := eo.EndOffsets(ctx)
+	if err != nil {
+		c.logger.Warn("analytics consumer: the event log's end is unknown; stored offsets not checked", "err", err)
+		return nil
+	}
+	for p, next := range c.next {
+		if p < len(ends) && next > ends[p] && (c.owns == nil || c.owns(p)) {
+			return fmt.Errorf("%w: partition %d stored up to offset %d, and the log ends at %d; the analytics were stored "+
+				"from another log (docs/OPERATIONS.md, \"Moving the event log\")", ErrOffsetsPastLogEnd, p, next, ends[p])
+		}
+	}
+	return nil
 }
 
 // Start runs the consumer: one goroutine appends, one compacts.
@@ -359,7 +396,16 @@ func (c *Consumer) run(ctx context.Context) error {
 			}
 			continue
 		}
-		batch, recs, err := c.readRound(ctx, first, budget)
+		batch, recs, partErr, err := c.readRound(ctx, first, budget)
+		if partErr != nil {
+			// One partition could not be read (a record this build cannot decode, a Kafka
+			// offset gone): the others are stored meanwhile, and it is read again later.
+			c.mu.Lock()
+			c.stats.Errors++
+			c.stats.LastError = partErr.Error()
+			c.mu.Unlock()
+			c.logger.Error("analytics consumer", "err", partErr)
+		}
 		n := len(recs)
 		c.busy = n >= RowGroupSize
 		first = (first + 1) % parts
@@ -507,10 +553,13 @@ func (c *Consumer) roundBudget(now time.Time) (budget int, wait bool) {
 }
 
 // readRound reads each partition from its next offset, up to roundBudget events in all. It
-// returns each partition's part and all the records, in c.buf.
-func (c *Consumer) readRound(ctx context.Context, first, budget int) ([]partBatch, []ingest.Record, error) {
+// returns each partition's part and all the records, in c.buf. A partition that cannot be read
+// is left out of the round (partErr says why) and waits its turn (partWait): one record that
+// does not decode stopped every workspace's analytics (found by a review).
+func (c *Consumer) readRound(ctx context.Context, first, budget int) (_ []partBatch, _ []ingest.Record, partErr, _ error) {
 	var out []partBatch
 	parts := len(c.next)
+	now := time.Now()
 	ar, _ := c.log.(appendReader)
 	if ar != nil && cap(c.buf) < budget {
 		c.buf = make([]ingest.Record, 0, budget) // never grown while parts point into it
@@ -519,7 +568,7 @@ func (c *Consumer) readRound(ctx context.Context, first, budget int) ([]partBatc
 	defer func() { c.buf = all[:0] }()
 	for i := 0; i < parts && len(all) < budget; i++ {
 		p := (first + i) % parts
-		if c.owns != nil && !c.owns(p) {
+		if (c.owns != nil && !c.owns(p)) || now.Before(c.partRetry[p]) {
 			continue
 		}
 		var recs []ingest.Record
@@ -531,8 +580,19 @@ func (c *Consumer) readRound(ctx context.Context, first, budget int) ([]partBatc
 		} else {
 			recs, err = c.log.Read(ctx, p, c.next[p], budget-len(all))
 		}
+		fail := func(err error) {
+			clear(all[start:])
+			all = all[:start]
+			c.partWait[p] = min(max(2*c.partWait[p], 10*time.Millisecond), maxErrorWait)
+			c.partRetry[p] = now.Add(c.partWait[p])
+			partErr = errors.Join(partErr, fmt.Errorf("read partition %d from %d: %w", p, c.next[p], err))
+		}
 		if err != nil {
-			return nil, all, fmt.Errorf("read partition %d from %d: %w", p, c.next[p], err)
+			if ctx.Err() != nil {
+				return nil, all, nil, ctx.Err()
+			}
+			fail(err)
+			continue
 		}
 		// A log may hand back records below the asked offset (a replay): they are stored
 		// already, by the offset invariant, and are dropped here.
@@ -549,11 +609,14 @@ func (c *Consumer) readRound(ctx context.Context, first, budget int) ([]partBatc
 		if len(recs) == 0 {
 			clear(all[start:])
 			all = all[:start]
+			c.partWait[p] = 0
 			continue
 		}
 		if err := checkOffsets(p, c.next[p], recs); err != nil {
-			return nil, all, err
+			fail(err)
+			continue
 		}
+		c.partWait[p] = 0
 		if ar != nil {
 			if skip > 0 { // close the gap: the batch is all[...] as it is
 				n := copy(all[start:], recs)
@@ -567,7 +630,7 @@ func (c *Consumer) readRound(ctx context.Context, first, budget int) ([]partBatc
 		}
 		out = append(out, partBatch{p: p, recs: recs})
 	}
-	return out, all, nil
+	return out, all, partErr, nil
 }
 
 // checkOffsets refuses a batch whose offsets are not increasing from next. A gap (the log

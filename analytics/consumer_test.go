@@ -3,7 +3,9 @@ package analytics
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -15,7 +17,10 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/duckdb/duckdb-go/v2"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"flipbook/ingest"
 )
@@ -688,4 +693,135 @@ func TestSpillsBesideTheFile(t *testing.T) {
 	if want := filepath.Join(dir, "analytics.duckdb") + ".tmp"; tmp != want {
 		t.Fatalf("temp_directory %q, want %q", tmp, want)
 	}
+}
+
+// evlogRecKey is the embedded log's key of one record (ingest/log_pebble.go: g/evlog/r<p 2B><offset 8B>).
+func evlogRecKey(p int, off uint64) []byte {
+	k := binary.BigEndian.AppendUint16([]byte("g/evlog/r"), uint16(p))
+	return binary.BigEndian.AppendUint64(k, off)
+}
+
+// TestUndecodableRecordStallsOnlyItsPartition: one record of partition 0 that this build
+// cannot decode (here: written by a newer release, version byte 9; with Kafka any foreign or
+// damaged message on the topic) does not keep the events of every other workspace out of
+// DuckDB: the consumer dropped the whole round when one partition's read failed, so partition
+// 1's events were never stored (found by a review). Its error is reported.
+func TestUndecodableRecordStallsOnlyItsPartition(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pebbleDir := filepath.Join(dir, "pebble")
+	pdb, err := pebble.Open(pebbleDir, &pebble.Options{Logger: quietLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pdb.Close()
+	log, err := ingest.NewPebbleLog(pdb, ingest.PebbleOptions{Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	ev := func(ws int64, i int) ingest.Event {
+		return ingest.Event{Workspace: ws, Mode: 'l', BookID: fmt.Sprintf("bk%d", ws), SessionID: "s", Type: ingest.SessionStarted,
+			SourceType: "direct", OccurredAt: now.Add(time.Duration(i) * time.Millisecond), ReceivedAt: now}
+	}
+	var events []ingest.Event
+	for i := 0; i < 5; i++ {
+		events = append(events, ev(2, i), ev(1, i)) // workspace 2: partition 0, workspace 1: partition 1
+	}
+	if err := log.Append(context.Background(), events); err != nil {
+		t.Fatal(err)
+	}
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Partition 0, offset 2: a record this build refuses.
+	if err := pdb.Set(evlogRecKey(0, 2), []byte{9, 1, 2, 3}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	log, err = ingest.NewPebbleLog(pdb, ingest.PebbleOptions{Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+
+	db := openTestDB(t, dir)
+	defer db.Close()
+	c := startConsumer(t, db, log, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.WaitFor(ctx, map[int]uint64{1: 5}); err != nil {
+		s := c.Stats()
+		t.Fatalf("workspace 1's 5 events (partition 1) not stored within 5 s because of one bad record in partition 0: "+
+			"offsets %v, %d errors, last: %s", c.Offsets(), s.Errors, s.LastError)
+	}
+	require.Contains(t, c.Stats().LastError, "read partition 0 offset 2", "the bad partition's error is reported")
+}
+
+// TestStoredOffsetsPastTheLogEnd: the consumer resumed from the offsets stored in DuckDB
+// without checking them against the log. When the log behind the same data directory started
+// over (the service moved from the embedded log to --kafka-brokers, --kafka-topic changed, the
+// topic was recreated), every event acknowledged with 202 was taken for a stored one and
+// skipped without an error until the new log's offsets passed the old ones (found by a review).
+// The consumer now refuses to start on such offsets (ErrOffsetsPastLogEnd).
+func TestStoredOffsetsPastTheLogEnd(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	quiet := WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	now := time.Now().UTC()
+	ev := func(session string, i int) ingest.Event {
+		return ingest.Event{Workspace: 1, Mode: 'l', BookID: "bk1", SessionID: session, Type: ingest.PageSegmentCompleted,
+			PageNumber: 1, ActiveMs: int64(i + 1), SourceType: "direct", OccurredAt: now, ReceivedAt: now}
+	}
+	db := openTestDB(t, dir)
+	defer db.Close()
+
+	// Months on the embedded log: 200 events of workspace 1 stored.
+	pdb, err := pebble.Open(filepath.Join(dir, "pebble"), &pebble.Options{Logger: quietLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pdb.Close()
+	plog, err := ingest.NewPebbleLog(pdb, ingest.PebbleOptions{Partitions: ingest.DefaultPartitions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before []ingest.Event
+	for i := 0; i < 200; i++ {
+		before = append(before, ev("embedded", i))
+	}
+	if err := plog.Append(context.Background(), before); err != nil {
+		t.Fatal(err)
+	}
+	c := startConsumer(t, db, plog, quiet)
+	if err := c.WaitFor(waitCtx(t, 10*time.Second), map[int]uint64{1: 200}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	plog.Close()
+
+	// Restarted with --kafka-brokers: a new topic, offsets from 0.
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	klog, err := ingest.NewKafkaLog(context.Background(), ingest.KafkaOptions{Brokers: cluster.ListenAddrs(), Topic: "flipbook-events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer klog.Close()
+	_, err = NewConsumer(context.Background(), db, klog, quiet)
+	require.ErrorIs(t, err, ErrOffsetsPastLogEnd)
+	require.Contains(t, err.Error(), "partition 1 stored up to offset 200, and the log ends at 0")
+	// Once the new log is past the stored offsets there is no telling: the check is at start.
+	// The old log again: it starts.
+	plog, err = ingest.NewPebbleLog(pdb, ingest.PebbleOptions{Partitions: ingest.DefaultPartitions})
+	require.NoError(t, err)
+	c, err = NewConsumer(context.Background(), db, plog, quiet)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	plog.Close()
 }

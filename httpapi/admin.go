@@ -336,6 +336,10 @@ type ingestPartJSON struct {
 	// Webhooks is the webhook dispatcher's next offset (-1: not reported since start); the log
 	// is trimmed below the smaller of stored and webhooks.
 	Webhooks int64 `json:"webhooks"`
+	// PastEnd: stored is past the log's end, so the log is not the one the analytics were
+	// stored from (a topic recreated while the service ran): its events are not being stored
+	// (docs/OPERATIONS.md, "Moving the event log").
+	PastEnd bool `json:"past_end,omitempty"`
 }
 
 type ingestConsumerJSON struct {
@@ -396,7 +400,7 @@ func (s *Service) adminIngest(r *api.Request) (*api.Data[ingestJSON], error) {
 			done = stored[p]
 		}
 		lag := end - min(done, end)
-		out.Partitions[p] = ingestPartJSON{Partition: p, LogEnd: end, Stored: done, Lag: lag, Webhooks: -1}
+		out.Partitions[p] = ingestPartJSON{Partition: p, LogEnd: end, Stored: done, Lag: lag, Webhooks: -1, PastEnd: done > end}
 		if p < len(wpos) {
 			out.Partitions[p].Webhooks = wpos[p]
 		}

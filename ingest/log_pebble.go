@@ -402,8 +402,9 @@ func (l *PebbleLog) ReadAppend(ctx context.Context, p int, from uint64, max int,
 		}
 		if err != nil {
 			_ = it.Close()
+			err = fmt.Errorf("ingest: read partition %d offset %d: %w", p, rec.Offset, err) // before rec is cleared
 			clear(out[len(dst):])
-			return dst, fmt.Errorf("ingest: read partition %d offset %d: %w", p, rec.Offset, err)
+			return dst, err
 		}
 	}
 	if err := it.Close(); err != nil {

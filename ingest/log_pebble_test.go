@@ -426,3 +426,22 @@ func benchmarkPebbleAppend(b *testing.B, trim bool) {
 		b.ReportMetric(float64(s.Events-start.Events)/float64(c), "events/commit")
 	}
 }
+
+// TestReadErrorNamesTheBadRecord: when a record of the embedded log does not decode, the
+// error must name its offset (the operator has to find it: it stops the analytics consumer).
+// ReadAppend cleared the records it read, the bad one included, before it formatted the error
+// with rec.Offset, so every such error said "offset 0" (found by a review).
+func TestReadErrorNamesTheBadRecord(t *testing.T) {
+	t.Parallel()
+	env := newPebbleEnv(t, t.TempDir())
+	var events []Event
+	for i := 0; i < 5; i++ {
+		events = append(events, testEvent(1, "m", i))
+	}
+	require.NoError(t, env.log.Append(context.Background(), events))
+	p := PartitionOf(1, testPartitions)
+	require.NoError(t, env.st.DB().Set(recKey(p, 3), []byte{9, 1, 2, 3}, pebble.Sync))
+	_, err := env.log.Read(context.Background(), p, 0, 10)
+	require.Error(t, err)
+	require.True(t, strings.Contains(err.Error(), "offset 3"), "the error names the wrong record: %v", err)
+}

@@ -30,6 +30,10 @@ var Plans = map[string]Plan{
 // PlanNames in rank order.
 var PlanNames = []string{PlanFree, PlanPro, PlanCompany, PlanEnterprise}
 
+// WebhooksPlan is the least plan with webhooks (spec: the webhook operations); a workspace
+// below it gets no deliveries either (whReader.store).
+const WebhooksPlan = PlanCompany
+
 // PlanAtLeast reports whether plan has at least the rank of min.
 func PlanAtLeast(plan, min string) bool {
 	return Plans[plan].Rank >= Plans[min].Rank

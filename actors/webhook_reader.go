@@ -403,6 +403,27 @@ func (r *whReader) pass() (int, error) {
 	return total, nil
 }
 
+// planHasWebhooks says whether a workspace's plan has webhooks (WebhooksPlan), read once per
+// store call (plans): a workspace moved below it gets no more deliveries, as it may not manage
+// its subscriptions any more (found by a review: a downgraded workspace kept getting them and
+// could not delete them). A workspace that cannot be read now keeps its deliveries.
+func (r *whReader) planHasWebhooks(plans map[int64]bool, ws int64) bool {
+	ok, seen := plans[ws]
+	if !seen {
+		w, err := r.s.Store.Workspace(ws)
+		switch {
+		case err == nil:
+			ok = PlanAtLeast(w.Plan, WebhooksPlan)
+		case errors.Is(err, errs.ErrNotFound):
+			ok = false
+		default:
+			ok = true
+		}
+		plans[ws] = ok
+	}
+	return ok
+}
+
 // store turns one partition's records into deliveries and commits them with the new position.
 func (r *whReader) store(p int, recs []ingest.Record) error {
 	s := r.s
@@ -416,6 +437,7 @@ func (r *whReader) store(p int, recs []ingest.Record) error {
 	created := 0
 	next := r.pos[p]
 	r.titles = map[string]string{}
+	plans := map[int64]bool{} // workspace → whether its plan has webhooks, read once per call
 	for i := range recs {
 		rec := &recs[i]
 		if rec.Offset < next {
@@ -429,6 +451,9 @@ func (r *whReader) store(p int, recs []ingest.Record) error {
 		}
 		t := storage.Tenant{Workspace: ev.Workspace, Mode: storage.Mode(ev.Mode)}
 		subs := snap.byTenant[t]
+		if len(subs) > 0 && !r.planHasWebhooks(plans, t.Workspace) {
+			continue
+		}
 		var body []byte
 		for _, sub := range subs {
 			if !webhookMatches(sub, typ, ev) {

@@ -83,7 +83,7 @@ func eventTypeEnum(ps []Param) []Param {
 
 // webhookOperations are the operations of spec §4.7 (Company plan).
 func webhookOperations(b WebhookBackend) []*Operation {
-	company := actors.PlanCompany
+	company := actors.WebhooksPlan
 	return []*Operation{
 		DefineNoParams(Operation{ID: "webhooks.list", Method: "GET", Path: "/webhook-subscriptions", Tool: "webhooks_list_subscriptions",
 			Scope: "webhooks:read", Plan: company, ReadOnly: true,

@@ -210,3 +210,43 @@ func TestWebhookDeliveriesSignedAndRecorded(t *testing.T) {
 	l := h.do(t, "GET", "/api/v1/webhook-subscriptions", key, nil)
 	require.EqualValues(t, 3, l.list()[0].(map[string]any)["deliveries_count"])
 }
+
+// A workspace moved below the Company plan (PUT /admin/v1/workspaces/{id}) gets no more webhook
+// deliveries: every webhook operation, the delete included, answers 403 PlanRequired, and the
+// subscription kept receiving reader events, a Company feature it did not pay for and could
+// not switch off (found by a review).
+func TestDowngradeStopsWebhookDeliveries(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, fastWebhooks)
+	key, ws := h.workspaceKey(t, "company", "live", "*")
+	tenant := h.principal(t, key).Tenant
+	rid := h.konva(t, key, "Downgraded", "publish")
+	rc := newReceiver(t, whSecret)
+	id := idOf(whCreate(t, h, key, whBody("hook", rc.url(), "flipbook_opened")))
+	post(t, h, rid, "before", nil, opened())
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, rc.sessionDelivered("before"))
+
+	down := h.adminDo(t, "PUT", "/workspaces/"+itoa(ws), map[string]any{"plan": "free"})
+	require.Equal(t, 200, down.Status, "%s", down.Body)
+	del := h.do(t, "DELETE", whPath(id, ""), key, nil)
+	t.Logf("DELETE of the subscription after the downgrade: %d %s", del.Status, del.Body)
+
+	post(t, h, rid, "after", nil, opened())
+	// Wait until the webhook dispatcher has read every event in the log (its position is the
+	// log's end in each partition), so whatever it would deliver is queued by now.
+	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		r := h.adminDo(t, "GET", "/ingest", nil)
+		require.Equal(t, 200, r.Status, "%s", r.Body)
+		for _, p := range r.data()["partitions"].([]any) {
+			pm := p.(map[string]any)
+			if end := pm["log_end"].(float64); end > 0 && pm["webhooks"].(float64) < end {
+				return fmt.Errorf("the webhook dispatcher is at %v of %v in partition %v", pm["webhooks"], pm["log_end"], pm["partition"])
+			}
+		}
+		return nil
+	})
+	ds, _, err := h.svc.Store.WebhookDeliveries(tenant, id, 0, 100, nil)
+	require.NoError(t, err)
+	require.Len(t, ds, 1, "a reader event after the downgrade to free was queued for delivery to a "+
+		"Company-plan webhook subscription the workspace can no longer manage (DELETE answered %d)", del.Status)
+}

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -101,4 +104,38 @@ func TestClusterFlags(t *testing.T) {
 	f, err = parseServeFlags(nil, envMap(nil), io.Discard)
 	require.NoError(t, err)
 	require.Nil(t, f.cfg.Cluster)
+}
+
+// An admin token given through FLIPBOOK_ADMIN_TOKEN (or --admin-token) with a trailing newline,
+// as a Kubernetes secret made from a file holds it, is used as is, while every client's
+// "Authorization: Bearer <token>" is trimmed (api.Bearer) and the token read from
+// <data>/admin-token is trimmed too (resolveAdminToken): no request can ever present the
+// configured token, so the admin API, GET /metrics and /debug/pprof/ answered 401 to the operator
+// holding the right token (found by a review). serve trims it, as it does the file's.
+func TestAdminTokenFromEnvWithNewline(t *testing.T) {
+	const token = "adm_review_k8s_secret"
+	s := launch(t, serveArgs(t.TempDir()), map[string]string{"FLIPBOOK_ADMIN_TOKEN": token + "\n"})
+	require.False(t, s.done, "serve started: %v", s.err)
+	r := call(t, "GET", s.base+"/admin/v1/ingest", token, nil)
+	require.Equal(t, 200, r.status, "the admin token configured as %q cannot be presented: %s", token+"\n", r.raw)
+}
+
+// The admin token serve generates goes into a file only its owner reads, also when an empty
+// <data>/admin-token readable by everyone was there (made by a provisioning script, or a failed
+// earlier write): it was written with os.WriteFile, which keeps an existing file's mode (found
+// by a review); writeSecretFile, as for the first API key, forces 0600.
+func TestGeneratedAdminTokenFileIsPrivate(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "admin-token")
+	require.NoError(t, os.WriteFile(path, nil, 0o644))
+	require.NoError(t, os.Chmod(path, 0o644)) // whatever the umask
+	s := startServe(t, serveArgs(dir), nil)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	tok := strings.TrimSpace(string(b))
+	require.NotEmpty(t, tok, "serve generated a token into the empty file")
+	require.Equal(t, 200, call(t, "GET", s.base+"/admin/v1/ingest", tok, nil).status)
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "the admin token was written to a file of mode %v", st.Mode().Perm())
 }

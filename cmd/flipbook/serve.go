@@ -104,7 +104,9 @@ func resolveAdminToken(cfg *httpapi.Config) (created bool, err error) {
 		return false, err
 	}
 	cfg.AdminToken = "adm_" + actors.RandomString(40)
-	return true, os.WriteFile(path, []byte(cfg.AdminToken+"\n"), 0o600)
+	// writeSecretFile: an empty file already there (mode 0644, say) is made 0600 before the
+	// token goes in (found by a review: os.WriteFile keeps an existing file's mode).
+	return true, writeSecretFile(path, cfg.AdminToken)
 }
 
 // serve runs the service until ctx ends. ready, if not nil, receives the bound address.

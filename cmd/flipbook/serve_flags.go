@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"flipbook/actors"
@@ -219,7 +220,9 @@ func (f *rawServeFlags) check() (*serveFlags, error) {
 // config is the service's settings of the flags taken as they are.
 func (f *rawServeFlags) config() httpapi.Config {
 	return httpapi.Config{
-		Addr: *f.addr, DataDir: *f.data, PublicURL: *f.public, AdminToken: *f.token,
+		// The token trimmed as a presented one is (api.Bearer): a secret mounted from a file
+		// ends in a newline, and no request could present it (found by a review).
+		Addr: *f.addr, DataDir: *f.data, PublicURL: *f.public, AdminToken: strings.TrimSpace(*f.token),
 		RateWorkspace: *f.rws, RateEndpoint: *f.rep, RateUnauthenticated: *f.run,
 		MaxBodyBytes: *f.maxBody, MaxBufferedBytes: int64(*f.maxBuffered),
 		MaxUploadBytes: *f.maxUpload, BlobURL: *f.blobURL, ConversionWorkers: *f.workers, PageLongEdge: *f.longEdge, MaxPages: *f.maxPages,

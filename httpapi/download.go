@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"flipbook/actors/convert"
 	"flipbook/api"
 	"flipbook/storage"
 )
@@ -107,9 +109,14 @@ func (s *Service) viewDownload(ctx *fasthttp.RequestCtx) {
 	}
 	body, size, err := s.downloadBody(b, from, to)
 	if err != nil {
-		s.log.Error("download", "book", b.RandomID, "pages", fmt.Sprint(from, "-", to), "err", err)
 		h.Set("Cache-Control", "no-store")
 		h.Del("ETag")
+		var refused *api.Error
+		if errors.As(err, &refused) {
+			s.writeError(ctx, refused)
+			return
+		}
+		s.log.Error("download", "book", b.RandomID, "pages", fmt.Sprint(from, "-", to), "err", err)
 		s.writeError(ctx, api.ErrInternal())
 		return
 	}
@@ -187,7 +194,9 @@ func (s *Service) downloadBody(b *storage.Book, from, to int) (io.ReadCloser, in
 }
 
 // cutPages writes pages from..to of the book's source PDF to a file in dir and returns its path:
-// pdfseparate splits them, pdfunite joins them (one page needs no joining).
+// pdfcpu cuts them (convert.CutPDF: shared objects once). A PDF pdfcpu cannot read is cut by
+// poppler, which copies the shared objects into every page: only for one or two pages (single
+// and spread downloads), a range of more is refused rather than multiplied.
 func (s *Service) cutPages(ctx context.Context, b *storage.Book, dir string, from, to int) (string, error) {
 	src, local := s.Store.Blobs.Path(b.RandomID, b.Document)
 	if !local { // an object store: a local copy first
@@ -195,6 +204,16 @@ func (s *Service) cutPages(ctx context.Context, b *storage.Book, dir string, fro
 		if err := s.copyBlob(b, src); err != nil {
 			return "", err
 		}
+	}
+	out := filepath.Join(dir, "out.pdf")
+	err := convert.CutPDF(src, out, from, to)
+	if err == nil {
+		return out, nil
+	}
+	if to-from > 1 {
+		s.log.Warn("download: pdfcpu could not cut the pages", "book", b.RandomID, "err", err)
+		return "", &api.Error{Status: 422, Type: api.TypeValidation,
+			Message: "these pages cannot be cut from this flipbook's PDF; download it whole or a page at a time"}
 	}
 	pattern := filepath.Join(dir, "p-%d.pdf")
 	if err := runPoppler(ctx, "pdfseparate", "-f", strconv.Itoa(from), "-l", strconv.Itoa(to), src, pattern); err != nil {
@@ -207,7 +226,6 @@ func (s *Service) cutPages(ctx context.Context, b *storage.Book, dir string, fro
 	for n := from; n <= to; n++ {
 		args = append(args, fmt.Sprintf(pattern, n))
 	}
-	out := filepath.Join(dir, "out.pdf")
 	if err := runPoppler(ctx, "pdfunite", append(args, out)...); err != nil {
 		return "", err
 	}

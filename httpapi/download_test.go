@@ -1,7 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
 	"fmt"
+	"image"
+	"image/png"
+	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-pdf/fpdf"
 	"github.com/stretchr/testify/require"
 )
 
@@ -176,4 +181,82 @@ func TestAttachmentName(t *testing.T) {
 	} {
 		require.Equal(t, want, attachmentName(name, " p2-3"), fmt.Sprintf("%q", name))
 	}
+}
+
+// sharedImagePDF has n pages that all draw the same image of w×w random pixels, stored once in
+// the PDF (one image XObject every page refers to, as catalogues share their logos, fonts and
+// backgrounds).
+func sharedImagePDF(tb testing.TB, n, w int) []byte {
+	tb.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, w))
+	rng := rand.New(rand.NewSource(1))
+	for i := range img.Pix {
+		img.Pix[i] = byte(rng.Intn(256))
+		if i%4 == 3 {
+			img.Pix[i] = 255
+		}
+	}
+	var buf bytes.Buffer
+	require.NoError(tb, png.Encode(&buf, img))
+	f := newPDF()
+	f.RegisterImageOptionsReader("noise", fpdf.ImageOptions{ImageType: "PNG"}, &buf)
+	for i := 1; i <= n; i++ {
+		f.AddPage()
+		f.SetXY(72, 40)
+		f.Write(16, fmt.Sprintf("Page %d of %d", i, n))
+		f.ImageOptions("noise", 72, 72, 300, 300, false, fpdf.ImageOptions{ImageType: "PNG"}, 0, "")
+	}
+	return pdfBytes(tb, f)
+}
+
+// dirBytes is the size of the files under dir, and how many there are.
+func dirBytes(dir string) (n int64, files int) {
+	_ = filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+			files++
+		}
+		return nil
+	})
+	return n, files
+}
+
+// TestDownloadCutIsNotAmplified: GET /view/{book}/download?pages=N-M cut with pdfseparate,
+// which wrote every page as a PDF of its own carrying a copy of each resource the page uses, and
+// pdfunite, which joined the copies: a 40-page PDF of ~0.5 MB whose pages share one image became
+// ~39 MB of temporary files and a ~19 MB answer (found by a review). Cut by pdfcpu, the shared
+// objects stay once: the cut's files and the answer stay within 4× the source.
+func TestDownloadCutIsNotAmplified(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.PageLongEdge = 400 })
+	key, _ := h.workspaceKey(t, "company", "live", "*")
+	const pages = 40
+	pdf := sharedImagePDF(t, pages, 400)
+	batch, rid := h.uploadOK(t, key, "shared.pdf", pdf)
+	require.Equal(t, "completed", h.waitBatch(t, key, batch)["status"])
+	require.Equal(t, 200, h.do(t, "PUT", "/api/v1/books/"+rid, key, map[string]any{"status": "publish",
+		"downloadable_pdf": true}).Status)
+	b, err := h.svc.Store.GetBook(tenantOf(t, h, key), rid)
+	require.NoError(t, err)
+	src := int64(len(pdf))
+
+	// Anonymously, over HTTP: the answer.
+	r := h.do(t, "GET", fmt.Sprintf("/view/%s/download?pages=1-%d", rid, pages), "", nil)
+	require.Equal(t, 200, r.Status, "%.300s", r.Body)
+	got, _ := pdfPages(t, r.Body)
+	require.Equal(t, pages, got)
+
+	// The same cut in process: its temporary directory while the answer is being sent.
+	body, size, err := h.svc.downloadBody(b, 1, pages)
+	require.NoError(t, err)
+	tb, ok := body.(*tempBody)
+	require.True(t, ok)
+	tmp, files := dirBytes(tb.dir)
+	require.NoError(t, body.Close())
+	_, err = os.Stat(tb.dir)
+	require.True(t, os.IsNotExist(err), "the cut's directory goes with the answer")
+
+	t.Logf("source PDF %d bytes (%d pages); answer over HTTP %d bytes; cut in process %d bytes, temporary files %d bytes in %d files",
+		src, pages, len(r.Body), size, tmp, files)
+	require.LessOrEqual(t, tmp, 4*src, "temporary files of one cut: %d bytes for a %d-byte PDF (%.0f×)", tmp, src, float64(tmp)/float64(src))
+	require.LessOrEqual(t, int64(len(r.Body)), 4*src, "answer of one cut: %d bytes for a %d-byte PDF (%.0f×)", len(r.Body), src, float64(len(r.Body))/float64(src))
 }

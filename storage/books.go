@@ -448,6 +448,12 @@ func (s *Store) ListBooks(t Tenant, q BookQuery) (*BookPage, error) {
 		if needle != "" && !bytes.Contains([]byte(foldName(b.Name)), []byte(needle)) {
 			continue
 		}
+		// The index is the snapshot's, the record the latest: a book whose status changed
+		// since no longer matches the filter (found by a review: a draft came back in a list of
+		// published books while PUTs ran). It is in the list of its new status.
+		if q.Status != "" && b.Status != q.Status {
+			continue
+		}
 		page.Books = append(page.Books, b)
 	}
 	if err := it.Error(); err != nil {

@@ -234,3 +234,30 @@ func TestCatalogRenderReferences(t *testing.T) {
 	}
 	require.Equal(t, want, urls)
 }
+
+// A product's url is a link target, not HTML: rendering must keep its query string as sent.
+// oneLine (PlainText → html.UnescapeString) decodes legacy entities without a semicolon, so
+// "&section=2" became "§ion=2", "&currency=EUR" "¤cy=EUR", "&region=us" "®ion=us": the
+// rendered page linked to another address than the product's (found by a review).
+func TestCatalogRenderLinkKeepsQuery(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *Config) { c.NoPageText = true })
+	key := h.workspace(t, "pro", "live")
+	const productURL = "https://shop.example/p?id=5&section=2&currency=EUR&region=us"
+	f := newCatalog(t, h, key, "Links", catProduct("p1", "", "Mug", "url", productURL))
+	r := h.do(t, "POST", fmt.Sprintf("/api/v1/catalogs/%d/render", f.id), key, map[string]any{
+		"items": []any{"p1"}, "template_id": 1, "status": "publish"})
+	require.Equal(t, 202, r.Status, "%s", r.Body)
+	rid := r.data()["book"].(map[string]any)["random_id"].(string)
+	testutil.Eventually(t, 60*time.Second, 20*time.Millisecond, func() error {
+		if st := h.do(t, "GET", "/api/v1/books/"+rid, key, nil).data()["page_images_status"]; st != "ready" {
+			return fmt.Errorf("the render's page images are %v, want ready", st)
+		}
+		return nil
+	})
+	pl := h.do(t, "GET", "/view/"+rid+"/pages", "", nil)
+	require.Equal(t, 200, pl.Status, "%s", pl.Body)
+	links := pl.data()["pages"].([]any)[1].(map[string]any)["links"].([]any)
+	require.Len(t, links, 1)
+	require.Equal(t, productURL, links[0].(map[string]any)["url"], "the product page's link must be its url as sent")
+}

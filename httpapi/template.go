@@ -53,9 +53,13 @@ func (s *bookService) CreateFromTemplate(r *api.Request, in *api.TemplateCreate)
 	}
 	f := newFetcher(s.allowPrivate)
 	defer f.close()
-	ctx, cancel := context.WithTimeout(context.Background(), f.limits.Overall)
+	// The overall limit bounds the image fetches, not the drawing: a fetch past it fails and
+	// its image is a placeholder, as DECISIONS "Placeholders" says. Bounding the render with
+	// it made the request a 500 once the fetches ran out of time (found by a review).
+	fctx, cancel := context.WithTimeout(context.Background(), f.limits.Overall)
 	defer cancel()
-	pages, err := convert.RenderTemplate(ctx, doc, f.fetch)
+	fetch := func(_ context.Context, u string) ([]byte, error) { return f.fetch(fctx, u) }
+	pages, err := convert.RenderTemplate(context.Background(), doc, fetch)
 	if err != nil {
 		return nil, err
 	}

@@ -459,3 +459,22 @@ func TestTemplatePrivateTargetRefused(t *testing.T) {
 		require.True(t, near(p.At(showcaseCenter.X, showcaseCenter.Y), placeholderGrey, 12))
 	}
 }
+
+// Create from template: the item images' fetches are bounded by FetchLimits.Overall, after
+// which an image "cannot be had" and is a placeholder (DECISIONS "Placeholders": "Neither
+// fails the request: a 201 always follows a valid body"). The bound covered the whole render,
+// which returned the context's error once it passed: a 500 (found by a review).
+func TestTemplateOverallFetchBound(t *testing.T) {
+	srv := newImageServer(t)
+	restore := SetFetchLimits(FetchLimits{Timeout: 400 * time.Millisecond, Overall: time.Second,
+		MaxBytes: 15 << 20, MaxRedirects: 3})
+	t.Cleanup(restore)
+	h := newHarness(t, allowPrivate)
+	key, _ := h.workspaceKey(t, "company", "live", "*")
+	// 16 products whose image host never answers: 4 fetches at a time of 400 ms each = 1.6 s,
+	// past the 1 s bound of all the fetches.
+	r := h.do(t, "POST", templatePath, key, productsBody(16, srv.URL+"/slow.png"))
+	require.Equal(t, 201, r.Status, "slow images must become placeholders, not fail the request: %s", r.Body)
+	b := r.data()["book"].(map[string]any)
+	require.EqualValues(t, 17, b["page_count"])
+}

@@ -10,7 +10,6 @@ import (
 	"image/draw"
 	"image/jpeg"
 	"math"
-	"runtime"
 	"strings"
 	"sync"
 
@@ -260,7 +259,7 @@ func renderPage(ctx context.Context, p *pageInfo, items []Item, lay *layout, fet
 			if err != nil {
 				return
 			}
-			imgs[i], _ = fitFetched(data, s.r.Dx(), s.r.Dy())
+			imgs[i], _ = fitFetched(ctx, data, s.r.Dx(), s.r.Dy())
 		}(i, s)
 	}
 	wg.Wait()
@@ -288,7 +287,9 @@ func renderPage(ctx context.Context, p *pageInfo, items []Item, lay *layout, fet
 	out := &Image{Data: buf.Bytes(), Ext: "jpg", Width: PageWidth, Height: PageHeight}
 	if lay.areas != nil {
 		for i, r := range lay.areas(items) {
-			if u := oneLine(items[i].URL); isWebURL(u) {
+			// The URL as given: oneLine (PlainText) decodes entities, and "&section=2" in a
+			// query became "§ion=2" (found by a review).
+			if u := strings.TrimSpace(items[i].URL); isWebURL(u) {
 				out.Links = append(out.Links, pageLink(r, u))
 			}
 		}
@@ -302,29 +303,29 @@ func renderPage(ctx context.Context, p *pageInfo, items []Item, lay *layout, fet
 	return out, nil
 }
 
-// decodeSem bounds full-size decodes of fetched images across all renders of the process.
-var decodeSem = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
-
 // errImageTooLarge: a fetched image over TemplateImageMaxPixels.
 var errImageTooLarge = fmt.Errorf("image is larger than %d megapixels", TemplateImageMaxPixels/1_000_000)
 
 // fitFetched decodes a fetched image (PNG, JPEG, GIF, WebP; at most TemplateImageMaxPixels) and
-// scales it to fit w×h, so only the box-sized copy is kept.
-func fitFetched(data []byte, w, h int) (image.Image, error) {
-	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
-	if err != nil {
-		return nil, ErrNotImage
-	}
-	if int64(cfg.Width)*int64(cfg.Height) > TemplateImageMaxPixels {
+// scales it to fit w×h, so only the box-sized copy is kept. It is decoded within the process-wide
+// decode budget, as editor pages and photos are (CheckImage): its own semaphore of GOMAXPROCS
+// decodes let the peak grow with the cores, beside the budget (found by a review).
+func fitFetched(ctx context.Context, data []byte, w, h int) (image.Image, error) {
+	head, err := ImageHeader(data)
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		return nil, errImageTooLarge
+	case err != nil:
+		return nil, err
+	case head.Pixels() > TemplateImageMaxPixels:
 		return nil, errImageTooLarge
 	}
-	decodeSem <- struct{}{}
-	defer func() { <-decodeSem }()
-	im, err := DecodeImage(data)
-	if err != nil {
-		return nil, err
-	}
-	return fitImage(im.Img, w, h), nil
+	var out image.Image
+	err = CheckImage(ctx, data, head, func(img image.Image) error {
+		out = fitImage(img, w, h)
+		return nil
+	})
+	return out, err
 }
 
 // fitImage scales img to fit inside w×h keeping its aspect ratio (enlarging at most maxUpscale).
@@ -510,6 +511,11 @@ func (c *canvas) price(r image.Rectangle, it *Item, meta *Metadata, size float64
 	face := c.face(true, size)
 	w := min(measure(face, current), r.Dx())
 	small := math.Round(size * 0.7)
+	if r.Min.X+w+int(size/2) >= r.Max.X {
+		// No room beside the price: image.Rect would swap the edges and draw the regular
+		// price into the margin (found by a review). The current price stands alone.
+		return h
+	}
 	sr := image.Rect(r.Min.X+w+int(size/2), r.Min.Y, r.Max.X, r.Max.Y)
 	sface := c.face(false, small)
 	sm := sface.Metrics()

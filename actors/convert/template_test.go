@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -295,14 +296,84 @@ func hugePNG(w, h uint32) []byte {
 
 func TestTemplateFitFetched(t *testing.T) {
 	t.Parallel()
-	img, err := fitFetched(pngOf(400, 100, color.RGBA{0, 255, 0, 255}), 200, 200)
+	img, err := fitFetched(context.Background(), pngOf(400, 100, color.RGBA{0, 255, 0, 255}), 200, 200)
 	require.NoError(t, err)
 	require.Equal(t, image.Rect(0, 0, 200, 50), img.Bounds())
-	img, err = fitFetched(pngOf(10, 10, color.RGBA{0, 255, 0, 255}), 500, 500)
+	img, err = fitFetched(context.Background(), pngOf(10, 10, color.RGBA{0, 255, 0, 255}), 500, 500)
 	require.NoError(t, err)
 	require.Equal(t, image.Rect(0, 0, 40, 40), img.Bounds(), "enlarged at most 4x")
-	_, err = fitFetched([]byte("<html>"), 10, 10)
+	_, err = fitFetched(context.Background(), []byte("<html>"), 10, 10)
 	require.Error(t, err)
-	_, err = fitFetched(hugePNG(8000, 8000), 10, 10)
+	_, err = fitFetched(context.Background(), hugePNG(8000, 8000), 10, 10)
 	require.ErrorIs(t, err, errImageTooLarge)
+}
+
+// darkInRightMargin counts the pixels of a page's right margin (x ≥ PageWidth-PageMargin+8,
+// past the 8×8 JPEG block of the content edge) that are clearly not white.
+func darkInRightMargin(t *testing.T, data []byte) int {
+	t.Helper()
+	img, err := jpeg.Decode(bytes.NewReader(data))
+	require.NoError(t, err)
+	n := 0
+	for y := 0; y < PageHeight; y++ {
+		for x := PageWidth - PageMargin + 8; x < PageWidth; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			if (r>>8)+(g>>8)+(b>>8) < 3*120 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// DECISIONS "Pages": "64-px margins nothing is drawn in … every text box is a clipped
+// sub-image, so nothing can be drawn outside it". A sale price as wide as the showcase's line
+// left the struck-through regular price a box starting past the line's right end; image.Rect
+// swapped the reversed corners, so the regular price and its strike were drawn inside the right
+// margin (found by a review). The current price now stands alone.
+func TestLongPriceStaysOutOfMargin(t *testing.T) {
+	tpl, ok := TemplateByID(1)
+	require.True(t, ok)
+	render := func(sale string) []byte {
+		doc := &Document{Template: tpl, Source: "catalog", SourceType: "products", Title: "Shop",
+			Cover: &Cover{Title: "Shop"}, Items: []Item{{ID: "1", Title: "Mug", SalePrice: sale, RegularPrice: "10"}}}
+		pages, err := RenderTemplate(context.Background(), doc, nil)
+		require.NoError(t, err)
+		return pages[1].Data
+	}
+	require.Zero(t, darkInRightMargin(t, render("9")), "control: a short price leaves the margin white")
+	require.Zero(t, darkInRightMargin(t, render(strings.Repeat("9", 64))),
+		"a 64-character sale price (the field's maximum) draws into the right margin")
+}
+
+// CONVERSION.md "Limits" / DECISIONS "Editor books": "Across the process at most 60 megapixels
+// (convert.DecodeBudgetPixels) are decoded at once … so concurrent requests cannot multiply
+// the peak". The item images of template and catalog renders were decoded outside that budget
+// (their own semaphore of max(2, GOMAXPROCS) decodes of up to 30 megapixels each: found by a
+// review); a render now waits while the budget is wholly taken.
+func TestFetchedImagesShareTheDecodeBudget(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 1000, 1000))
+	var buf bytes.Buffer
+	require.NoError(t, png.Encode(&buf, img))
+	require.NoError(t, decodeBudget.acquire(context.Background(), DecodeBudgetPixels))
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			decodeBudget.release(DecodeBudgetPixels)
+		}
+	}
+	defer release()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = fitFetched(context.Background(), buf.Bytes(), 100, 100)
+	}()
+	select {
+	case <-done:
+		t.Fatal("a fetched item image was decoded while the process-wide decode budget was all in use")
+	case <-time.After(time.Second):
+	}
+	release()
+	<-done
 }

@@ -24,6 +24,9 @@
       if (tok) h["X-Reader-Token"] = tok;
       return fetch(base + path, { headers: h }).then(function (r) {
         return r.json().catch(function () { return {}; }).then(function (b) {
+          // A search the service refuses (no word, over 8 words, too long) is the reader's to
+          // change: said in their words, not as a status code.
+          if (r.status === 422 && path.indexOf("/search?") === 0) throw new Error(t("search_refused"));
           if (!r.ok) throw new Error(t("service_error", { status: r.status }));
           return b;
         });

@@ -81,6 +81,13 @@
         if (s <= 1.001 || o.text.isReading()) return;
         Z.tx = Z.ty = 0; Z.s = 1;
         if (!(Z.g = geometry())) return;
+        if (Z.max <= 1.001) {
+          // The page is shown as large as its image already (no upscale): nothing to zoom to,
+          // and the button says so (it stayed enabled and did nothing: found by a review).
+          Z.g = null;
+          $("zoom-in").disabled = true;
+          return;
+        }
       }
       var g = Z.g;
       s = Math.min(Math.max(s, 1), Z.max);

@@ -107,11 +107,25 @@
     var div = document.querySelector('.page[data-n="' + n + '"]'), p = cfg.pages[n - 1];
     var img = div && div.querySelector("img");
     if (!img || img.src) return;
+    img.onerror = pageFailed;
     if (p.srcset) {
       var w = shownWidth(div, p);
       img.dataset.w = String(w); img.sizes = w + "px"; img.srcset = p.srcset;
     }
     img.src = p.url;
+  }
+  // pageFailed: a page image the service refused. If the book itself is no longer there for
+  // this reader (unpublished, expired, the access list changed), the page is loaded again and the
+  // service shows what it shows such a reader (the notice, or the gate); pages on show as broken
+  // images said nothing (found by a review).
+  var checkedBook = false;
+  function pageFailed() {
+    if (checkedBook) return;
+    checkedBook = true;
+    fetch(cfg.pages_url, { headers: token ? { "X-Reader-Token": token } : {} }).then(function (r) {
+      if (r.status === 404 || r.status === 403) location.reload();
+      else checkedBook = false;
+    }).catch(function () { checkedBook = false; });
   }
   // A window made larger (a phone turned, a window widened) asks the loaded pages for images as
   // wide as they are now shown; never for smaller ones.
@@ -225,11 +239,13 @@
       emit: emit, flush: function () { flush(false); }, t: t });
     // show records what is on show: counter, fragment, images, and the reader's time. page-flip
     // also reports the pages on show again (on resize, say): that is not a new view.
+    var before = []; // the pages on show before the last change
     function show(i) {
       var pages = visiblePages(i);
       if (pages.join() === shown.join()) return;
       var opening = !shown.length;
       endSegment();
+      before = shown;
       shown = pages;
       startSegment(pages);
       info.textContent = (pages.length > 1 ? pages[0] + "\u2013" + pages[pages.length - 1] : pages[0]) + " / " + cfg.pages.length;
@@ -239,6 +255,14 @@
       if (!opening || fragmentPage()) writeFragment(pages); // a book opened without a fragment keeps its plain URL
     }
     pageFlip.on("flip", function (e) { loadNeighbours(); show(e.data); });
+    // From a spread to one page, page-flip keeps its index, the spread's left page: in a
+    // right-to-left book that is the later one, and a narrowed window skipped a page (found by a
+    // review). The first page on show in reading order stays.
+    pageFlip.on("changeOrientation", function (e) {
+      // page-flip has shown its index already (show ran): the spread is the one before.
+      var spread = before.indexOf(shown[0]) >= 0 ? before : shown;
+      if (rtl && e.data === "portrait" && spread.length && spread[0] !== shown[0]) pageFlip.turnToPage(pageIndex(spread[0]));
+    });
     show(pageFlip.getCurrentPageIndex());
     ["pointerdown", "keydown", "wheel"].forEach(function (ev) {
       document.addEventListener(ev, loadNeighbours, { capture: true, passive: true, once: true });
@@ -301,8 +325,9 @@
       .then(function (b) { cfg.pages = b.data.pages; cfg.document_url = b.data.document_url; cfg.outline = b.data.outline; render(); })
       .catch(function () { try { localStorage.removeItem(tokenKey); } catch (e) {} token = null; gate.hidden = false; });
   }
-  if (cfg.gated && !token) {
-    gate.hidden = false;
+  // The form is always handled (a stored token refused shows the gate again: without its
+  // handler the browser submitted the form itself and the reader typed the address twice).
+  if (cfg.gated) {
     gate.addEventListener("submit", function (e) {
       e.preventDefault();
       var email = document.getElementById("gate-email").value;
@@ -322,7 +347,7 @@
           openBook();
         });
     });
-  } else {
-    openBook();
   }
+  if (cfg.gated && !token) gate.hidden = false;
+  else openBook();
 })();

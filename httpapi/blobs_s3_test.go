@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -148,4 +149,23 @@ func TestShopifyRedactStoredExportObject(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(data), ann)
 	require.Contains(t, string(data), "bob.object@example.com")
+}
+
+// With an object store, the export area's usage (the MCP export tools' quota) is read from the
+// objects under it.
+func TestExportUsageInObjectStore(t *testing.T) {
+	h, _, _ := objectStoreHarness(t, nil)
+	for _, k := range []string{"7-live/a.csv", "7-live/d/b.csv", "8-live/c.csv"} {
+		f := filepath.Join(t.TempDir(), "x.csv")
+		require.NoError(t, os.WriteFile(f, []byte("id\n1\n"), 0o600))
+		require.NoError(t, h.svc.Store.PutExport(k, f))
+	}
+	files, bytes, exists, err := h.svc.Store.ExportUsage("7-live", "d/b.csv")
+	require.NoError(t, err)
+	require.Equal(t, 2, files)
+	require.EqualValues(t, 10, bytes)
+	require.True(t, exists)
+	_, _, exists, err = h.svc.Store.ExportUsage("7-live", "new.csv")
+	require.NoError(t, err)
+	require.False(t, exists)
 }

@@ -406,7 +406,8 @@ func (s *Service) startFront() {
 	s.metrics = newMetrics(s)
 	s.routes = newRoutes(s.metrics)
 	s.mcp = mcp.New(s.caller, s.ops, mcp.Options{Name: "flipbook", Version: Version,
-		ExportDir: filepath.Join(cfg.DataDir, "exports"), PutExport: putExport(s.Store), MaxBody: int64(cfg.MaxBodyBytes),
+		ExportDir: filepath.Join(cfg.DataDir, "exports"), PutExport: putExport(s.Store), ExportUsage: s.Store.ExportUsage,
+		MaxBody:        int64(cfg.MaxBodyBytes),
 		AllowedOrigins: cfg.MCPAllowedOrigins, PageSize: cfg.MCPPageSize, SDKOnly: cfg.MCPSDKOnly, PublicHost: publicHost(cfg.PublicURL), Logger: cfg.Logger,
 		Observe:          s.observeMCP,
 		ResourceMetadata: s.oauth.ResourceMetadataURL(s.mcpResource()),

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -21,6 +22,59 @@ import (
 // output_path (or output_object_key) it is stored in the workspace's export area,
 // <ExportDir>/<workspace>-<mode>/<path>, and the tool returns where it is and how many rows it
 // has. A path that would leave the area (absolute, "..", a symlink out) is refused.
+
+// The quota of a workspace's export area: stored exports stay until someone removes them, so a
+// workspace calling the tools with new paths grew the disk without bound (found by a review).
+// Storing over an existing path is always allowed (it is how a report is refreshed).
+const (
+	MaxExportFiles = 1000
+	MaxExportBytes = 5 << 30
+)
+
+// checkQuota refuses a new export when the area holds MaxExportFiles, or MaxExportBytes.
+func (s *Server) checkQuota(areaName, rel, keyArg string) (*api.Error, error) {
+	usage := s.opts.ExportUsage
+	if usage == nil || s.opts.PutExport == nil {
+		usage = s.localUsage
+	}
+	files, bytes, exists, err := usage(areaName, rel)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !exists && files >= MaxExportFiles:
+		return api.FieldError(keyArg, fmt.Sprintf("is a new file, and the workspace's export area holds %d files, the most it keeps: "+
+			"store over an existing path, or ask for old exports to be removed", files)), nil
+	case bytes >= MaxExportBytes:
+		return api.FieldError(keyArg, fmt.Sprintf("cannot be stored: the workspace's export area holds %d bytes, the most it keeps "+
+			"(%d): ask for old exports to be removed", bytes, int64(MaxExportBytes))), nil
+	}
+	return nil, nil
+}
+
+// localUsage counts the files under an export area of ExportDir.
+func (s *Server) localUsage(areaName, rel string) (files int, bytes int64, exists bool, err error) {
+	area := filepath.Join(s.opts.ExportDir, areaName)
+	err = filepath.WalkDir(area, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		files++
+		bytes += info.Size()
+		return nil
+	})
+	if _, serr := os.Stat(filepath.Join(area, filepath.FromSlash(rel))); serr == nil {
+		exists = true
+	}
+	return files, bytes, exists, err
+}
 
 // errTooBig stops an inline export that outgrew the limit.
 var errTooBig = errors.New("export larger than the inline limit")
@@ -61,6 +115,11 @@ func (s *Server) export(ctx context.Context, p *api.Principal, args map[string]a
 		return toolError(aerr), nil
 	}
 	areaName := fmt.Sprintf("%d-%s", p.Tenant.Workspace, p.Tenant.Mode)
+	if qerr, err := s.checkQuota(areaName, rel, keyArg); err != nil {
+		return toolResult{}, s.internal(reqID, "export area", err)
+	} else if qerr != nil {
+		return toolError(qerr), nil
+	}
 	if s.opts.PutExport != nil {
 		return s.exportObject(res, data, areaName, rel, keyArg, reqID)
 	}

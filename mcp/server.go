@@ -43,6 +43,10 @@ type Options struct {
 	// PutExport, when set, keeps stored exports in an object store instead of under ExportDir:
 	// it is given the object key ("<area>/<path>") and a finished temporary file to move there.
 	PutExport func(key, file string) error
+	// ExportUsage, with PutExport, tells how many objects and bytes an export area holds and
+	// whether rel is one of them (the quota, export.go); without it the files under ExportDir
+	// are counted.
+	ExportUsage func(area, rel string) (files int, bytes int64, exists bool, err error)
 	// PageSize is the number of tools per tools/list page (DefaultPageSize when 0).
 	PageSize int
 	// InlineCSV is the largest CSV returned inline (DefaultInlineCSV when 0).

@@ -133,3 +133,24 @@ func matchesAny(rec []string, match func(string) bool) bool {
 	}
 	return false
 }
+
+// ExportUsage is how many objects and bytes the object store holds under an export area
+// (exports/<area>/), and whether rel is one of them: the MCP export tools' quota.
+func (s *Store) ExportUsage(area, rel string) (files int, bytes int64, exists bool, err error) {
+	r := s.Blobs.remote
+	if r == nil {
+		return 0, 0, false, errors.New("storage: no object store for exports")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), uploadTimeout)
+	defer cancel()
+	prefix := r.prefix + "exports/" + area + "/"
+	for o := range r.c.ListObjects(ctx, r.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if o.Err != nil {
+			return files, bytes, exists, o.Err
+		}
+		files++
+		bytes += o.Size
+		exists = exists || o.Key == prefix+rel
+	}
+	return files, bytes, exists, nil
+}

@@ -407,7 +407,7 @@ func (s *Service) startFront() {
 	s.routes = newRoutes(s.metrics)
 	s.mcp = mcp.New(s.caller, s.ops, mcp.Options{Name: "flipbook", Version: Version,
 		ExportDir: filepath.Join(cfg.DataDir, "exports"), PutExport: putExport(s.Store), ExportUsage: s.Store.ExportUsage,
-		MaxBody:        int64(cfg.MaxBodyBytes),
+		MaxBody:        int64(s.mcpMaxBody()),
 		AllowedOrigins: cfg.MCPAllowedOrigins, PageSize: cfg.MCPPageSize, SDKOnly: cfg.MCPSDKOnly, PublicHost: publicHost(cfg.PublicURL), Logger: cfg.Logger,
 		Observe:          s.observeMCP,
 		ResourceMetadata: s.oauth.ResourceMetadataURL(s.mcpResource()),
@@ -628,7 +628,8 @@ func (s *Service) buildRouter() *router.Router {
 	serveMCP := func(ctx *fasthttp.RequestCtx) {
 		reqID := s.requestID(ctx)
 		// The MCP server reads the body once it authenticated the caller (Options.ReadBody).
-		b := s.newBody(ctx, s.cfg.MaxBodyBytes, false)
+		b := s.newBody(ctx, s.mcpMaxBody(), false)
+		b.factor = mcpBufferedFactor
 		defer b.release()
 		ctx.SetUserValue(bodyKey, b)
 		s.mcp.Serve(ctx, reqID, s.writeError)
@@ -638,7 +639,7 @@ func (s *Service) buildRouter() *router.Router {
 		}
 	}
 	for _, m := range []string{"POST", "GET", "DELETE"} {
-		handleRaw(m, mcp.Path, "mcp", s.cfg.MaxBodyBytes, serveMCP)
+		handleRaw(m, mcp.Path, "mcp", s.mcpMaxBody(), serveMCP)
 	}
 	handle("GET", APIBase+"/openapi.json", "openapi", s.serveOpenAPI)
 	handle("GET", "/api/docs", "api_docs", s.serveAPIDocs)
@@ -731,6 +732,17 @@ func (s *Service) newRequestID(ctx *fasthttp.RequestCtx) string {
 	}
 	var buf [64]byte // the prefix is 8 characters
 	return string(strconv.AppendUint(append(buf[:0], s.reqPrefix...), s.reqSeq.Add(1), 36))
+}
+
+// mcpMaxBody is the largest MCP request body: --max-body-bytes, or less, so that its
+// mcpBufferedFactor reservation fits the body budget (a larger one could never be read, and got
+// 503 "busy" instead of 413).
+func (s *Service) mcpMaxBody() int {
+	limit := s.cfg.MaxBodyBytes
+	if c := int(s.cfg.MaxBufferedBytes / mcpBufferedFactor); c > 0 && c < limit {
+		limit = c
+	}
+	return limit
 }
 
 // publicHost is the host[:port] of the public URL, "" when it names no host a browser could

@@ -169,6 +169,12 @@ const MaxSearchHits = 1000
 // refused with ErrSearchTooBroad rather than reading the whole index.
 const MaxSearchScan = 400_000
 
+// MaxSearchPostings is the most page postings (a term on a page each) one query decodes, about
+// 32 MB: an entry holds a posting for every page of its book with the term, so the entries'
+// budget alone let a query of 2% of it decode 4 million postings (337 MB, found by a review),
+// and the whole of it 800 million for books of 2,000 pages. Past it: ErrSearchTooBroad.
+const MaxSearchPostings = 2_000_000
+
 // ErrSearchTooBroad is Search's answer to a query past MaxSearchScan.
 var ErrSearchTooBroad = errors.New("matches too many words to search; use longer or more specific words")
 
@@ -181,8 +187,9 @@ func (s *Store) Search(t Tenant, q search.Query, offset, limit int) (hits []Sear
 // search is Search reading at most budget index entries.
 func (s *Store) search(t Tenant, q search.Query, offset, limit, budget int) (hits []SearchHit, total int, err error) {
 	perTerm := make([]map[string][]posting, len(q.Terms))
+	postings := MaxSearchPostings
 	for i, term := range q.Terms {
-		if perTerm[i], err = s.termPostings(t, term, &budget); err != nil {
+		if perTerm[i], err = s.termPostings(t, term, &budget, &postings); err != nil {
 			return nil, 0, err
 		}
 		if len(perTerm[i]) == 0 {
@@ -234,8 +241,9 @@ func (s *Store) search(t Tenant, q search.Query, offset, limit, budget int) (hit
 
 // termPostings reads the pages of every book with a word the query term matches (the term
 // itself, or every term it begins), merged by book and page, taking the entries read from
-// budget (ErrSearchTooBroad when it runs out).
-func (s *Store) termPostings(t Tenant, term string, budget *int) (map[string][]posting, error) {
+// budget and the postings decoded from postings (ErrSearchTooBroad when either runs out: an
+// entry's count is read before its postings are decoded).
+func (s *Store) termPostings(t Tenant, term string, budget, postings *int) (map[string][]posting, error) {
 	lo := append(ixPrefix(t), term...)
 	hi := prefixEnd(lo)
 	if !search.Prefix(term) {
@@ -253,6 +261,11 @@ func (s *Store) termPostings(t Tenant, term string, budget *int) (map[string][]p
 	for ok := it.First(); ok; ok = it.Next() {
 		if *budget--; *budget < 0 {
 			return nil, ErrSearchTooBroad
+		}
+		if n, k := binary.Uvarint(it.Value()); k > 0 {
+			if *postings -= int(min(n, uint64(MaxSearchPostings)+1)); *postings < 0 {
+				return nil, ErrSearchTooBroad
+			}
 		}
 		k := it.Key()[skip:]
 		z := bytes.IndexByte(k, 0)

@@ -1,11 +1,16 @@
 package storage
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -197,4 +202,57 @@ func TestSearchIndexBatchAndBudget(t *testing.T) {
 	require.Equal(t, 21, total)
 	_, _, err = s.search(tn, mustQuery(t, "ot"), 0, 10, 60)
 	require.ErrorIs(t, err, ErrSearchTooBroad)
+}
+
+// MaxSearchScan bounds index entries (a term of a book), but each entry holds a posting per
+// page of the book that has the term: a prefix query over books whose pages repeat many terms
+// under the prefix decoded pages × entries postings, 4 million at 2% of the budget (337 MB: found
+// by a review). MaxSearchPostings refuses it, before decoding them.
+func TestSearchBudgetCountsPostings(t *testing.T) {
+	s := openStore(t)
+	tn := Tenant{Workspace: 77, Mode: ModeLive}
+	const books, pages, words = 4, 500, 2000
+	texts := make([]PageText, pages)
+	ws := make([]Word, words)
+	for i := range ws {
+		ws[i] = Word{Text: "ab" + strconv.FormatInt(int64(i), 36)}
+	}
+	for p := range texts {
+		texts[p] = PageText{Page: p + 1, Source: TextFromPDF, Text: "x", Words: ws}
+	}
+	start := time.Now()
+	for b := range books {
+		bt := s.NewBatch()
+		require.NoError(t, bt.PutPageTexts(tn, fmt.Sprintf("bk%08d", b), texts))
+		require.NoError(t, bt.CommitNoSync())
+	}
+	build := time.Since(start)
+
+	// Count the entries and postings under "ab" as Search would read them.
+	lo := append(ixPrefix(tn), "ab"...)
+	it, err := s.db.NewIter(nil)
+	require.NoError(t, err)
+	entries, postings := 0, 0
+	for ok := it.SeekGE(lo); ok && bytes.HasPrefix(it.Key(), lo); ok = it.Next() {
+		n, _ := binary.Uvarint(it.Value())
+		entries++
+		postings += int(n)
+	}
+	require.NoError(t, it.Close())
+
+	q := mustQuery(t, "ab")
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	start = time.Now()
+	_, total, err := s.Search(tn, q, 0, 10)
+	took := time.Since(start)
+	runtime.ReadMemStats(&m1)
+	alloc := m1.TotalAlloc - m0.TotalAlloc
+	t.Logf("build %v; query \"ab\": %d entries (%.1f%% of MaxSearchScan %d), %d postings decoded, total %d, err %v, %.0f MB allocated, %v",
+		build, entries, 100*float64(entries)/MaxSearchScan, MaxSearchScan, postings, total, err, float64(alloc)/(1<<20), took)
+	t.Logf("at the full budget: %d entries × %d pages = %d postings (×16 B = %.1f GB before slice growth)",
+		MaxSearchScan, 2000, MaxSearchScan*2000, float64(MaxSearchScan)*2000*16/(1<<30))
+	require.ErrorIs(t, err, ErrSearchTooBroad, "%d postings under the prefix", postings)
+	require.Less(t, alloc, uint64(256<<20), "refused once MaxSearchPostings were decoded (32 MB of them, and their slices' growth)")
 }

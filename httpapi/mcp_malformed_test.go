@@ -360,16 +360,27 @@ func TestMCPFastPathKeysAreCaseSensitive(t *testing.T) {
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"Name":"books_get","arguments":{"book_id":"` + rid + `"}}}`,
 		`{"JSONRPC":"2.0","id":8,"method":"tools/call","params":` + get + `}`,
 	}
-	fast := mcpAnswers(t, h, key, bodies, nil)
-	r := h.do(t, "GET", "/api/v1/books/"+rid, key, nil)
-	require.Equal(t, 200, r.Status)
-	assert.Equal(t, "original", r.data()["name"], "a call whose name is books_get must not update the book")
+	fastAndSDKAgree(t, h, key, bodies, nil, func() {
+		r := h.do(t, "GET", "/api/v1/books/"+rid, key, nil)
+		require.Equal(t, 200, r.Status)
+		assert.Equal(t, "original", r.data()["name"], "a call whose name is books_get must not update the book")
+	})
+}
 
-	h.cfg.MCPSDKOnly = true // the same data, every message through the SDK
+// fastAndSDKAgree sends bodies (with their headers) with the tools/call fast path on, runs
+// between (if not nil), restarts the service on the same data with every message through the
+// SDK, sends them again, and checks that both answered each the same.
+func fastAndSDKAgree(t *testing.T, h *harness, key string, bodies []string, headers [][]string, between func()) {
+	t.Helper()
+	fast := mcpAnswers(t, h, key, bodies, headers)
+	if between != nil {
+		between()
+	}
+	h.cfg.MCPSDKOnly = true
 	h.restart(t)
-	sdkOnly := mcpAnswers(t, h, key, bodies, nil)
+	sdkOnly := mcpAnswers(t, h, key, bodies, headers)
 	for i := range bodies {
-		assert.Equal(t, sdkOnly[i], fast[i], "fast path and SDK answer %s differently", bodies[i])
+		assert.Equal(t, sdkOnly[i], fast[i], "fast path and SDK answer %s (headers %v) differently", bodies[i], headers)
 	}
 }
 
@@ -384,13 +395,7 @@ func TestMCPFastPathCheckedParams(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"books_list","arguments":{},"requestState":5}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"books_list","arguments":{},"inputResponses":"x"}}`,
 	}
-	fast := mcpAnswers(t, h, key, bodies, nil)
-	h.cfg.MCPSDKOnly = true
-	h.restart(t)
-	sdkOnly := mcpAnswers(t, h, key, bodies, nil)
-	for i := range bodies {
-		require.Equal(t, sdkOnly[i], fast[i], "fast path and SDK answer %s differently", bodies[i])
-	}
+	fastAndSDKAgree(t, h, key, bodies, nil, nil)
 }
 
 // TestMCPFastPathContentType (found by a review): checkMessage refuses a Content-Type that mime
@@ -407,13 +412,7 @@ func TestMCPFastPathContentType(t *testing.T) {
 	for i, ct := range cts {
 		bodies[i], headers[i] = body, []string{"Content-Type", ct}
 	}
-	fast := mcpAnswers(t, h, key, bodies, headers)
-	h.cfg.MCPSDKOnly = true
-	h.restart(t)
-	sdkOnly := mcpAnswers(t, h, key, bodies, headers)
-	for i := range cts {
-		require.Equal(t, sdkOnly[i], fast[i], "Content-Type %q", cts[i])
-	}
+	fastAndSDKAgree(t, h, key, bodies, headers, nil)
 }
 
 // TestMCPIdempotencyKeyNamedAsArgument (found by a review): docs/API.md says a tool result's

@@ -153,6 +153,12 @@ func (w *workspace) createBook(b *storage.Book) (*storage.Book, error) {
 			batch.Close()
 			return err
 		}
+		if len(b.Texts) > 0 {
+			if err := batch.PutPageTexts(w.t, b.RandomID, b.Texts); err != nil {
+				batch.Close()
+				return err
+			}
+		}
 		return batch.Commit()
 	})
 	if err != nil {
@@ -160,7 +166,9 @@ func (w *workspace) createBook(b *storage.Book) (*storage.Book, error) {
 	}
 	w.s.scheduleTransition(b)
 	if len(b.Pages) > 0 {
-		w.s.WantText(w.t, b.RandomID) // a book of images: its text is read by OCR
+		if len(b.Texts) == 0 {
+			w.s.WantText(w.t, b.RandomID) // a book of images: its text is read by OCR
+		}
 		w.s.WantRenditions(w.t, b.RandomID)
 	}
 	return b, nil

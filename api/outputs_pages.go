@@ -12,8 +12,9 @@ type PageInfo struct {
 	ImageURL string `json:"image_url" format:"uri"`
 	HasText  bool   `json:"has_text" desc:"whether the page has words (text or a text layer)"`
 	// TextSource is where the page's text came from: "pdf" (the document's own text), "ocr"
-	// (read from the page image), or null when it has none.
-	TextSource *string `json:"text_source" desc:"pdf (the document's own text), ocr (read from the page image), or null"`
+	// (read from the page image), "render" (the text the service drew the page with), or null
+	// when it has none.
+	TextSource *string `json:"text_source" desc:"pdf (the document's own text), ocr (read from the page image), render (the text the service drew the page with: catalog renders, template books), or null"`
 	// Renditions are the page's WebP copies by increasing width (issue 29), made in the
 	// background once the book is ready: empty until then.
 	Renditions []PageRendition `json:"renditions" desc:"WebP copies of the page image by increasing width (400, 800, 1200 px, those narrower than the page), made within seconds of the book being ready; empty until then"`
@@ -30,7 +31,7 @@ type PageRendition struct {
 // boxes in fractions of the page (0..1, origin top left).
 type PageTextInfo struct {
 	Number  int            `json:"number"`
-	Source  *string        `json:"source" desc:"pdf (the document's own text), ocr (read from the page image), or null"`
+	Source  *string        `json:"source" desc:"pdf (the document's own text), ocr (read from the page image), render (the text the service drew the page with: catalog renders, template books), or null"`
 	Text    string         `json:"text"`
 	Words   []storage.Word `json:"words"`
 	Problem *string        `json:"problem" desc:"why the page has no text, when reading it failed"`

@@ -95,6 +95,7 @@ type bookService struct {
 	maxUploadBytes int  // Config.MaxUploadBytes
 	allowPrivate   bool // Config.AllowPrivateTargets: the SSRF guard's policy for template images
 	noRenditions   bool // Config.NoRenditions: the pages' renditions are not offered
+	noText         bool // Config.NoPageText: template books keep no text either
 }
 
 func (s *bookService) ListBooks(r *api.Request, in *api.BookList) (*api.Reply[[]api.Raw[api.Book], api.CursorMeta], error) {

@@ -249,6 +249,12 @@ func (s *bookService) createBookFromImages(t storage.Tenant, b *storage.Book, pa
 			return nil, err
 		}
 		b.Pages = append(b.Pages, storage.Page{Number: i + 1, File: name, Width: p.Width, Height: p.Height})
+		if p.Text != nil && !s.noText {
+			b.Texts = append(b.Texts, *p.Text) // a template page's drawn text
+		}
+	}
+	if len(b.Texts) != len(b.Pages) {
+		b.Texts = nil // all or none: the backfill reads the others by OCR
 	}
 	b.PageCount = len(b.Pages)
 	var err error

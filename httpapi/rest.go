@@ -47,7 +47,7 @@ func (s *Service) backends() api.Backends {
 	hooks := &webhookService{links: s.links, Store: s.Store, Actors: s.Actors, Analytics: s.Analytics,
 		cursors: &s.cursors, allowPrivate: s.cfg.AllowPrivateTargets}
 	books := &bookService{links: s.links, Store: s.Store, Actors: s.Actors, cursors: &s.cursors, noRenditions: s.cfg.NoRenditions,
-		maxUploadBytes: s.cfg.MaxUploadBytes, allowPrivate: s.cfg.AllowPrivateTargets}
+		maxUploadBytes: s.cfg.MaxUploadBytes, allowPrivate: s.cfg.AllowPrivateTargets, noText: s.cfg.NoPageText}
 	bulk := &bulkService{Store: s.Store, Actors: s.Actors}
 	access := &accessService{links: s.links, Store: s.Store, Actors: s.Actors}
 	brand := &brandService{links: s.links, Store: s.Store, Actors: s.Actors, log: s.log}

@@ -10,10 +10,13 @@ set -euo pipefail
 
 # poppler-utils renders PDFs (pdfinfo, pdftoppm, pdftotext); LibreOffice converts Word, Excel
 # and PowerPoint files, with fonts to lay them out; tesseract-ocr with its English data reads the
-# text of pages that carry none (photos, scans, catalog renders: issue 28); libvips-tools
-# (vipsthumbnail) makes the pages' WebP renditions the viewer offers by screen size (issue 29).
+# text of pages that carry none (photos, scans: issue 28); libvips-tools (vipsthumbnail) makes
+# the pages' WebP renditions the viewer offers by screen size (issue 29). The fonts-* after them
+# are the fallback fonts template pages draw other scripts with (Hebrew, Arabic, Thai, Indic,
+# Chinese, Japanese, Korean, emoji: actors/convert/template_shape.go).
 run_pkgs=(poppler-utils libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui fonts-liberation
-	tesseract-ocr tesseract-ocr-eng libvips-tools)
+	tesseract-ocr tesseract-ocr-eng libvips-tools
+	fonts-dejavu-core fonts-noto-core fonts-droid-fallback fonts-nanum fonts-symbola)
 # chromium runs the viewer's, the catalog render's and the OAuth consent page's browser tests.
 test_pkgs=(chromium)
 # a fresh machine of this kind has Go in /usr/local/go but may lack these.

@@ -43,7 +43,10 @@ type Book struct {
 	PageImagesError   string  `json:"page_images_error,omitempty"`
 	// Pages are stored under their own key (pages/<rid>), so reading a book's record costs
 	// the same for 1 page and 1,000: see PutPages and Pages.
-	Pages            []Page     `json:"-"`
+	Pages []Page `json:"-"`
+	// Texts, when set on a new book, are its pages' texts, stored with it (a template book's
+	// drawn text); a new book of images without them has its text read by OCR.
+	Texts            []PageText `json:"-"`
 	Thumbnail        string     `json:"thumbnail"`
 	Document         string     `json:"document,omitempty"` // the source PDF (blob name), if any
 	PublishedDate    *time.Time `json:"published_date"`

@@ -35,6 +35,9 @@ type PageText struct {
 const (
 	TextFromPDF = "pdf" // the document's own text (pdftotext)
 	TextFromOCR = "ocr" // read from the page image (Tesseract)
+	// TextFromRender is the text the service drew a page with (catalog renders): the words
+	// exactly as written, in any script, with their boxes.
+	TextFromRender = "render"
 )
 
 // pageTextPrefix is where a book's page texts are: one record a page, in page order.

@@ -37,9 +37,8 @@ type CatalogDoc struct {
 	Items      []Item `json:"items"`
 }
 
-// renderCatalogFile draws the CatalogDoc at src into page files under work, with their text
-// read back by OCR (o.Fetch fetches the product images; o.Slots and o.OCRLanguages are the
-// OCR's).
+// renderCatalogFile draws the CatalogDoc at src into page files under work, with the text each
+// page was drawn with (o.Fetch fetches the product images).
 func renderCatalogFile(ctx context.Context, src, work string, o Options) (*Result, error) {
 	data, err := os.ReadFile(src)
 	if err != nil {
@@ -69,24 +68,23 @@ func renderCatalogFile(ctx context.Context, src, work string, o Options) (*Resul
 		return nil, err
 	}
 	res := &Result{Pages: make([]Page, len(pages))}
-	paths := make([]string, len(pages))
 	for i, p := range pages {
 		path := filepath.Join(work, "page-"+strconv.Itoa(i+1)+".jpg")
 		if err := os.WriteFile(path, p.Data, 0o640); err != nil {
 			return nil, err
 		}
 		res.Pages[i] = Page{Path: path, Width: p.Width, Height: p.Height, Links: p.Links}
-		paths[i] = path
 	}
 	if res.Thumb, err = Thumbnail(pages[0].Img); err != nil {
 		return nil, err
 	}
-	// The pages are drawn from the items' own text, but the drawing keeps no word positions
-	// (template_render.go): OCR reads the words back with their boxes. The render's timeout does
-	// not cover it (each page has OCRTimeout).
-	res.Text = o.ocrPages(ctx, paths)
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
+	// Each page's text is the words it was drawn with, and their boxes (source "render"):
+	// exact in every script, where OCR read only what its languages knew, at a second a page.
+	if !o.NoText {
+		res.Text = make([]storage.PageText, len(pages))
+		for i, p := range pages {
+			res.Text[i] = *p.Text
+		}
 	}
 	return res, nil
 }

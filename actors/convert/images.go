@@ -43,6 +43,8 @@ type Image struct {
 	Img    image.Image
 	// Links are the clickable areas of a template page (the products' urls).
 	Links []storage.Link
+	// Text is a template page's text: the words it was drawn with, with their boxes.
+	Text *storage.PageText
 }
 
 // Header is what an encoded image's header says: its format (as a file extension) and size.

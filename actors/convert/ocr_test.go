@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
-	"encoding/json"
 	"image"
 	"image/color"
 	"image/draw"
@@ -231,36 +230,6 @@ func TestConvertScannedPDFReadsTheScan(t *testing.T) {
 	require.Equal(t, 2, two.Page)
 	require.Equal(t, storage.TextFromPDF, two.Source, "a page with text is not OCR'd")
 	require.Equal(t, "Typed text of page two", two.Text)
-}
-
-// A catalog render's pages get their text by OCR: the cover's title, the product's name.
-func TestConvertCatalogHasText(t *testing.T) {
-	t.Parallel()
-	needTesseract(t)
-	doc := CatalogDoc{TemplateID: 1, Title: "Garden catalog", Currency: "EUR",
-		Cover: Cover{Title: "Spring Garden Collection", Description: "Tools for patient gardeners."},
-		Items: []Item{{ID: "1", Title: "Ceramic Watering Can", Price: "24.00",
-			ShortDescription: "A heavy glazed can that keeps water cool."}}}
-	data, err := json.Marshal(doc)
-	require.NoError(t, err)
-	src := filepath.Join(t.TempDir(), "catalog.json")
-	require.NoError(t, os.WriteFile(src, data, 0o600))
-	start := time.Now()
-	res, err := Convert(context.Background(), src, KindCatalog, filepath.Join(t.TempDir(), "w"), Options{})
-	require.NoError(t, err)
-	t.Logf("catalog of %d pages rendered and OCR'd in %s", len(res.Pages), time.Since(start).Round(time.Millisecond))
-	require.Len(t, res.Text, len(res.Pages))
-	require.GreaterOrEqual(t, len(res.Pages), 2)
-	all := ""
-	for i, pt := range res.Text {
-		require.Equal(t, i+1, pt.Page)
-		require.Equal(t, storage.TextFromOCR, pt.Source)
-		require.Empty(t, pt.Problem)
-		all += pt.Text + "\n\n"
-	}
-	requireFractions(t, res.Text)
-	require.Contains(t, res.Text[0].Text, "Spring Garden Collection", "the cover")
-	require.Contains(t, all, "Ceramic Watering Can")
 }
 
 // wordDOCX is a minimal Word document of the given paragraphs.

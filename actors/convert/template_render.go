@@ -18,7 +18,8 @@ import (
 	"golang.org/x/image/font/gofont/gobold"
 	"golang.org/x/image/font/gofont/goregular"
 	"golang.org/x/image/font/opentype"
-	"golang.org/x/image/math/fixed"
+
+	"flipbook/storage"
 )
 
 // Page geometry of template books (pixels, portrait).
@@ -297,6 +298,7 @@ func renderPage(ctx context.Context, p *pageInfo, items []Item, lay *layout, fet
 	if p.number == 1 && p.doc.Cover != nil && isWebURL(p.doc.Cover.Website) {
 		out.Links = append(out.Links, pageLink(coverWebsite, p.doc.Cover.Website))
 	}
+	out.Text = c.pageText(p.number)
 	if keepImg {
 		out.Img = c.img
 	}
@@ -361,7 +363,12 @@ func loadFonts() error {
 // canvas is one page being drawn.
 type canvas struct {
 	img   *image.RGBA
-	faces map[faceKey]font.Face
+	faces map[faceKey]*typeface
+	sh    *shaper // made at the first face: the lines the Go fonts cannot draw alone
+	// What was written: the words with their boxes, and the text blocks (one a text call,
+	// as lines), the page's text (pageText).
+	words  []storage.Word
+	blocks [][]string
 }
 
 type faceKey struct {
@@ -372,7 +379,7 @@ type faceKey struct {
 func newCanvas() *canvas {
 	img := image.NewRGBA(image.Rect(0, 0, PageWidth, PageHeight))
 	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
-	return &canvas{img: img, faces: map[faceKey]font.Face{}}
+	return &canvas{img: img, faces: map[faceKey]*typeface{}}
 }
 
 func (c *canvas) close() {
@@ -381,7 +388,7 @@ func (c *canvas) close() {
 	}
 }
 
-func (c *canvas) face(bold bool, size float64) font.Face {
+func (c *canvas) face(bold bool, size float64) *typeface {
 	k := faceKey{bold, size}
 	if f, ok := c.faces[k]; ok {
 		return f
@@ -394,8 +401,12 @@ func (c *canvas) face(bold bool, size float64) font.Face {
 	if err != nil {
 		panic(err) // only for invalid options, which are constants here
 	}
-	c.faces[k] = f
-	return f
+	if c.sh == nil {
+		c.sh = newShaper()
+	}
+	tf := &typeface{Face: f, bold: bold, size: size, sh: c.sh}
+	c.faces[k] = tf
+	return tf
 }
 
 type align int
@@ -442,18 +453,11 @@ func (c *canvas) text(r image.Rectangle, s string, st textStyle) int {
 	if len(lines) == 0 {
 		return 0
 	}
-	d := font.Drawer{Dst: c.img.SubImage(r).(*image.RGBA), Src: image.NewUniform(st.color), Face: face}
+	dst := c.img.SubImage(r).(*image.RGBA)
 	for i, l := range lines {
-		x := r.Min.X
-		switch st.align {
-		case alignCenter:
-			x += (r.Dx() - measure(face, l)) / 2
-		case alignRight:
-			x = r.Max.X - measure(face, l)
-		}
-		d.Dot = fixed.P(x, r.Min.Y+asc+i*lh)
-		d.DrawString(l)
+		face.drawLine(dst, lineStart(face, r, l, st.align), r.Min.Y+asc+i*lh, l, st.color)
 	}
+	c.record(face, r, lines, asc, desc, lh, st.align)
 	return (len(lines)-1)*lh + asc + desc
 }
 
@@ -923,4 +927,55 @@ var digestLayout = &layout{
 				textStyle{size: 22, color: colBody, leading: 1.4})
 		}
 	},
+}
+
+// lineStart is where the line l starts in r, aligned by al; a line that reads right to left
+// starts at the right when aligned to the start.
+func lineStart(face *typeface, r image.Rectangle, l string, al align) int {
+	switch {
+	case al == alignCenter:
+		return r.Min.X + (r.Dx()-measure(face, l))/2
+	case al == alignRight, al == alignLeft && rtl(l):
+		return r.Max.X - measure(face, l)
+	}
+	return r.Min.X
+}
+
+// record keeps the words of lines as text drew them in r: each word's box (clipped to r) and
+// the block's lines of words.
+func (c *canvas) record(face *typeface, r image.Rectangle, lines []string, asc, desc, lh int, al align) {
+	var block []string
+	for i, l := range lines {
+		x, y := lineStart(face, r, l, al), r.Min.Y+asc+i*lh
+		var kept []string
+		for _, w := range face.wordBoxes(l) {
+			b := image.Rect(x+w.x0, y-asc, x+w.x1, y+desc).Intersect(r)
+			if b.Empty() {
+				continue
+			}
+			c.words = append(c.words, storage.Word{Text: w.text,
+				X: float64(b.Min.X) / PageWidth, Y: float64(b.Min.Y) / PageHeight,
+				W: float64(b.Dx()) / PageWidth, H: float64(b.Dy()) / PageHeight})
+			kept = append(kept, w.text)
+		}
+		if len(kept) > 0 {
+			block = append(block, strings.Join(kept, " "))
+		}
+	}
+	if len(block) > 0 {
+		c.blocks = append(c.blocks, block)
+	}
+}
+
+// pageText is the text written on the page, as page number n's text (source "render").
+func (c *canvas) pageText(n int) *storage.PageText {
+	blocks := make([]string, len(c.blocks))
+	for i, b := range c.blocks {
+		blocks[i] = strings.Join(b, "\n")
+	}
+	words := c.words
+	if words == nil {
+		words = []storage.Word{}
+	}
+	return &storage.PageText{Page: n, Source: storage.TextFromRender, Text: strings.Join(blocks, "\n\n"), Words: words}
 }

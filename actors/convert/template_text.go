@@ -6,7 +6,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/image/font"
 	"golang.org/x/image/math/fixed"
 )
 
@@ -217,11 +216,14 @@ func oneLine(s string) string {
 }
 
 // measure is the advance width of s in whole pixels (rounded up).
-func measure(face font.Face, s string) int { return font.MeasureString(face, s).Ceil() }
+func measure(face *typeface, s string) int { return face.width(s) }
 
 // fitPrefix is the byte length of the longest prefix of s no wider than width, at least one rune
 // (so that wrapping always makes progress).
-func fitPrefix(face font.Face, s string, width int) int {
+func fitPrefix(face *typeface, s string, width int) int {
+	if !face.plain(s) {
+		return face.fitShaped(s, width)
+	}
 	limit := fixed.I(width)
 	var adv fixed.Int26_6
 	prev := rune(-1)
@@ -249,7 +251,7 @@ func fitPrefix(face font.Face, s string, width int) int {
 // wrapText breaks s into at most maxLines lines no wider than width. Line breaks in s are kept,
 // an empty line separates paragraphs, words longer than a line are broken. When s does not fit,
 // the last line ends with an ellipsis.
-func wrapText(face font.Face, s string, width, maxLines int) []string {
+func wrapText(face *typeface, s string, width, maxLines int) []string {
 	if maxLines <= 0 || width <= 0 {
 		return nil
 	}
@@ -313,7 +315,7 @@ paragraphs:
 }
 
 // ellipsize appends "…" to s, dropping characters from its end until it fits width.
-func ellipsize(face font.Face, s string, width int) string {
+func ellipsize(face *typeface, s string, width int) string {
 	const ell = "…"
 	const trim = " .,;:…"
 	s = strings.TrimRight(s, trim)

@@ -1,0 +1,510 @@
+package convert
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/draw"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"unicode"
+
+	"github.com/go-text/typesetting/bidi"
+	"github.com/go-text/typesetting/di"
+	gtfont "github.com/go-text/typesetting/font"
+	ot "github.com/go-text/typesetting/font/opentype"
+	"github.com/go-text/typesetting/shaping"
+	"golang.org/x/image/font"
+	"golang.org/x/image/font/gofont/gobold"
+	"golang.org/x/image/font/gofont/goregular"
+	"golang.org/x/image/math/fixed"
+	"golang.org/x/image/vector"
+	xbidi "golang.org/x/text/unicode/bidi"
+)
+
+// Text in scripts the Go fonts lack. The Go fonts cover Latin, Greek and Cyrillic; text they
+// cover, written left to right, is drawn with them as before (canvas.text). Any other line is
+// shaped with HarfBuzz (go-text/typesetting: Arabic joining, marks, ligatures), in visual order
+// by the Unicode bidirectional algorithm (Hebrew and Arabic right to left, with numbers and
+// Latin words inside them left to right), each character in the first font that has it: the Go
+// font, then the system's fallback fonts (fallbackFontFiles). A character no font has is drawn
+// as the Go font's box, as before.
+
+// fallbackFontFiles are the fallback fonts looked for under the font directories, in order of
+// preference: the first file found for each entry is used, with its bold when there is one.
+// scripts/deps.sh installs the Debian packages named here.
+var fallbackFontFiles = []struct{ regular, bold []string }{
+	// fonts-dejavu-core: Hebrew, Arabic, Armenian, Georgian, and many symbols
+	{[]string{"DejaVuSans.ttf"}, []string{"DejaVuSans-Bold.ttf"}},
+	// fonts-noto-core: Thai, Indic scripts, Ethiopic (and Arabic and Hebrew again)
+	{[]string{"NotoSansThai-Regular.ttf"}, []string{"NotoSansThai-Bold.ttf"}},
+	{[]string{"NotoSansDevanagari-Regular.ttf"}, []string{"NotoSansDevanagari-Bold.ttf"}},
+	{[]string{"NotoSansBengali-Regular.ttf"}, []string{"NotoSansBengali-Bold.ttf"}},
+	{[]string{"NotoSansTamil-Regular.ttf"}, []string{"NotoSansTamil-Bold.ttf"}},
+	{[]string{"NotoSansEthiopic-Regular.ttf"}, []string{"NotoSansEthiopic-Bold.ttf"}},
+	// fonts-droid-fallback: Chinese and Japanese
+	{[]string{"DroidSansFallbackFull.ttf", "DroidSansFallback.ttf"}, nil},
+	// fonts-nanum: Korean (Hangul)
+	{[]string{"NanumGothic.ttf"}, []string{"NanumGothicBold.ttf"}},
+	// fonts-symbola: emoji (in outline, not colour) and other symbols
+	{[]string{"Symbola_hint.ttf", "Symbola.ttf"}, nil},
+}
+
+// FontDirs are the directories searched for fallbackFontFiles (and their subdirectories).
+var FontDirs = []string{"/usr/share/fonts", "/usr/local/share/fonts"}
+
+// shapeFonts are the fonts shaped text is drawn in, parsed once: [0] the Go fonts, then the
+// fallback fonts found. A parsed font is safe for concurrent use; faces are not, so each
+// canvas makes its own (shaper).
+var shapeFonts struct {
+	once          sync.Once
+	regular, bold []*gtfont.Font
+}
+
+func loadShapeFonts() {
+	shapeFonts.once.Do(func() {
+		for _, ttf := range [][]byte{goregular.TTF, gobold.TTF} {
+			f, err := gtfont.ParseTTF(bytes.NewReader(ttf))
+			if err != nil {
+				panic(err) // the embedded Go fonts always parse
+			}
+			if len(shapeFonts.regular) == 0 {
+				shapeFonts.regular = append(shapeFonts.regular, f.Font)
+			} else {
+				shapeFonts.bold = append(shapeFonts.bold, f.Font)
+			}
+		}
+		found := findFontFiles(FontDirs)
+		var missing []string
+		for _, e := range fallbackFontFiles {
+			reg := parseFirstFont(found, e.regular)
+			if reg == nil {
+				missing = append(missing, e.regular[0])
+				continue
+			}
+			bold := parseFirstFont(found, e.bold)
+			if bold == nil {
+				bold = reg
+			}
+			shapeFonts.regular = append(shapeFonts.regular, reg)
+			shapeFonts.bold = append(shapeFonts.bold, bold)
+		}
+		if len(missing) > 0 {
+			slog.Info("template pages: fallback fonts not found; text needing them is drawn as boxes",
+				"missing", missing, "dirs", FontDirs)
+		}
+	})
+}
+
+// findFontFiles maps the font files' names under dirs to their paths (the first found).
+func findFontFiles(dirs []string) map[string]string {
+	found := map[string]string{}
+	for _, dir := range dirs {
+		_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil // an unreadable directory is skipped
+			}
+			if !d.IsDir() {
+				if _, ok := found[d.Name()]; !ok {
+					found[d.Name()] = path
+				}
+			}
+			return nil
+		})
+	}
+	return found
+}
+
+func parseFirstFont(found map[string]string, names []string) *gtfont.Font {
+	for _, name := range names {
+		path, ok := found[name]
+		if !ok {
+			continue
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		face, err := gtfont.ParseTTF(f)
+		_ = f.Close() // ParseTTF reads the tables it keeps
+		if err != nil {
+			slog.Warn("template pages: a fallback font does not parse", "path", path, "err", err)
+			continue
+		}
+		return face.Font
+	}
+	return nil
+}
+
+// typeface is a Go font face at one size, measuring and drawing through the canvas's shaper the
+// lines the Go font cannot draw alone (plain reports which).
+type typeface struct {
+	font.Face // the Go font at this size (x/image), for metrics and plain text
+	bold      bool
+	size      float64
+	sh        *shaper
+}
+
+// plain reports whether s is drawn with the Go font alone: every character is in it, and none
+// is written right to left.
+func (f *typeface) plain(s string) bool {
+	goFont := shapeFonts.regular[0]
+	if f.bold {
+		goFont = shapeFonts.bold[0]
+	}
+	for _, r := range s {
+		if r < 0x80 {
+			continue
+		}
+		if p, _ := xbidi.LookupRune(r); isRTLClass(p.Class()) {
+			return false
+		}
+		if _, ok := goFont.NominalGlyph(r); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func isRTLClass(c xbidi.Class) bool {
+	switch c {
+	case xbidi.R, xbidi.AL, xbidi.RLE, xbidi.RLO, xbidi.RLI:
+		return true
+	}
+	return false
+}
+
+// width is the advance width of s in whole pixels (rounded up).
+func (f *typeface) width(s string) int {
+	if f.plain(s) {
+		return font.MeasureString(f.Face, s).Ceil()
+	}
+	runs, _ := f.sh.shapeLine(s, f.bold, f.size)
+	return runsWidth(runs).Ceil()
+}
+
+// rtl reports whether the line s reads right to left: its first strong character does
+// (the bidirectional algorithm's rule for a paragraph's direction).
+func rtl(s string) bool {
+	for _, r := range s {
+		p, _ := xbidi.LookupRune(r)
+		switch c := p.Class(); {
+		case c == xbidi.L:
+			return false
+		case c == xbidi.R || c == xbidi.AL:
+			return true
+		}
+	}
+	return false
+}
+
+// drawLine draws the line s with its baseline's left end at (x, y) in dst.
+func (f *typeface) drawLine(dst *image.RGBA, x, y int, s string, col color.RGBA) {
+	if f.plain(s) {
+		d := font.Drawer{Dst: dst, Src: image.NewUniform(col), Face: f.Face, Dot: fixed.P(x, y)}
+		d.DrawString(s)
+		return
+	}
+	runs, _ := f.sh.shapeLine(s, f.bold, f.size)
+	f.sh.draw(dst, fixed.I(x), fixed.I(y), runs, col)
+}
+
+// shaper shapes and draws the lines of one canvas (HarfBuzz buffers and font faces are not safe
+// for concurrent use).
+type shaper struct {
+	hb     shaping.HarfbuzzShaper
+	seg    shaping.Segmenter
+	para   bidi.Paragraph
+	maps   [2]fontmap // regular, bold
+	src    *image.Uniform
+	raster vector.Rasterizer
+	mask   image.Alpha // a glyph's coverage, reused
+	shaped int         // characters shaped so far (the tests' measure of the work)
+}
+
+func newShaper() *shaper {
+	loadShapeFonts()
+	sh := &shaper{src: image.NewUniform(color.Black)}
+	for i, fonts := range [][]*gtfont.Font{shapeFonts.regular, shapeFonts.bold} {
+		for _, f := range fonts {
+			sh.maps[i] = append(sh.maps[i], gtfont.NewFace(f))
+		}
+	}
+	return sh
+}
+
+// fontmap picks for each character the first face that has it (the Go font's when none does,
+// which draws its box).
+type fontmap []*gtfont.Face
+
+func (m fontmap) ResolveFace(r rune) *gtfont.Face {
+	for _, f := range m {
+		if _, ok := f.NominalGlyph(r); ok {
+			return f
+		}
+	}
+	return m[0]
+}
+
+// shapedRun is a shaped piece of a line with its bidirectional embedding level.
+type shapedRun struct {
+	out   shaping.Output
+	level bidi.Level
+}
+
+// shapeLine shapes s as one line: split into runs of one direction (the bidirectional
+// algorithm, the line's direction taken from its first strong character), then of one script
+// and font; the runs are returned in visual order, left to right, and whether the line reads
+// right to left.
+func (sh *shaper) shapeLine(s string, bold bool, size float64) ([]shapedRun, bool) {
+	text := []rune(s)
+	sh.shaped += len(text)
+	isRTL := rtl(s)
+	def := bidi.LeftToRight
+	if isRTL {
+		def = bidi.RightToLeft
+	}
+	fm := sh.maps[0]
+	if bold {
+		fm = sh.maps[1]
+	}
+	levels := sh.para.Segment(text, def)
+	var runs []shapedRun
+	for i := 0; i < levels.NumRuns(); i++ {
+		br := levels.Run(i)
+		in := shaping.Input{Text: text, RunStart: br.Start, RunEnd: br.End, Direction: di.DirectionLTR,
+			Size: fixed.Int26_6(math.Round(size * 64))}
+		if !br.IsLeftToRight() {
+			in.Direction = di.DirectionRTL
+		}
+		for _, part := range sh.seg.Split(in, fm) {
+			runs = append(runs, shapedRun{out: sh.hb.Shape(part), level: br.Level})
+		}
+	}
+	reorderRuns(runs)
+	return runs, isRTL
+}
+
+// reorderRuns puts runs in logical order into visual order (rule L2 of the bidirectional
+// algorithm): from the highest level down to the lowest odd one, every sequence of runs at that
+// level or above is reversed. Each run's glyphs are already in visual order (HarfBuzz).
+func reorderRuns(runs []shapedRun) {
+	var highest, lowestOdd bidi.Level = 0, math.MaxInt8
+	for _, r := range runs {
+		highest = max(highest, r.level)
+		if r.level%2 == 1 {
+			lowestOdd = min(lowestOdd, r.level)
+		}
+	}
+	for level := highest; level >= lowestOdd && level > 0; level-- {
+		for i := 0; i < len(runs); {
+			if runs[i].level < level {
+				i++
+				continue
+			}
+			j := i
+			for j < len(runs) && runs[j].level >= level {
+				j++
+			}
+			for a, b := i, j-1; a < b; a, b = a+1, b-1 {
+				runs[a], runs[b] = runs[b], runs[a]
+			}
+			i = j
+		}
+	}
+}
+
+func runsWidth(runs []shapedRun) fixed.Int26_6 {
+	var w fixed.Int26_6
+	for i := range runs {
+		w += runs[i].out.Advance
+	}
+	return w
+}
+
+// draw draws runs (in visual order) from the pen at (x, y), the baseline.
+func (sh *shaper) draw(dst *image.RGBA, x, y fixed.Int26_6, runs []shapedRun, col color.RGBA) {
+	sh.src.C = col
+	for i := range runs {
+		o := &runs[i].out
+		for _, g := range o.Glyphs {
+			sh.drawGlyph(dst, o.Face, g.GlyphID, o.Size, x+g.XOffset, y-g.YOffset)
+			x += g.Advance
+		}
+	}
+}
+
+// drawGlyph fills the outline of glyph gid of face at size (pixels per em) with its origin at
+// (x, y). Glyphs without an outline (bitmaps, colour layers) are left out.
+func (sh *shaper) drawGlyph(dst *image.RGBA, face *gtfont.Face, gid gtfont.GID, size, x, y fixed.Int26_6) {
+	outline, ok := face.GlyphData(gid).(gtfont.GlyphOutline)
+	if !ok || len(outline.Segments) == 0 {
+		return
+	}
+	scale := float32(size) / 64 / float32(face.Upem())
+	ox, oy := float32(x)/64, float32(y)/64
+	minX, minY := float32(math.Inf(1)), float32(math.Inf(1))
+	maxX, maxY := float32(math.Inf(-1)), float32(math.Inf(-1))
+	for _, s := range outline.Segments {
+		for _, p := range s.ArgsSlice() {
+			px, py := ox+p.X*scale, oy-p.Y*scale
+			minX, maxX = min(minX, px), max(maxX, px)
+			minY, maxY = min(minY, py), max(maxY, py)
+		}
+	}
+	box := image.Rect(int(math.Floor(float64(minX))), int(math.Floor(float64(minY))),
+		int(math.Ceil(float64(maxX))), int(math.Ceil(float64(maxY))))
+	// A glyph is at most a few em across; a box far larger is a broken font's, left out.
+	if box.Empty() || box.Dx() > 16*int(size>>6)+64 || box.Dy() > 16*int(size>>6)+64 ||
+		!box.Overlaps(dst.Bounds()) {
+		return
+	}
+	z := &sh.raster
+	z.Reset(box.Dx(), box.Dy())
+	bx, by := float32(box.Min.X), float32(box.Min.Y)
+	pt := func(p gtfont.SegmentPoint) (float32, float32) { return ox + p.X*scale - bx, oy - p.Y*scale - by }
+	for _, s := range outline.Segments {
+		a := s.Args
+		switch s.Op {
+		case ot.SegmentOpMoveTo:
+			z.MoveTo(pt(a[0]))
+		case ot.SegmentOpLineTo:
+			z.LineTo(pt(a[0]))
+		case ot.SegmentOpQuadTo:
+			x1, y1 := pt(a[0])
+			x2, y2 := pt(a[1])
+			z.QuadTo(x1, y1, x2, y2)
+		case ot.SegmentOpCubeTo:
+			x1, y1 := pt(a[0])
+			x2, y2 := pt(a[1])
+			x3, y3 := pt(a[2])
+			z.CubeTo(x1, y1, x2, y2, x3, y3)
+		}
+	}
+	z.ClosePath()
+	// The rasterizer draws into an alpha mask, which draw.DrawMask clips to dst: the
+	// rasterizer's own Draw does not clip, and dst is a text box's sub-image of the page.
+	n := box.Dx() * box.Dy()
+	if cap(sh.mask.Pix) < n {
+		sh.mask.Pix = make([]uint8, n)
+	}
+	sh.mask.Pix, sh.mask.Stride, sh.mask.Rect = sh.mask.Pix[:n], box.Dx(), image.Rect(0, 0, box.Dx(), box.Dy())
+	clear(sh.mask.Pix)
+	z.Draw(&sh.mask, sh.mask.Rect, image.Opaque, image.Point{})
+	draw.DrawMask(dst, box, sh.src, image.Point{}, &sh.mask, image.Point{}, draw.Over)
+}
+
+// fitShaped is fitPrefix for a shaped line: the longest prefix of whole characters no wider
+// than width, at least one (found by bisection: each try shapes the prefix). A character is a
+// letter with the marks that follow it (Thai and Indic vowel signs, Arabic vowels, accents), so
+// a mark is never moved to the next line without its letter.
+func (f *typeface) fitShaped(s string, width int) int {
+	// A line holds at most a few characters per em of its width (counting marks, which take no
+	// room): a longer prefix is not tried, so a 10,000-character word costs what a line does.
+	limit := 4*width/max(1, int(f.size)) + 32
+	ends := make([]int, 0, min(len(s), limit)) // byte offsets where a line may end: not before a mark
+	prev := rune(0)
+	for i, r := range s {
+		if len(ends) == limit {
+			break
+		}
+		if i > 0 && !joinsPrevious(r) && prev != 0x200D { // nor after a joiner
+			ends = append(ends, i)
+		}
+		prev = r
+	}
+	if len(ends) < limit {
+		ends = append(ends, len(s))
+	}
+	lo, hi := 1, len(ends) // ends[lo-1] fits or is the one-rune minimum
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if f.width(s[:ends[mid-1]]) <= width {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return ends[lo-1]
+}
+
+// joinsPrevious reports whether r belongs with the character before it: a combining mark, a
+// zero-width joiner or a variation selector (emoji sequences).
+func joinsPrevious(r rune) bool {
+	return unicode.In(r, unicode.Mn, unicode.Mc, unicode.Me) || r == 0x200D ||
+		(r >= 0xFE00 && r <= 0xFE0F) || (r >= 0xE0100 && r <= 0xE01EF) || (r >= 0x1F3FB && r <= 0x1F3FF)
+}
+
+// wordBox is a word of a line and where it is drawn: [x0, x1) from the line's left end.
+type wordBox struct {
+	text   string
+	x0, x1 int
+}
+
+// wordBoxes are the words of the line s (separated by spaces), in reading order, with where
+// each is drawn.
+func (f *typeface) wordBoxes(s string) []wordBox {
+	type span struct{ start, end int } // byte offsets
+	var spans []span
+	start := -1
+	for i, r := range s {
+		switch {
+		case isSpace(r) && start >= 0:
+			spans = append(spans, span{start, i})
+			start = -1
+		case !isSpace(r) && start < 0:
+			start = i
+		}
+	}
+	if start >= 0 {
+		spans = append(spans, span{start, len(s)})
+	}
+	out := make([]wordBox, len(spans))
+	if f.plain(s) {
+		for i, sp := range spans {
+			out[i] = wordBox{text: s[sp.start:sp.end], x0: font.MeasureString(f.Face, s[:sp.start]).Round(),
+				x1: font.MeasureString(f.Face, s[:sp.end]).Ceil()}
+		}
+		return out
+	}
+	// A shaped line: each glyph's cluster is the index of its first character, which places
+	// it in a word; a word spans its glyphs, wherever the bidirectional order put them.
+	word := make([]int, 0, len(s)) // by character index: the word's index, or -1
+	for i := range s {
+		w := -1
+		for j, sp := range spans {
+			if i >= sp.start && i < sp.end {
+				w = j
+				break
+			}
+		}
+		word = append(word, w)
+	}
+	lo, hi := make([]fixed.Int26_6, len(spans)), make([]fixed.Int26_6, len(spans))
+	seen := make([]bool, len(spans))
+	runs, _ := f.sh.shapeLine(s, f.bold, f.size)
+	var x fixed.Int26_6
+	for i := range runs {
+		for _, g := range runs[i].out.Glyphs {
+			if c := g.TextIndex(); c >= 0 && c < len(word) && word[c] >= 0 {
+				w := word[c]
+				if !seen[w] || x < lo[w] {
+					lo[w] = x
+				}
+				if !seen[w] || x+g.Advance > hi[w] {
+					hi[w] = x + g.Advance
+				}
+				seen[w] = true
+			}
+			x += g.Advance
+		}
+	}
+	for i, sp := range spans {
+		out[i] = wordBox{text: s[sp.start:sp.end], x0: lo[i].Round(), x1: hi[i].Ceil()}
+	}
+	return out
+}

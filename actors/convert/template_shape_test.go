@@ -79,9 +79,9 @@ func TestScriptsAreDrawnNotAsBoxes(t *testing.T) {
 			_, _, n := inked(img, img.Bounds())
 			require.Greater(t, n, 50, "%s: nothing drawn", name)
 			require.NotEqual(t, boxes.Pix, img.Pix, "%s drawn as boxes", name)
-			face := newCanvas().face(false, 40)
+			fm := newCanvas().face(false, 40).sh.fontmap(false)
 			for _, r := range s {
-				require.NotEqual(t, face.sh.maps[0][0], face.sh.maps[0].ResolveFace(r), "%U is not the Go font's", r)
+				require.NotEqual(t, fm[0], fm.ResolveFace(r), "%U is not the Go font's", r)
 			}
 		})
 	}
@@ -237,4 +237,15 @@ func TestHugeShapedWordWrapsQuickly(t *testing.T) {
 	// About 8 tries a line of at most 4*900/22+32 = 195 characters, and the ellipsis: 40 lines
 	// of 20,000 characters each would be 16 million.
 	require.Less(t, face.sh.shaped, 40*10*200, "characters shaped")
+}
+
+// A page of Latin text makes no shaping faces (each holds a cache the size of its font).
+func TestLatinPageMakesNoShapingFaces(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, loadFonts())
+	c := newCanvas()
+	defer c.close()
+	c.text(image.Rect(100, 100, 1000, 400), "Plain Latin text, Ελληνικά and Кириллица", textStyle{size: 30, color: colText})
+	require.NotEmpty(t, c.words)
+	require.Nil(t, c.sh.maps[0])
 }

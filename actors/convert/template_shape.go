@@ -11,12 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"unicode"
 
 	"github.com/go-text/typesetting/bidi"
 	"github.com/go-text/typesetting/di"
 	gtfont "github.com/go-text/typesetting/font"
 	ot "github.com/go-text/typesetting/font/opentype"
+	"github.com/go-text/typesetting/segmenter"
 	"github.com/go-text/typesetting/shaping"
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/gofont/gobold"
@@ -410,45 +410,71 @@ func (sh *shaper) drawGlyph(dst *image.RGBA, face *gtfont.Face, gid gtfont.GID, 
 	draw.DrawMask(dst, box, sh.src, image.Point{}, &sh.mask, image.Point{}, draw.Over)
 }
 
-// fitShaped is fitPrefix for a shaped line: the longest prefix of whole characters no wider
-// than width, at least one (found by bisection: each try shapes the prefix). A character is a
-// letter with the marks that follow it (Thai and Indic vowel signs, Arabic vowels, accents), so
-// a mark is never moved to the next line without its letter.
+// fitShaped is fitPrefix for a shaped line (found by bisection: each try shapes a prefix). It
+// ends the line at the last line-break opportunity that fits (Unicode line breaking, UAX #14:
+// in Chinese and Japanese between characters, but not before "。" or "、", nor after "「"); when
+// none fits, at the last whole character (a grapheme cluster, UAX #29: a letter with its marks,
+// an emoji sequence), at least one, so that wrapping always makes progress.
 func (f *typeface) fitShaped(s string, width int) int {
 	// A line holds at most a few characters per em of its width (counting marks, which take no
-	// room): a longer prefix is not tried, so a 10,000-character word costs what a line does.
+	// room): a longer prefix is not looked at, so a 10,000-character word costs what a line does.
 	limit := 4*width/max(1, int(f.size)) + 32
-	ends := make([]int, 0, min(len(s), limit)) // byte offsets where a line may end: not before a mark
-	prev := rune(0)
-	for i, r := range s {
-		if len(ends) == limit {
+	starts := make([]int, 0, min(len(s), limit)+1) // byte offset of each character
+	for i := range s {
+		if len(starts) > limit {
 			break
 		}
-		if i > 0 && !joinsPrevious(r) && prev != 0x200D { // nor after a joiner
-			ends = append(ends, i)
+		starts = append(starts, i)
+	}
+	whole := len(starts) <= limit // s itself, not a prefix, is segmented
+	end := len(s)
+	if !whole {
+		end = starts[limit]
+		starts = starts[:limit]
+	}
+	starts = append(starts, end)
+	text := []rune(s[:end])
+	var seg segmenter.Segmenter
+	seg.Init(text)
+	var breaks, clusters []int // byte offsets where the line may end
+	for it := seg.LineIterator(); it.Next(); {
+		if l := it.Line(); whole || l.Offset+len(l.Text) < len(text) {
+			breaks = append(breaks, starts[l.Offset+len(l.Text)])
 		}
-		prev = r
 	}
-	if len(ends) < limit {
-		ends = append(ends, len(s))
-	}
-	lo, hi := 1, len(ends) // ends[lo-1] fits or is the one-rune minimum
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if f.width(s[:ends[mid-1]]) <= width {
-			lo = mid
-		} else {
-			hi = mid - 1
+	for it := seg.GraphemeIterator(); it.Next(); {
+		if g := it.Grapheme(); whole || g.Offset+len(g.Text) < len(text) {
+			clusters = append(clusters, starts[g.Offset+len(g.Text)])
 		}
 	}
-	return ends[lo-1]
+	if n := f.lastFitting(s, breaks, width); n > 0 {
+		return n
+	}
+	if n := f.lastFitting(s, clusters, width); n > 0 {
+		return n
+	}
+	if len(clusters) > 0 {
+		return clusters[0]
+	}
+	return end
 }
 
-// joinsPrevious reports whether r belongs with the character before it: a combining mark, a
-// zero-width joiner or a variation selector (emoji sequences).
-func joinsPrevious(r rune) bool {
-	return unicode.In(r, unicode.Mn, unicode.Mc, unicode.Me) || r == 0x200D ||
-		(r >= 0xFE00 && r <= 0xFE0F) || (r >= 0xE0100 && r <= 0xE01EF) || (r >= 0x1F3FB && r <= 0x1F3FF)
+// lastFitting is the last of ends (increasing byte offsets) where s's prefix is no wider than
+// width, or 0 when none is.
+func (f *typeface) lastFitting(s string, ends []int, width int) int {
+	lo, hi := 0, len(ends) // ends[:lo] fit, ends[hi:] do not
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if f.width(s[:ends[mid]]) <= width {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == 0 {
+		return 0
+	}
+	return ends[lo-1]
 }
 
 // wordBox is a word of a line and where it is drawn: [x0, x1) from the line's left end.

@@ -249,3 +249,30 @@ func TestLatinPageMakesNoShapingFaces(t *testing.T) {
 	require.NotEmpty(t, c.words)
 	require.Nil(t, c.sh.maps[0])
 }
+
+// joinsPrevious reports whether r belongs with the character before it: a combining mark, a
+// zero-width joiner or a variation selector.
+func joinsPrevious(r rune) bool {
+	return unicode.In(r, unicode.Mn, unicode.Mc, unicode.Me) || r == 0x200D || (r >= 0xFE00 && r <= 0xFE0F)
+}
+
+// Japanese wraps by the Unicode line-breaking rules: at no width does a line start with "。" or
+// "、", or end with "「".
+func TestJapaneseLineBreakingRules(t *testing.T) {
+	t.Parallel()
+	ja := strings.Repeat("これは「商品」の説明です。色は赤、青、緑があります。", 12)
+	needFallbackFonts(t, ja)
+	require.NoError(t, loadFonts())
+	c := newCanvas()
+	defer c.close()
+	face := c.face(false, 24)
+	for width := 150; width <= 400; width += 5 {
+		lines := wrapText(face, ja, width, 100)
+		require.Equal(t, ja, strings.Join(lines, ""), "width %d: the text is kept whole", width)
+		for i, l := range lines {
+			require.LessOrEqual(t, measure(face, l), width, "width %d: %q", width, l)
+			require.False(t, strings.HasPrefix(l, "。") || strings.HasPrefix(l, "、"), "width %d, line %d starts with punctuation: %q", width, i, l)
+			require.False(t, strings.HasSuffix(l, "「"), "width %d, line %d ends with an opening bracket: %q", width, i, l)
+		}
+	}
+}

@@ -16,7 +16,7 @@ set -euo pipefail
 # Chinese, Japanese, Korean, emoji: actors/convert/template_shape.go).
 run_pkgs=(poppler-utils libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui fonts-liberation
 	tesseract-ocr tesseract-ocr-eng libvips-tools
-	fonts-dejavu-core fonts-noto-core fonts-droid-fallback fonts-nanum fonts-symbola)
+	fonts-dejavu-core fonts-noto-core fonts-droid-fallback fonts-nanum fonts-noto-color-emoji fonts-symbola)
 # chromium runs the viewer's, the catalog render's and the OAuth consent page's browser tests.
 test_pkgs=(chromium)
 # a fresh machine of this kind has Go in /usr/local/go but may lack these.

@@ -5,6 +5,7 @@ import (
 	"image"
 	"image/color"
 	"image/draw"
+	"image/png"
 	"io/fs"
 	"log/slog"
 	"math"
@@ -18,6 +19,7 @@ import (
 	ot "github.com/go-text/typesetting/font/opentype"
 	"github.com/go-text/typesetting/segmenter"
 	"github.com/go-text/typesetting/shaping"
+	xdraw "golang.org/x/image/draw"
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/gofont/gobold"
 	"golang.org/x/image/font/gofont/goregular"
@@ -37,21 +39,26 @@ import (
 // fallbackFontFiles are the fallback fonts looked for under the font directories, in order of
 // preference: the first file found for each entry is used, with its bold when there is one.
 // scripts/deps.sh installs the Debian packages named here.
-var fallbackFontFiles = []struct{ regular, bold []string }{
+var fallbackFontFiles = []struct {
+	regular, bold []string
+	emoji         bool // the colour emoji font: first for characters shown as emoji by default
+}{
 	// fonts-dejavu-core: Hebrew, Arabic, Armenian, Georgian, and many symbols
-	{[]string{"DejaVuSans.ttf"}, []string{"DejaVuSans-Bold.ttf"}},
+	{[]string{"DejaVuSans.ttf"}, []string{"DejaVuSans-Bold.ttf"}, false},
 	// fonts-noto-core: Thai, Indic scripts, Ethiopic (and Arabic and Hebrew again)
-	{[]string{"NotoSansThai-Regular.ttf"}, []string{"NotoSansThai-Bold.ttf"}},
-	{[]string{"NotoSansDevanagari-Regular.ttf"}, []string{"NotoSansDevanagari-Bold.ttf"}},
-	{[]string{"NotoSansBengali-Regular.ttf"}, []string{"NotoSansBengali-Bold.ttf"}},
-	{[]string{"NotoSansTamil-Regular.ttf"}, []string{"NotoSansTamil-Bold.ttf"}},
-	{[]string{"NotoSansEthiopic-Regular.ttf"}, []string{"NotoSansEthiopic-Bold.ttf"}},
+	{[]string{"NotoSansThai-Regular.ttf"}, []string{"NotoSansThai-Bold.ttf"}, false},
+	{[]string{"NotoSansDevanagari-Regular.ttf"}, []string{"NotoSansDevanagari-Bold.ttf"}, false},
+	{[]string{"NotoSansBengali-Regular.ttf"}, []string{"NotoSansBengali-Bold.ttf"}, false},
+	{[]string{"NotoSansTamil-Regular.ttf"}, []string{"NotoSansTamil-Bold.ttf"}, false},
+	{[]string{"NotoSansEthiopic-Regular.ttf"}, []string{"NotoSansEthiopic-Bold.ttf"}, false},
 	// fonts-droid-fallback: Chinese and Japanese
-	{[]string{"DroidSansFallbackFull.ttf", "DroidSansFallback.ttf"}, nil},
+	{[]string{"DroidSansFallbackFull.ttf", "DroidSansFallback.ttf"}, nil, false},
 	// fonts-nanum: Korean (Hangul)
-	{[]string{"NanumGothic.ttf"}, []string{"NanumGothicBold.ttf"}},
-	// fonts-symbola: emoji (in outline, not colour) and other symbols
-	{[]string{"Symbola_hint.ttf", "Symbola.ttf"}, nil},
+	{[]string{"NanumGothic.ttf"}, []string{"NanumGothicBold.ttf"}, false},
+	// fonts-noto-color-emoji: emoji in colour (PNG bitmaps, scaled to the text's size)
+	{[]string{"NotoColorEmoji.ttf"}, nil, true},
+	// fonts-symbola: the symbols Noto Color Emoji lacks, in outline
+	{[]string{"Symbola_hint.ttf", "Symbola.ttf"}, nil, false},
 }
 
 // FontDirs are the directories searched for fallbackFontFiles (and their subdirectories).
@@ -63,6 +70,7 @@ var FontDirs = []string{"/usr/share/fonts", "/usr/local/share/fonts"}
 var shapeFonts struct {
 	once          sync.Once
 	regular, bold []*gtfont.Font
+	emoji         int // the colour emoji font's index in both, or 0 when there is none
 }
 
 func loadShapeFonts() {
@@ -89,6 +97,9 @@ func loadShapeFonts() {
 			bold := parseFirstFont(found, e.bold)
 			if bold == nil {
 				bold = reg
+			}
+			if e.emoji {
+				shapeFonts.emoji = len(shapeFonts.regular)
 			}
 			shapeFonts.regular = append(shapeFonts.regular, reg)
 			shapeFonts.bold = append(shapeFonts.bold, bold)
@@ -224,6 +235,15 @@ type shaper struct {
 	raster vector.Rasterizer
 	mask   image.Alpha // a glyph's coverage, reused
 	shaped int         // characters shaped so far (the tests' measure of the work)
+	parts  []shaping.Input
+	// bitmaps are the colour glyphs decoded (emoji), by face and glyph; nil for one that
+	// does not decode.
+	bitmaps map[bitmapKey]image.Image
+}
+
+type bitmapKey struct {
+	face *gtfont.Face
+	gid  gtfont.GID
 }
 
 func newShaper() *shaper {
@@ -235,14 +255,17 @@ func newShaper() *shaper {
 // holds a cache as large as its font's glyph count (3.8 MB and 0.9 ms for all of them), which a
 // page of Latin text does not need.
 func (sh *shaper) fontmap(bold bool) fontmap {
-	if sh.maps[0] == nil {
+	if sh.maps[0].faces == nil {
 		faces := map[*gtfont.Font]*gtfont.Face{} // a font without a bold serves both
 		for i, fonts := range [][]*gtfont.Font{shapeFonts.regular, shapeFonts.bold} {
 			for _, f := range fonts {
 				if faces[f] == nil {
 					faces[f] = gtfont.NewFace(f)
 				}
-				sh.maps[i] = append(sh.maps[i], faces[f])
+				sh.maps[i].faces = append(sh.maps[i].faces, faces[f])
+			}
+			if shapeFonts.emoji > 0 {
+				sh.maps[i].emoji = sh.maps[i].faces[shapeFonts.emoji]
 			}
 		}
 	}
@@ -253,16 +276,71 @@ func (sh *shaper) fontmap(bold bool) fontmap {
 }
 
 // fontmap picks for each character the first face that has it (the Go font's when none does,
-// which draws its box).
-type fontmap []*gtfont.Face
+// which draws its box); a character shown as an emoji by default takes the colour emoji font
+// first (DejaVu Sans has monochrome 😀 and ☕).
+type fontmap struct {
+	faces []*gtfont.Face
+	emoji *gtfont.Face // nil without the colour emoji font
+}
 
 func (m fontmap) ResolveFace(r rune) *gtfont.Face {
-	for _, f := range m {
+	if m.emoji != nil && emojiPresentation(r) {
+		if _, ok := m.emoji.NominalGlyph(r); ok {
+			return m.emoji
+		}
+	}
+	for _, f := range m.faces {
 		if _, ok := f.NominalGlyph(r); ok {
 			return f
 		}
 	}
-	return m[0]
+	return m.faces[0]
+}
+
+// emojiPresentation reports whether r is shown as an emoji by default (Unicode's
+// Emoji_Presentation property: the pictographs from U+1F000, and these in the BMP).
+func emojiPresentation(r rune) bool {
+	if r >= 0x1F000 {
+		return r <= 0x1FAFF
+	}
+	for _, rg := range [...][2]rune{{0x231A, 0x231B}, {0x23E9, 0x23EC}, {0x23F0, 0x23F0}, {0x23F3, 0x23F3},
+		{0x25FD, 0x25FE}, {0x2614, 0x2615}, {0x2648, 0x2653}, {0x267F, 0x267F}, {0x2693, 0x2693},
+		{0x26A1, 0x26A1}, {0x26AA, 0x26AB}, {0x26BD, 0x26BE}, {0x26C4, 0x26C5}, {0x26CE, 0x26CE},
+		{0x26D4, 0x26D4}, {0x26EA, 0x26EA}, {0x26F2, 0x26F3}, {0x26F5, 0x26F5}, {0x26FA, 0x26FA},
+		{0x26FD, 0x26FD}, {0x2705, 0x2705}, {0x270A, 0x270B}, {0x2728, 0x2728}, {0x274C, 0x274C},
+		{0x274E, 0x274E}, {0x2753, 0x2755}, {0x2757, 0x2757}, {0x2795, 0x2797}, {0x27B0, 0x27B0},
+		{0x27BF, 0x27BF}, {0x2B1B, 0x2B1C}, {0x2B50, 0x2B50}, {0x2B55, 0x2B55}} {
+		if r >= rg[0] && r <= rg[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// spacesInBase splits the parts of a line in a fallback font at its spaces, which are shaped in
+// the base (Go) font: the segmenter keeps a space in the font before it, and Noto Color Emoji's
+// space is as wide as an emoji.
+func spacesInBase(parts []shaping.Input, base *gtfont.Face, out []shaping.Input) []shaping.Input {
+	for _, p := range parts {
+		if p.Face == base {
+			out = append(out, p)
+			continue
+		}
+		start := p.RunStart
+		for i := p.RunStart; i <= p.RunEnd; i++ {
+			if i < p.RunEnd && (p.Text[i] == ' ') == (p.Text[start] == ' ') {
+				continue
+			}
+			q := p
+			q.RunStart, q.RunEnd = start, i
+			if p.Text[start] == ' ' {
+				q.Face = base
+			}
+			out = append(out, q)
+			start = i
+		}
+	}
+	return out
 }
 
 // shapedRun is a shaped piece of a line with its bidirectional embedding level.
@@ -293,7 +371,8 @@ func (sh *shaper) shapeLine(s string, bold bool, size float64) ([]shapedRun, boo
 		if !br.IsLeftToRight() {
 			in.Direction = di.DirectionRTL
 		}
-		for _, part := range sh.seg.Split(in, fm) {
+		sh.parts = spacesInBase(sh.seg.Split(in, fm), fm.faces[0], sh.parts[:0])
+		for _, part := range sh.parts {
 			runs = append(runs, shapedRun{out: sh.hb.Shape(part), level: br.Level})
 		}
 	}
@@ -344,7 +423,9 @@ func (sh *shaper) draw(dst *image.RGBA, x, y fixed.Int26_6, runs []shapedRun, co
 	for i := range runs {
 		o := &runs[i].out
 		for _, g := range o.Glyphs {
-			sh.drawGlyph(dst, o.Face, g.GlyphID, o.Size, x+g.XOffset, y-g.YOffset)
+			if !sh.drawBitmap(dst, o.Face, g, x+g.XOffset, y-g.YOffset) {
+				sh.drawGlyph(dst, o.Face, g.GlyphID, o.Size, x+g.XOffset, y-g.YOffset)
+			}
 			x += g.Advance
 		}
 	}
@@ -545,4 +626,36 @@ func (f *typeface) wordBoxes(s string) []wordBox {
 		out[i] = wordBox{text: s[sp.start:sp.end], x0: lo[i].Round(), x1: hi[i].Ceil()}
 	}
 	return out
+}
+
+// drawBitmap draws a colour glyph (a PNG of Noto Color Emoji) scaled into the glyph's box at
+// the pen (x, y), and reports whether g was one. The PNG is decoded once a canvas; fonts are the
+// system's, and a strike is at most a few hundred pixels square.
+func (sh *shaper) drawBitmap(dst *image.RGBA, face *gtfont.Face, g shaping.Glyph, x, y fixed.Int26_6) bool {
+	bm, ok := face.GlyphData(g.GlyphID).(gtfont.GlyphBitmap)
+	if !ok || bm.Format != gtfont.PNG {
+		return false
+	}
+	k := bitmapKey{face, g.GlyphID}
+	img, seen := sh.bitmaps[k]
+	if !seen {
+		if bm.Width <= 0 || bm.Height <= 0 || bm.Width*bm.Height > 1024*1024 {
+			return true // not drawn: no font has emoji this large
+		}
+		img, _ = png.Decode(bytes.NewReader(bm.Data))
+		if sh.bitmaps == nil {
+			sh.bitmaps = map[bitmapKey]image.Image{}
+		}
+		sh.bitmaps[k] = img
+	}
+	if img == nil {
+		return true
+	}
+	box := image.Rect((x + g.XBearing).Round(), (y - g.YBearing).Round(),
+		(x + g.XBearing + g.Width).Round(), (y - g.YBearing - g.Height).Round()).Canon()
+	if box.Empty() || !box.Overlaps(dst.Bounds()) {
+		return true
+	}
+	xdraw.BiLinear.Scale(dst, box, img, img.Bounds(), xdraw.Over, nil)
+	return true
 }

@@ -81,7 +81,7 @@ func TestScriptsAreDrawnNotAsBoxes(t *testing.T) {
 			require.NotEqual(t, boxes.Pix, img.Pix, "%s drawn as boxes", name)
 			fm := newCanvas().face(false, 40).sh.fontmap(false)
 			for _, r := range s {
-				require.NotEqual(t, fm[0], fm.ResolveFace(r), "%U is not the Go font's", r)
+				require.NotEqual(t, fm.faces[0], fm.ResolveFace(r), "%U is not the Go font's", r)
 			}
 		})
 	}
@@ -247,7 +247,7 @@ func TestLatinPageMakesNoShapingFaces(t *testing.T) {
 	defer c.close()
 	c.text(image.Rect(100, 100, 1000, 400), "Plain Latin text, Ελληνικά and Кириллица", textStyle{size: 30, color: colText})
 	require.NotEmpty(t, c.words)
-	require.Nil(t, c.sh.maps[0])
+	require.Nil(t, c.sh.maps[0].faces)
 }
 
 // joinsPrevious reports whether r belongs with the character before it: a combining mark, a
@@ -275,4 +275,28 @@ func TestJapaneseLineBreakingRules(t *testing.T) {
 			require.False(t, strings.HasSuffix(l, "「"), "width %d, line %d ends with an opening bracket: %q", width, i, l)
 		}
 	}
+}
+
+// Emoji are drawn in colour (Noto Color Emoji's bitmaps, scaled), and the space after one is the
+// text's, not the emoji font's (as wide as an emoji).
+func TestEmojiInColour(t *testing.T) {
+	t.Parallel()
+	needFallbackFonts(t, "😀")
+	loadShapeFonts()
+	if shapeFonts.emoji == 0 {
+		t.Skip("no colour emoji font (fonts-noto-color-emoji); scripts/deps.sh installs it")
+	}
+	img := drawn(t, "😀 ☕ smile")
+	yellow := 0
+	for y := 100; y < 200; y++ {
+		for x := 100; x < 1000; x++ {
+			if c := img.RGBAAt(x, y); c.R > 200 && c.G > 150 && c.B < 100 {
+				yellow++
+			}
+		}
+	}
+	require.Greater(t, yellow, 100, "a yellow face")
+	face := newCanvas().face(false, 40)
+	gap := measure(face, "😀 a") - measure(face, "😀a")
+	require.InDelta(t, measure(face, " "), gap, 1, "the space after an emoji is the text font's")
 }

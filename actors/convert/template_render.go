@@ -520,20 +520,27 @@ func (c *canvas) price(r image.Rectangle, it *Item, meta *Metadata, size float64
 		// price into the margin (found by a review). The current price stands alone.
 		return h
 	}
-	sr := image.Rect(r.Min.X+w+int(size/2), r.Min.Y, r.Max.X, r.Max.Y)
+	// The regular price follows the sale price: on its right, or on its left when the price reads
+	// right to left (drawn at the right of the line: found by a review).
+	sr, salign := image.Rect(r.Min.X+w+int(size/2), r.Min.Y, r.Max.X, r.Max.Y), alignLeft
+	if rtl(current) {
+		sr, salign = image.Rect(r.Min.X, r.Min.Y, r.Max.X-w-int(size/2), r.Max.Y), alignRight
+	}
 	sface := c.face(false, small)
 	sm := sface.Metrics()
 	// align the baselines
 	off := face.Metrics().Ascent.Ceil() - sm.Ascent.Ceil()
 	sr.Min.Y += off
-	if sh := c.text(sr, was, textStyle{size: small, color: colMuted, maxLines: 1}); sh > 0 {
+	if sh := c.text(sr, was, textStyle{size: small, color: colMuted, maxLines: 1, align: salign}); sh > 0 {
 		lines := wrapText(sface, was, sr.Dx(), 1)
 		if len(lines) == 0 {
 			return h
 		}
+		// struck through where the line was drawn
 		sw := min(measure(sface, lines[0]), sr.Dx())
+		x := max(sr.Min.X, lineStart(sface, sr, lines[0], salign))
 		mid := sr.Min.Y + sm.Ascent.Ceil() - int(small*0.3)
-		c.fill(image.Rect(sr.Min.X, mid, sr.Min.X+sw, mid+2), colMuted)
+		c.fill(image.Rect(x, mid, x+sw, mid+2), colMuted)
 	}
 	return h
 }

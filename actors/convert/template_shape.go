@@ -373,6 +373,9 @@ func (sh *shaper) shapeLine(s string, bold bool, size float64) ([]shapedRun, boo
 		}
 		sh.parts = spacesInBase(sh.seg.Split(in, fm), fm.faces[0], sh.parts[:0])
 		for _, part := range sh.parts {
+			// The line's bidi run decides the direction: the segmenter runs the algorithm
+			// again on the run alone, without the overrides (RLO) around it (found by a review).
+			part.Direction = in.Direction
 			runs = append(runs, shapedRun{out: sh.hb.Shape(part), level: br.Level})
 		}
 	}
@@ -537,7 +540,33 @@ func (f *typeface) fitShaped(s string, width int) int {
 	if len(clusters) > 0 {
 		return clusters[0]
 	}
+	// One character longer than a line can hold (a letter with hundreds of marks, a long emoji
+	// sequence): it is not cut inside (found by a review), whatever it costs.
+	seg.Init([]rune(s))
+	if it := seg.GraphemeIterator(); it.Next() {
+		return it.Grapheme().LengthInBytes
+	}
 	return end
+}
+
+// clusterEnds are the byte offsets where the grapheme clusters of s end (the last is len(s)).
+func clusterEnds(s string) []int {
+	var seg segmenter.Segmenter
+	if err := seg.InitWithString(s); err != nil { // invalid UTF-8: rune by rune
+		var ends []int
+		for i := range s {
+			if i > 0 {
+				ends = append(ends, i)
+			}
+		}
+		return append(ends, len(s))
+	}
+	var ends []int
+	for it := seg.GraphemeIterator(); it.Next(); {
+		g := it.Grapheme()
+		ends = append(ends, g.OffsetInBytes+g.LengthInBytes)
+	}
+	return ends
 }
 
 // lastFitting is the last of ends (increasing byte offsets) where s's prefix is no wider than

@@ -275,7 +275,10 @@ paragraphs:
 		line := ""
 		for _, w := range words {
 			if line != "" {
-				if cand := line + " " + w; measure(face, cand) <= width {
+				// A line holds at most a few characters per em of its width (marks take no
+				// room): each word added measures (shapes) the whole line again (a review's
+				// line of 24,000 marks).
+				if cand := line + " " + w; utf8.RuneCountInString(cand) <= maxLineRunes(face, width) && measure(face, cand) <= width {
 					line = cand
 					continue
 				}
@@ -319,11 +322,25 @@ func ellipsize(face *typeface, s string, width int) string {
 	const ell = "…"
 	const trim = " .,;:…"
 	s = strings.TrimRight(s, trim)
-	for s != "" && measure(face, s+ell) > width {
-		_, n := utf8.DecodeLastRuneInString(s)
-		s = strings.TrimRight(s[:len(s)-n], trim)
+	if measure(face, s+ell) <= width {
+		return s + ell
 	}
-	return s + ell
+	// The longest prefix of whole characters that fits with the ellipsis, by bisection: one
+	// character at a time measured (shaped) the line once a character (found by a review).
+	ends := clusterEnds(s)
+	fits := func(i int) bool { return measure(face, strings.TrimRight(s[:ends[i]], trim)+ell) <= width }
+	lo, hi := 0, len(ends)-1 // ends[:lo] fit; ends[hi] (all of s) does not
+	for lo < hi {
+		if mid := (lo + hi) / 2; fits(mid) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == 0 {
+		return ell
+	}
+	return strings.TrimRight(s[:ends[lo-1]], trim) + ell
 }
 
 // displayDate formats an ISO date (WordPress sends 2024-05-01T10:00:00) as "May 1, 2024"; any
@@ -337,3 +354,7 @@ func displayDate(s string) string {
 	}
 	return s
 }
+
+// maxLineRunes is the most characters a line of width may hold: 6 an em (the narrowest Latin
+// letters are a quarter of an em wide), and 32 more.
+func maxLineRunes(face *typeface, width int) int { return 6*width/max(1, int(face.size)) + 32 }

@@ -1,10 +1,13 @@
 package cluster
 
 import (
+	"bufio"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -162,9 +165,9 @@ func hostPort(u *url.URL) string {
 // answer into ctx's response. A body still on the client's connection (a streamed request) is
 // streamed through as it arrives (a Long exchange). clientIP is the address the owner is to
 // take as the client's; ex the kind of exchange (Long whenever the body streams in).
-func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base, clientIP string, ex Exchange) error {
+func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base, clientIP string, ex Exchange) (early bool, err error) {
 	if len(ctx.Request.Header.Peek(ForwardedHeader)) > 0 {
-		return ErrLoop
+		return false, ErrLoop
 	}
 	// The forwarding headers are set on the client's request itself (below): taken off again,
 	// so a forward that could not dial can be sent again, to the partition's next owner, and
@@ -178,7 +181,7 @@ func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base, clientIP string, ex 
 	}
 	c, err := f.client(strings.TrimRight(base, "/"), ex)
 	if err != nil {
-		return err
+		return false, err
 	}
 	req := &ctx.Request // sent as it is (a copy costs a forward more than its header fields)
 	if ctx.Request.IsBodyStream() {
@@ -195,27 +198,141 @@ func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base, clientIP string, ex 
 	req.Header.Set("X-Forwarded-For", clientIP)
 	req.SetRequestURIBytes(ctx.Request.RequestURI()) // the URI as the client sent it
 	req.UseHostHeader = true                         // the owner sees the Host the client asked for
+	if ctx.Request.IsBodyStream() {
+		return f.pipe(ctx, c, req)
+	}
 	if ex == Quick {
 		// Read whole straight into the client's response (bounded by the client's timeouts).
 		if err := c.Do(req, &ctx.Response); err != nil {
 			ctx.Response.Reset()
-			return err
+			return false, err
 		}
-		return nil
+		return false, nil
 	}
 	resp := fasthttp.AcquireResponse()
 	if err := c.Do(req, resp); err != nil { // bounded by the client's read and write timeouts
 		fasthttp.ReleaseResponse(resp)
-		return err
+		return false, err
 	}
+	answer(ctx, resp, nil)
+	return false, nil
+}
+
+// answer writes the owner's response resp into ctx's: a streamed body is written to the client
+// as it arrives, and resp released (conn, when set, closed) once written.
+func answer(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, conn net.Conn) {
 	resp.Header.CopyTo(&ctx.Response.Header)
 	if resp.IsBodyStream() {
-		// Written to the client as it arrives; the owner's response is released once written.
-		ctx.Response.SetBodyStream(&forwardedBody{resp: resp}, resp.Header.ContentLength())
-		return nil
+		ctx.Response.SetBodyStream(&forwardedBody{resp: resp, conn: conn}, resp.Header.ContentLength())
+		return
 	}
 	ctx.Response.SetBody(resp.Body())
 	fasthttp.ReleaseResponse(resp)
+	if conn != nil {
+		_ = conn.Close()
+	}
+}
+
+// pipe sends req, whose body streams in from the client, on a connection of its own, reading
+// the owner's answer while the body is still being written: fasthttp's client writes the whole
+// body first, and an owner that refused the request at once (401, 403, 413, 429) and stopped
+// reading it failed the write, so the client got a 503 in place of the owner's answer (found by
+// a review). An answer that comes before the body was all sent stops the sending and says early:
+// the rest of the client's body is then still on its connection, which closes after the answer.
+func (f *Forwarder) pipe(ctx *fasthttp.RequestCtx, c *fasthttp.HostClient, req *fasthttp.Request) (early bool, err error) {
+	raw, err := fasthttp.DialTimeout(c.Addr, pipeDialTimeout)
+	if err != nil {
+		return false, err
+	}
+	var conn net.Conn = &deadlineConn{Conn: raw, timeout: f.timeout}
+	if c.IsTLS {
+		host, _, _ := net.SplitHostPort(c.Addr)
+		tc := tls.Client(conn, &tls.Config{ServerName: host})
+		if err := tc.Handshake(); err != nil {
+			_ = raw.Close()
+			return false, &net.OpError{Op: "dial", Net: "tcp", Err: err} // nothing was sent
+		}
+		conn = tc
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		w := bufio.NewWriterSize(conn, 64<<10)
+		err := req.Write(w)
+		if err == nil {
+			err = w.Flush()
+		}
+		wrote <- err
+	}()
+	resp := fasthttp.AcquireResponse()
+	resp.StreamBody = true
+	rerr := resp.Read(bufio.NewReaderSize(conn, 64<<10))
+	var werr error
+	select {
+	case werr = <-wrote:
+	default:
+		// The owner answered (or failed) with the body not all sent: the sending stops, a
+		// read of the client's connection or a write to the owner's cut short.
+		early = true
+		_ = ctx.Conn().SetReadDeadline(time.Now())
+		_ = raw.SetWriteDeadline(time.Now())
+		werr = <-wrote
+		_ = ctx.Conn().SetReadDeadline(time.Time{})
+	}
+	if rerr != nil {
+		fasthttp.ReleaseResponse(resp)
+		_ = raw.Close()
+		if werr != nil {
+			return early, werr
+		}
+		return early, rerr
+	}
+	if werr != nil {
+		early = true // answered, the body not all sent
+	}
+	answer(ctx, resp, raw)
+	return early, nil
+}
+
+// pipeDialTimeout bounds the dial of a piped forward (fasthttp's client default).
+const pipeDialTimeout = 3 * time.Second
+
+// deadlineConn gives each read and write on a piped forward's connection timeout to complete,
+// as the HostClient's ReadTimeout and WriteTimeout do.
+type deadlineConn struct {
+	net.Conn
+	timeout time.Duration
+}
+
+func (c *deadlineConn) Read(p []byte) (int, error) {
+	_ = c.Conn.SetReadDeadline(time.Now().Add(c.timeout))
+	return c.Conn.Read(p)
+}
+
+func (c *deadlineConn) Write(p []byte) (int, error) {
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.timeout))
+	return c.Conn.Write(p)
+}
+
+// Notify posts path to the node at base as a peer of the cluster (with the proof a forward
+// carries) and waits at most timeout for its 204.
+func (f *Forwarder) Notify(base, path string, timeout time.Duration) error {
+	c, err := f.client(strings.TrimRight(base, "/"), Quick)
+	if err != nil {
+		return err
+	}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(strings.TrimRight(base, "/") + path)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.Set(ForwardedHeader, f.node)
+	req.Header.Set(ForwardAuthHeader, f.proof(f.node))
+	if err := c.DoTimeout(req, resp, timeout); err != nil {
+		return err
+	}
+	if resp.StatusCode() != fasthttp.StatusNoContent {
+		return fmt.Errorf("cluster: %s%s answered %d", base, path, resp.StatusCode())
+	}
 	return nil
 }
 
@@ -223,6 +340,7 @@ func (f *Forwarder) Forward(ctx *fasthttp.RequestCtx, base, clientIP string, ex 
 // Close (the server calls it when done) releases the owner's response and its connection.
 type forwardedBody struct {
 	resp *fasthttp.Response
+	conn net.Conn // a piped forward's own connection, closed with it (nil: the client's pool)
 }
 
 func (b *forwardedBody) Read(p []byte) (int, error) { return b.resp.BodyStream().Read(p) }
@@ -230,6 +348,9 @@ func (b *forwardedBody) Read(p []byte) (int, error) { return b.resp.BodyStream()
 func (b *forwardedBody) Close() error {
 	err := b.resp.CloseBodyStream()
 	fasthttp.ReleaseResponse(b.resp)
+	if b.conn != nil {
+		_ = b.conn.Close()
+	}
 	return err
 }
 

@@ -68,7 +68,7 @@ func TestForwardOneHop(t *testing.T) {
 		if strings.Contains(string(ctx.Path()), "/exports/") {
 			ex = Long
 		}
-		if err := f.Forward(ctx, owner, ctx.RemoteIP().String(), ex); err != nil {
+		if _, err := f.Forward(ctx, owner, ctx.RemoteIP().String(), ex); err != nil {
 			ctx.SetStatusCode(503)
 			ctx.SetBodyString(err.Error())
 		}
@@ -157,7 +157,7 @@ func TestForwardRetriedAfterDialFailure(t *testing.T) {
 	node := serve(t, func(ctx *fasthttp.RequestCtx) {
 		f.FromPeer(ctx)
 		clientIP := ctx.RemoteIP().String()
-		err := f.Forward(ctx, dead, clientIP, Quick)
+		_, err := f.Forward(ctx, dead, clientIP, Quick)
 		mu.Lock()
 		firstErr = err
 		mu.Unlock()
@@ -167,7 +167,7 @@ func TestForwardRetriedAfterDialFailure(t *testing.T) {
 			return
 		}
 		// The partition moved to a live node: the same request, forwarded again (route's loop).
-		err = f.Forward(ctx, newOwner, clientIP, Quick)
+		_, err = f.Forward(ctx, newOwner, clientIP, Quick)
 		mu.Lock()
 		secondErr = err
 		mu.Unlock()
@@ -230,7 +230,7 @@ func TestForwardNotSentTwice(t *testing.T) {
 				if ctx.Request.IsBodyStream() { // as route does for a body of up to 1 MiB
 					ctx.Request.SetBody(append([]byte(nil), ctx.Request.Body()...))
 				}
-				err := f.Forward(ctx, "http://"+ln.Addr().String(), ctx.RemoteIP().String(), Quick)
+				_, err := f.Forward(ctx, "http://"+ln.Addr().String(), ctx.RemoteIP().String(), Quick)
 				mu.Lock()
 				ferr = err
 				mu.Unlock()

@@ -200,6 +200,10 @@ func (c *clusterFront) close() error {
 // taken over here, or the request names no workspace).
 func (c *clusterFront) route(ctx *fasthttp.RequestCtx, reqID string) bool {
 	peer := c.fwd.FromPeer(ctx)
+	if peer && string(ctx.Path()) == peerSyncPath && ctx.IsPost() {
+		c.peerSync(ctx)
+		return true
+	}
 	clientIP := ctx.RemoteIP().String()
 	if peer {
 		if ip := net.ParseIP(string(ctx.Request.Header.Peek("X-Forwarded-For"))); ip != nil {
@@ -243,8 +247,11 @@ func (c *clusterFront) route(ctx *fasthttp.RequestCtx, reqID string) bool {
 				}
 			}
 			ctx.Request.Header.Set("X-Request-Id", reqID)
-			err := c.fwd.Forward(ctx, o.URL, clientIP, exchangeOf(ctx))
+			early, err := c.fwd.Forward(ctx, o.URL, clientIP, exchangeOf(ctx))
 			if err == nil {
+				if early { // the owner answered before the whole body was sent: the rest is unread
+					refusedUnread(ctx)
+				}
 				c.forwarded.Add(1)
 				return true
 			}
@@ -281,6 +288,49 @@ func (c *clusterFront) route(ctx *fasthttp.RequestCtx, reqID string) bool {
 			return c.unavailable(ctx, p)
 		}
 	}
+}
+
+// peerSyncPath is where a node asks another to catch up with the global table (syncPeers).
+const peerSyncPath = "/cluster/v1/sync-global"
+
+// syncPeers makes every other node that owns partitions read the global table up to what was
+// committed now, dropping the credentials it cached, and waits for them (at most 2 s each, in
+// parallel). A revoked OAuth token is then refused by every node once the revocation answers:
+// the workspace's owner kept its cached token until its follower applied the change (found by
+// a review: POST /oauth/revoke answered 200, and the next call through the owner worked).
+func (c *clusterFront) syncPeers() {
+	var wg sync.WaitGroup
+	seen := map[string]bool{c.cfg.Node: true}
+	for _, o := range c.node.Member().Owners() {
+		if seen[o.Node] {
+			continue
+		}
+		seen[o.Node] = true
+		wg.Add(1)
+		go func(node, url string) {
+			defer wg.Done()
+			if err := c.fwd.Notify(url, peerSyncPath, 2*time.Second); err != nil {
+				c.log.Warn("cluster: a node did not catch up with a revocation", "node", node, "err", err)
+			}
+		}(o.Node, o.URL)
+	}
+	wg.Wait()
+}
+
+// peerSync answers another node's syncPeers: the global table read up to now, and the cached
+// credentials dropped.
+func (c *clusterFront) peerSync(ctx *fasthttp.RequestCtx) {
+	if err := c.syncGlobal(); err != nil {
+		c.s.writeError(ctx, &api.Error{Status: 503, Type: api.TypeUnavailable, Message: "the global table could not be read: " + err.Error()})
+		return
+	}
+	if f := c.invalidate.Load(); f != nil {
+		(*f)()
+	}
+	c.credMu.Lock()
+	c.creds = nil
+	c.credMu.Unlock()
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
 }
 
 // exchangeOf is the kind of exchange ctx's request is forwarded as: Long for a CSV export

@@ -255,17 +255,33 @@ func (f *Forwarder) pipe(ctx *fasthttp.RequestCtx, c *fasthttp.HostClient, req *
 		conn = tc
 	}
 	wrote := make(chan error, 1)
+	var mu sync.Mutex
+	answered := false
 	go func() {
 		w := bufio.NewWriterSize(conn, 64<<10)
 		err := req.Write(w)
 		if err == nil {
 			err = w.Flush()
 		}
+		if err != nil {
+			// The body broke (the client went away, or the owner stopped reading): an owner
+			// that has not answered within pipeAnswerGrace will not, and is not waited for.
+			time.AfterFunc(pipeAnswerGrace, func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if !answered {
+					_ = raw.Close()
+				}
+			})
+		}
 		wrote <- err
 	}()
 	resp := fasthttp.AcquireResponse()
 	resp.StreamBody = true
 	rerr := resp.Read(bufio.NewReaderSize(conn, 64<<10))
+	mu.Lock()
+	answered = true
+	mu.Unlock()
 	var werr error
 	select {
 	case werr = <-wrote:
@@ -293,8 +309,12 @@ func (f *Forwarder) pipe(ctx *fasthttp.RequestCtx, c *fasthttp.HostClient, req *
 	return early, nil
 }
 
-// pipeDialTimeout bounds the dial of a piped forward (fasthttp's client default).
-const pipeDialTimeout = 3 * time.Second
+// pipeDialTimeout bounds the dial of a piped forward (fasthttp's client default);
+// pipeAnswerGrace is how long an owner may take to answer once the body broke.
+const (
+	pipeDialTimeout = 3 * time.Second
+	pipeAnswerGrace = 2 * time.Second
+)
 
 // deadlineConn gives each read and write on a piped forward's connection timeout to complete,
 // as the HostClient's ReadTimeout and WriteTimeout do.

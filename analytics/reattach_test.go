@@ -161,8 +161,10 @@ func TestReattachUnderLoad(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	require.NoError(t, readErr)
-	st := c.Stats()
+	// Read once the consumer stopped: a reattach that began after Stats and before Close made
+	// the store count one more (6 against 7 in a CI run).
 	require.NoError(t, c.Close())
+	st := c.Stats()
 	require.GreaterOrEqual(t, st.Reattaches, uint64(4), "%+v", st)
 	require.Equal(t, st.Reattaches, db.Reattaches())
 	require.Positive(t, queries.Load())

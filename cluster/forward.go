@@ -288,12 +288,15 @@ func (f *Forwarder) pipe(ctx *fasthttp.RequestCtx, c *fasthttp.HostClient, req *
 	default:
 		// The owner answered (or failed) with the body not all sent: the sending stops, a
 		// read of the client's connection or a write to the owner's cut short.
-		early = true
 		_ = ctx.Conn().SetReadDeadline(time.Now())
 		_ = raw.SetWriteDeadline(time.Now())
 		werr = <-wrote
 		_ = ctx.Conn().SetReadDeadline(time.Time{})
 	}
+	// Early only if the body was not all sent: an owner that read all of it may answer before
+	// the writer reported (found by a review: 1 forward in 15 taken for early, its client's
+	// connection closed).
+	early = werr != nil
 	if rerr != nil {
 		fasthttp.ReleaseResponse(resp)
 		_ = raw.Close()
@@ -301,9 +304,6 @@ func (f *Forwarder) pipe(ctx *fasthttp.RequestCtx, c *fasthttp.HostClient, req *
 			return early, werr
 		}
 		return early, rerr
-	}
-	if werr != nil {
-		early = true // answered, the body not all sent
 	}
 	answer(ctx, resp, raw)
 	return early, nil

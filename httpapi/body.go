@@ -270,8 +270,15 @@ func skipUnread(ctx *fasthttp.RequestCtx) bool {
 	return err == nil && n <= unreadSkip
 }
 
-// lingerClose sends ctx's response and closes its connection lingering.
+// lingerClose sends ctx's response and closes its connection lingering. A streamed answer (a
+// file, an owner's answer forwarded) is streamed and the connection closed after it, without
+// lingering: lingering wrote the answer into memory first, a whole file, and an answer that
+// broke midway went out as a complete one with no body (found by a review).
 func lingerClose(ctx *fasthttp.RequestCtx) {
+	if ctx.Response.IsBodyStream() {
+		ctx.SetConnectionClose()
+		return
+	}
 	ctx.Response.SetConnectionClose()
 	var answer bytes.Buffer
 	w := bufio.NewWriter(&answer)

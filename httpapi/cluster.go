@@ -77,6 +77,7 @@ type clusterFront struct {
 	creds  map[string]int64
 
 	forwarded, refused, waited atomic.Uint64
+	peerSyncs                  atomic.Uint64 // other nodes' syncPeers answered here
 }
 
 // openCluster joins the cluster and opens the node's store through its changelog; it returns
@@ -290,12 +291,23 @@ func (c *clusterFront) route(ctx *fasthttp.RequestCtx, reqID string) bool {
 	}
 }
 
+// isAdminOAuth says whether path is an admin route of a workspace's OAuth clients and grants
+// (/admin/v1/workspaces/{id}/oauth/...).
+func isAdminOAuth(path []byte) bool {
+	rest, ok := bytes.CutPrefix(path, []byte(AdminBase+"/workspaces/"))
+	if !ok {
+		return false
+	}
+	_, rest, _ = bytes.Cut(rest, []byte("/"))
+	return bytes.HasPrefix(rest, []byte("oauth/"))
+}
+
 // peerSyncPath is where a node asks another to catch up with the global table (syncPeers).
 const peerSyncPath = "/cluster/v1/sync-global"
 
 // syncPeers makes every other node that owns partitions read the global table up to what was
 // committed now, dropping the credentials it cached, and waits for them (at most 2 s each, in
-// parallel). A revoked OAuth token is then refused by every node once the revocation answers:
+// parallel). It runs for revocations, not for a refresh's rotation of access tokens. A revoked OAuth token is then refused by every node once the revocation answers:
 // the workspace's owner kept its cached token until its follower applied the change (found by
 // a review: POST /oauth/revoke answered 200, and the next call through the owner worked).
 func (c *clusterFront) syncPeers() {
@@ -317,6 +329,14 @@ func (c *clusterFront) syncPeers() {
 	wg.Wait()
 }
 
+// syncPeersFunc is syncPeers for oauth.Options.OnRevokeShared (nil in one process).
+func (c *clusterFront) syncPeersFunc() func() {
+	if c == nil {
+		return nil
+	}
+	return c.syncPeers
+}
+
 // peerSync answers another node's syncPeers: the global table read up to now, and the cached
 // credentials dropped.
 func (c *clusterFront) peerSync(ctx *fasthttp.RequestCtx) {
@@ -330,6 +350,7 @@ func (c *clusterFront) peerSync(ctx *fasthttp.RequestCtx) {
 	c.credMu.Lock()
 	c.creds = nil
 	c.credMu.Unlock()
+	c.peerSyncs.Add(1)
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
 }
 
@@ -367,11 +388,15 @@ func (c *clusterFront) unavailable(ctx *fasthttp.RequestCtx, p int) bool {
 // (workspaceOf), or, for a new workspace on a node that has no partition yet, any partition.
 func (c *clusterFront) partitionOf(ctx *fasthttp.RequestCtx) (int, bool) {
 	m := c.node.Member()
-	if bytes.HasPrefix(ctx.Path(), []byte("/oauth/")) {
+	if path := ctx.Path(); bytes.HasPrefix(path, []byte("/oauth/")) || isAdminOAuth(path) {
 		// The authorization server's state (clients, codes, tokens) is global: one node, the
 		// owner of partition 0, writes it, so a code issued by one request is there for the next
 		// whatever node the client reaches; it reads the global table after what other nodes
-		// wrote (a key pasted on the consent page made through another node).
+		// wrote (a key pasted on the consent page made through another node). An admin's
+		// revocation of a workspace's clients and grants runs there too, ordered with the
+		// refreshes (oauth.Store's grantMu): run by the workspace's owner, a refresh in flight
+		// on partition 0's owner issued tokens that outlived the revocation (found by a
+		// review: TestClusterAdminRevokeRacesRefresh, 2 live tokens in 1 run of 5).
 		if c.node.IsReady(0) {
 			_ = c.syncGlobal()
 		}

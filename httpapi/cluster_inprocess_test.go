@@ -256,7 +256,7 @@ func TestClusterAdminOAuthRevocationEverywhere(t *testing.T) {
 	}
 }
 
-// Suspicion 2, the race: an admin revoke of a grant (run by the workspace's owner) while a
+// The race: an admin revoke of a grant (run by the workspace's owner) while a
 // refresh of that grant is in flight on partition 0's owner. In one process oauth.Store's
 // grantMu orders the two, so the refresh either fails or its new tokens are ended by the
 // revoke. After both returned and both nodes caught up with the global table, no token of the
@@ -353,4 +353,40 @@ func TestClusterOAuthRevokeReachesEveryNode(t *testing.T) {
 		}
 	}
 	t.Logf("revoked tokens still accepted: %d", still)
+}
+
+// A refresh rotates its grant's access tokens without waiting for the other nodes; a revocation
+// (here an admin's, sent to the workspace's owner and run by partition 0's) has every other node
+// catch up before it answers.
+func TestClusterRefreshDoesNotSyncPeers(t *testing.T) {
+	rc := newInProcessCluster(t)
+	p0, other := rc.owner0(t)
+	key, ws := other.workspaceKey(t, "company", "live", "*")
+	cfg := oauthClient(t, rc.nodes[0], "http://127.0.0.1:9/callback")
+	tok := adminCodeToken(t, rc.nodes[0], cfg, key)
+	syncs := func() (uint64, uint64) { return p0.svc.cluster.peerSyncs.Load(), other.svc.cluster.peerSyncs.Load() }
+	p0Before, otherBefore := syncs()
+	c := *cfg
+	c.Endpoint.TokenURL = p0.base + "/oauth/token"
+	nt, err := adminRefresh(&c, tok.RefreshToken)
+	require.NoError(t, err)
+	p0After, otherAfter := syncs()
+	require.Equal(t, p0Before, p0After, "a refresh asks no node to sync")
+	require.Equal(t, otherBefore, otherAfter, "a refresh asks no node to sync")
+
+	var grant string
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		r := other.adminDo(t, "GET", "/workspaces/"+itoa(ws)+"/oauth/grants", nil)
+		if r.Status != 200 || len(r.list()) == 0 {
+			return fmt.Errorf("no grant listed yet: %d %s", r.Status, r.Body)
+		}
+		grant = r.list()[0].(map[string]any)["id"].(string)
+		return nil
+	})
+	r := other.adminDo(t, "DELETE", "/workspaces/"+itoa(ws)+"/oauth/grants/"+grant, nil)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	_, otherAfter = syncs()
+	require.Greater(t, otherAfter, otherBefore, "the revocation (run by partition 0's owner) had the other node catch up")
+	require.Equal(t, 401, other.do(t, "GET", "/api/v1/books", nt.AccessToken, nil).Status)
+	require.Equal(t, 401, p0.do(t, "GET", "/api/v1/books", nt.AccessToken, nil).Status)
 }

@@ -340,12 +340,7 @@ func (s *Service) startState() error {
 	if s.oauth, err = oauth.New(st, oauth.Options{Issuer: cfg.PublicURL, Resources: []string{s.mcpResource(), s.restResource()},
 		Scopes: api.Scopes, AllowPrivate: cfg.AllowPrivateTargets, DocumentRoots: cfg.OAuthDocumentRoots, Logger: cfg.Logger,
 		AccessTTL: cfg.OAuthAccessTTL, RefreshTTL: cfg.OAuthRefreshTTL, RateLimit: cfg.RateUnauthenticated,
-		OnRevoke: func() {
-			s.caller.InvalidateAuth()
-			if front != nil {
-				front.syncPeers() // the other nodes drop theirs before the revocation answers
-			}
-		}}); err != nil {
+		OnRevoke: func() { s.caller.InvalidateAuth() }, OnRevokeShared: front.syncPeersFunc()}); err != nil {
 		return fmt.Errorf("oauth: %w", err)
 	}
 	s.caller = api.NewCaller(st, api.CallerOptions{RateWorkspace: cfg.RateWorkspace, RateEndpoint: cfg.RateEndpoint,

@@ -280,7 +280,7 @@ func (s *Server) RevokeClient(ws int64, clientID string) (int, error) {
 	if n == 0 && !registered {
 		return 0, errs.ErrNotFound
 	}
-	s.store.revoked() // the deleted client's cached tokens too
+	s.store.revokedShared() // the deleted client's cached tokens too, on every node
 	return n, nil
 }
 
@@ -300,5 +300,9 @@ func (s *Server) RevokeGrantIn(ws int64, grantID string) error {
 	if g.Workspace != ws {
 		return errs.ErrNotFound
 	}
-	return s.store.RevokeGrant(context.Background(), grantID)
+	if err := s.store.RevokeGrant(context.Background(), grantID); err != nil {
+		return err
+	}
+	s.store.revokedShared()
+	return nil
 }

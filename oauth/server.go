@@ -42,6 +42,11 @@ type Options struct {
 	Logger        *slog.Logger
 	// OnRevoke is called after tokens were revoked (the API forgets cached credentials).
 	OnRevoke func()
+	// OnRevokeShared, when set, is called after OnRevoke for a revocation (RFC 7009, a refresh
+	// token presented again, an admin's), not for a refresh's rotation of its access tokens:
+	// in a cluster, the other nodes forget theirs before the revocation answers, and a refresh
+	// does not wait for them.
+	OnRevokeShared func()
 	// RateLimit is the per-IP limit, per minute, of each of: registrations (POST
 	// /oauth/register), authorization requests (GET and POST /oauth/authorize), and fetches of
 	// client metadata documents (whatever the endpoint). 0: no limit.
@@ -106,7 +111,7 @@ func New(st *storage.Store, o Options) (*Server, error) {
 	}
 	lim := newLimiter(o.RateLimit)
 	store := &Store{st: st, clients: newClients(st, o.AllowPrivate, o.DocumentRoots, o.Resources, lim),
-		scopes: append(slices.Clone(o.Scopes), "*"), onRevoke: o.OnRevoke}
+		scopes: append(slices.Clone(o.Scopes), "*"), onRevoke: o.OnRevoke, onRevokeShared: o.OnRevokeShared}
 	strategy := compose.NewOAuth2HMACStrategy(cfg)
 	provider := compose.Compose(cfg, store, &compose.CommonStrategy{CoreStrategy: strategy},
 		compose.OAuth2AuthorizeExplicitFactory,

@@ -128,7 +128,8 @@ type Store struct {
 	scopes []string
 	// onRevoke is called after tokens were revoked or deleted (the API's credential cache
 	// forgets them).
-	onRevoke func()
+	onRevoke       func()
+	onRevokeShared func() // Options.OnRevokeShared
 	// grantMu orders token creation against RevokeGrant: a refresh that read its refresh token
 	// before an admin revoke must not issue tokens (and recreate the grant) after it.
 	grantMu sync.Mutex
@@ -298,7 +299,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, requestID, _ string) err
 	if err := s.RevokeRefreshToken(ctx, requestID); err != nil {
 		return err
 	}
-	return s.RevokeAccessToken(ctx, requestID)
+	return s.revokeAccess(requestID, false)
 }
 
 // grantEntries lists the kind/sig entries of a request id.
@@ -347,6 +348,12 @@ func (s *Store) RevokeRefreshToken(_ context.Context, requestID string) error {
 }
 
 func (s *Store) RevokeAccessToken(_ context.Context, requestID string) error {
+	return s.revokeAccess(requestID, true)
+}
+
+// revokeAccess deletes a grant's access tokens; shared says it is a revocation (not a
+// refresh's rotation), which the other nodes of a cluster are told of (onRevokeShared).
+func (s *Store) revokeAccess(requestID string, shared bool) error {
 	entries, err := s.grantEntries(requestID)
 	if err != nil {
 		return err
@@ -360,11 +367,15 @@ func (s *Store) RevokeAccessToken(_ context.Context, requestID string) error {
 	}
 	err = b.Commit()
 	s.revoked()
+	if shared && s.onRevokeShared != nil {
+		s.onRevokeShared()
+	}
 	return err
 }
 
 // RevokeGrant ends a whole grant: its refresh tokens are spent, its access tokens deleted, and
-// a marker refuses tokens under it from now on (a refresh in flight cannot revive it).
+// a marker refuses tokens under it from now on (a refresh in flight cannot revive it). The
+// caller tells the other nodes of a cluster (revokedShared) once its operation is done.
 func (s *Store) RevokeGrant(ctx context.Context, requestID string) error {
 	s.grantMu.Lock()
 	defer s.grantMu.Unlock()
@@ -379,7 +390,9 @@ func (s *Store) RevokeGrant(ctx context.Context, requestID string) error {
 	if err := s.RevokeRefreshToken(ctx, requestID); err != nil {
 		return err
 	}
-	if err := s.RevokeAccessToken(ctx, requestID); err != nil {
+	// The other nodes are told by the admin operation once it is done (revokedShared), not
+	// here under grantMu: a node that does not answer would hold every token issued here.
+	if err := s.revokeAccess(requestID, false); err != nil {
 		return err
 	}
 	b := s.st.NewOAuthBatch()
@@ -396,6 +409,14 @@ func (s *Store) RevokeGrant(ctx context.Context, requestID string) error {
 func (s *Store) revoked() {
 	if s.onRevoke != nil {
 		s.onRevoke()
+	}
+}
+
+// revokedShared is revoked, and the other nodes of a cluster told (onRevokeShared).
+func (s *Store) revokedShared() {
+	s.revoked()
+	if s.onRevokeShared != nil {
+		s.onRevokeShared()
 	}
 }
 
